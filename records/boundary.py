@@ -1,0 +1,351 @@
+"""The write boundary: the only door through which a record is created, changed or deleted.
+
+Every call runs in one ``transaction.atomic()`` with its trail row: payload checks, write
+entitlement and write RLS, guardrail rules, ``before_save``/``before_delete`` hooks, the write,
+the outbound write state for a connected type, and the trail. A refusal changes nothing and leaves
+a ``refused`` trail row (written after the failed write's savepoint is rolled back). Outbound
+sending happens after commit (``outbound_write_queued``), never inside the request.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from guardrails.models import Decision, HeldDelete, WindowKind
+from guardrails.rules import rule_decide
+from guardrails.windows import window_admit
+from records.catalog import RecordType, record_type_get
+from records.codes import RefusalCode
+from records.errors import (
+    AtomicWriteRequired,
+    DeleteCapExceeded,
+    GuardrailDenied,
+    NotSettleConflict,
+    PayloadInvalid,
+    ProtectedFieldRefused,
+    RecordNotFound,
+    RequiredFieldMissing,
+    SyncVersionMoved,
+)
+from records.hooks import HookContext, hooks_run
+from records.models import Record, RecordWriteState, SyncState, TrailOutcome, WriteOperation, WriteStatus
+from records.policies import default_group, records_writable, write_entitlement_check
+from records.signals import outbound_write_queued
+from records.trail import Actor, trail_write
+from turbobase.errors import Refusal, TurbobaseError
+
+
+class DeleteWindowWait(TurbobaseError):
+    """The delete window is full; the delete may be sent once it frees (``retry_at``)."""
+
+    error = "delete_window_full"
+    http_status = 429
+    retryable = True
+
+    def __init__(self, message: str, *, cap: str, retry_at) -> None:
+        super().__init__(message, cap=cap, retryAt=retry_at.isoformat())
+        self.cap = cap
+        self.retry_at = retry_at
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What the boundary did: ``outcome`` is created / duplicate / updated / deleted / held / queued."""
+
+    record: Record
+    outcome: str
+    code: str | None = None
+    message: str = ""
+
+    @property
+    def is_new(self) -> bool:
+        return self.outcome == "created"
+
+
+def _refusing(actor: Actor, action: str, record_type: str, pg_row_id=None):
+    """Decorator-free helper: run ``fn`` in a savepoint; on refusal, trail it and re-raise."""
+
+    class _Guard:
+        def __enter__(self):
+            self.atomic = transaction.atomic()
+            self.atomic.__enter__()
+            return self
+
+        def __exit__(self, exc_type, exc, tb):
+            self.atomic.__exit__(exc_type, exc, tb)
+            if isinstance(exc, Refusal):
+                trail_write(
+                    actor=actor, action=action, record_type=record_type, outcome=TrailOutcome.REFUSED,
+                    pg_row_id=pg_row_id, code=exc.code, field=exc.field, message=exc.message,
+                )
+            return False
+
+    return _Guard()
+
+
+def _check_payload(rt: RecordType, parent: Any, lines: Any, *, is_create: bool) -> None:
+    if not isinstance(parent, dict):
+        raise PayloadInvalid("parent must be an object of field values", field="parent")
+    if lines is not None and not (isinstance(lines, list) and all(isinstance(x, dict) for x in lines)):
+        raise PayloadInvalid("lines must be a list of objects", field="lines")
+    for name in parent:
+        if rt.is_protected(name):
+            raise ProtectedFieldRefused(f"{name} is a protected column and cannot be written", field=f"parent.{name}")
+    if not is_create:
+        if not parent:
+            raise PayloadInvalid("parent must name at least one field to change", field="parent")
+        return
+    for name in rt.required:
+        if parent.get(name) in (None, ""):
+            raise RequiredFieldMissing(f"{name} is required", field=f"parent.{name}")
+    if rt.is_connected and rt.is_transaction and not lines and not parent.get("created_from_id"):
+        raise AtomicWriteRequired(
+            f"a {rt.name} create sends header and lines in one write: return a non-empty lines array, "
+            "or set parent.created_from_id to transform another document",
+            field="lines",
+        )
+
+
+def _rule_check(rt: RecordType, action: str) -> str:
+    decision = rule_decide(record_type=rt.name, action=action, is_connected=rt.is_connected)
+    if decision == Decision.DENY:
+        raise GuardrailDenied(f"the guardrail rule {rt.name}.{action} denies this write", field=None)
+    return decision
+
+
+def _record_dict(record: Record) -> dict[str, Any]:
+    return {
+        "pgRowId": str(record.pg_row_id), "externalId": record.external_id,
+        "parent": dict(record.fields), "lines": list(record.lines), "syncVersion": record.sync_version,
+    }
+
+
+def _queue_outbound(record: Record, operation: str, payload: dict, *, status: str = WriteStatus.PENDING) -> RecordWriteState:
+    state = RecordWriteState.objects.create(
+        record=record, record_type=record.record_type, source_system=record.source_system,
+        operation=operation, status=status, payload=payload,
+    )
+    if status == WriteStatus.PENDING:
+        record_type = record.record_type
+        transaction.on_commit(lambda: outbound_write_queued.send(sender=Record, record_type=record_type))
+    return state
+
+
+def record_create(
+    *, actor: Actor, record_type: str, parent: Any, lines: Any = None, idempotency_key: str | None = None
+) -> WriteResult:
+    """Create one record. A used idempotency key returns the first record and writes nothing."""
+    rt = record_type_get(record_type)
+    with _refusing(actor, "create", rt.name):
+        _check_payload(rt, parent, lines, is_create=True)
+        write_entitlement_check(user=actor.user, record_type=rt)
+        _rule_check(rt, "create")
+        if idempotency_key:
+            existing = Record.unguarded.filter(idempotency_key=idempotency_key).first()
+            if existing is not None:
+                return _duplicate(actor, rt, existing)
+        record = Record(
+            record_type=rt.name, fields=parent, lines=lines or [], owner=actor.user,
+            group=default_group(actor.user), idempotency_key=idempotency_key or None,
+            source_system=rt.source or "",
+            sync_state=SyncState.PENDING if rt.is_connected else SyncState.LOCAL,
+        )
+        hooks_run(HookContext("before_save", rt.name, "create", _record_dict(record), dict(parent),
+                              actor=actor.user.get_username(), process_run_id=actor.process_run_id or None))
+        try:
+            with transaction.atomic():
+                record.save(force_insert=True)
+        except IntegrityError:
+            existing = Record.unguarded.filter(idempotency_key=idempotency_key).first() if idempotency_key else None
+            if existing is None:
+                raise
+            return _duplicate(actor, rt, existing)
+        if rt.is_connected:
+            _queue_outbound(record, WriteOperation.CREATE, {"parent": parent, "lines": lines or []})
+        trail_write(actor=actor, action="create", record_type=rt.name, outcome=TrailOutcome.ALLOWED,
+                    pg_row_id=record.pg_row_id)
+        return WriteResult(record, "created")
+
+
+def _duplicate(actor: Actor, rt: RecordType, existing: Record) -> WriteResult:
+    if existing.record_type != rt.name:
+        raise PayloadInvalid(
+            f"idempotency key already used for a {existing.record_type} record", field="idempotencyKey"
+        )
+    trail_write(actor=actor, action="create", record_type=rt.name, outcome=TrailOutcome.DUPLICATE,
+                pg_row_id=existing.pg_row_id, message="idempotency key already used; nothing written")
+    return WriteResult(existing, "duplicate")
+
+
+def _address(
+    actor: Actor, rt: RecordType, *, pg_row_id: Any, external_id: Any, source_system: str | None = None
+) -> Record:
+    """Lock and return the one writable record the address names, else 404 (never a create)."""
+    if (pg_row_id in (None, "")) == (external_id in (None, "")):
+        raise PayloadInvalid("name the record by exactly one of pgRowId or externalId", field="pgRowId")
+    rows = records_writable(user=actor.user, record_type=rt)
+    if source_system:
+        rows = rows.filter(source_system=source_system)
+    try:
+        if pg_row_id not in (None, ""):
+            field, found = "pgRowId", rows.select_for_update().filter(pg_row_id=str(pg_row_id)).first()
+        else:
+            field, found = "externalId", rows.select_for_update().filter(external_id=str(external_id)).first()
+    except Exception as exc:  # a malformed UUID
+        if "UUID" in type(exc).__name__ or "uuid" in str(exc).lower() or isinstance(exc, ValueError):
+            raise RecordNotFound(f"no {rt.name} record has pgRowId {pg_row_id!r}", field="pgRowId") from exc
+        raise
+    if found is None:
+        value = pg_row_id if field == "pgRowId" else external_id
+        raise RecordNotFound(f"no {rt.name} record you can see has {field} {value!r}", field=field)
+    return found
+
+
+def record_update(
+    *, actor: Actor, record_type: str, parent: Any, pg_row_id: Any = None, external_id: Any = None,
+    expected_sync_version: int | None = None,
+) -> WriteResult:
+    """Change the named fields of one record; only those fields are written."""
+    rt = record_type_get(record_type)
+    with _refusing(actor, "update", rt.name, pg_row_id):
+        _check_payload(rt, parent, None, is_create=False)
+        write_entitlement_check(user=actor.user, record_type=rt)
+        _rule_check(rt, "update")
+        record = _address(actor, rt, pg_row_id=pg_row_id, external_id=external_id)
+        if expected_sync_version is not None and int(expected_sync_version) != record.sync_version:
+            raise SyncVersionMoved(
+                f"expected sync version {expected_sync_version}, the record is at {record.sync_version}",
+                field="expectedSyncVersion",
+            )
+        merged = _record_dict(record)
+        merged["parent"].update(parent)
+        hooks_run(HookContext("before_save", rt.name, "update", merged, dict(parent),
+                              actor=actor.user.get_username(), process_run_id=actor.process_run_id or None))
+        record.fields = merged["parent"]
+        Record.unguarded.filter(pk=record.pk).update(
+            fields=record.fields, sync_version=F("sync_version") + 1, updated_at=timezone.now()
+        )
+        record.refresh_from_db()
+        if rt.is_connected:
+            _queue_outbound(record, WriteOperation.UPDATE, {"parent": parent})
+        trail_write(actor=actor, action="update", record_type=rt.name, outcome=TrailOutcome.ALLOWED,
+                    pg_row_id=record.pg_row_id)
+        return WriteResult(record, "updated")
+
+
+def record_delete(
+    *, actor: Actor, record_type: str, pg_row_id: Any = None, external_id: Any = None,
+    source_system: str | None = None, rollback: bool = False, on_cap: str = "refuse",
+) -> WriteResult:
+    """Delete one record.
+
+    App-owned: removed now. Connected: hidden at once; held for an operator (the stock rule),
+    or queued for the source. ``rollback=True`` charges the rollback window (it waits, never
+    refuses, and is never held); otherwise the ordinary delete cap refuses (``on_cap='refuse'``)
+    or asks the caller to wait (``on_cap='wait'``, raises ``DeleteWindowWait``).
+    """
+    rt = record_type_get(record_type)
+    with _refusing(actor, "delete", rt.name, pg_row_id):
+        write_entitlement_check(user=actor.user, record_type=rt)
+        decision = _rule_check(rt, "delete")
+        record = _address(actor, rt, pg_row_id=pg_row_id, external_id=external_id, source_system=source_system)
+        hooks_run(HookContext("before_delete", rt.name, "delete", _record_dict(record),
+                              actor=actor.user.get_username(), process_run_id=actor.process_run_id or None))
+        if not rt.is_connected:
+            snapshot = _record_dict(record)
+            record.delete()
+            trail_write(actor=actor, action="delete", record_type=rt.name, outcome=TrailOutcome.ALLOWED,
+                        pg_row_id=record.pk)
+            _after_delete(actor, rt.name, snapshot)
+            return WriteResult(record, "deleted")
+        _charge_delete(rt, record, rollback=rollback, on_cap=on_cap)
+        prior = record.sync_state
+        if decision == Decision.HOLD and not rollback:
+            return _hold(actor, rt, record, prior)
+        Record.unguarded.filter(pk=record.pk).update(sync_state=SyncState.DELETING, updated_at=timezone.now())
+        record.sync_state = SyncState.DELETING
+        _queue_outbound(record, WriteOperation.DELETE, {"prior_state": prior})
+        trail_write(actor=actor, action="delete", record_type=rt.name, outcome=TrailOutcome.ALLOWED,
+                    pg_row_id=record.pg_row_id, code="ALLOW_WITH_AUDIT" if decision == Decision.ALLOW_WITH_AUDIT else "")
+        _after_delete(actor, rt.name, _record_dict(record))
+        return WriteResult(record, "queued")
+
+
+def _charge_delete(rt: RecordType, record: Record, *, rollback: bool, on_cap: str) -> None:
+    kind = WindowKind.ROLLBACK if rollback else WindowKind.DELETE
+    admission = window_admit(kind=kind, source_system=record.source_system)
+    if admission.admitted:
+        return
+    message = (f"{admission.cap} ({admission.limit}) reached for {record.source_system}; "
+               f"the window frees at {admission.retry_at.isoformat()}")
+    if rollback or on_cap == "wait":
+        raise DeleteWindowWait(message, cap=admission.cap, retry_at=admission.retry_at)
+    raise DeleteCapExceeded(f"delete refused, the record stays: {message}", field=admission.cap)
+
+
+def _hold(actor: Actor, rt: RecordType, record: Record, prior: str) -> WriteResult:
+    Record.unguarded.filter(pk=record.pk).update(sync_state=SyncState.DELETE_HELD, updated_at=timezone.now())
+    record.sync_state = SyncState.DELETE_HELD
+    _queue_outbound(record, WriteOperation.DELETE, {"prior_state": prior}, status=WriteStatus.HELD)
+    HeldDelete.objects.create(
+        record_type=rt.name, pg_row_id=record.pg_row_id, external_id=record.external_id,
+        source_system=record.source_system, requested_by=actor.user if actor.user.pk else None,
+        process_run_id=actor.process_run_id, process_step=actor.process_step,
+    )
+    message = "the delete is held for an operator's approval; the record is hidden until then"
+    trail_write(actor=actor, action="delete", record_type=rt.name, outcome=TrailOutcome.HELD,
+                pg_row_id=record.pg_row_id, code=RefusalCode.SOURCE_AWAITING_CONFIRMATION, message=message)
+    return WriteResult(record, "held", code=RefusalCode.SOURCE_AWAITING_CONFIRMATION, message=message)
+
+
+def _after_delete(actor: Actor, record_type: str, snapshot: dict) -> None:
+    context = HookContext("after_delete", record_type, "delete", snapshot,
+                          actor=actor.user.get_username(), process_run_id=actor.process_run_id or None)
+    transaction.on_commit(lambda: _run_after_delete(context))
+
+
+def _run_after_delete(context: HookContext) -> None:
+    import logging
+
+    try:
+        hooks_run(context)
+    except Exception:  # the record is already gone; an after_delete hook cannot refuse it
+        logging.getLogger(__name__).exception("after_delete hook failed for %s", context.record_type)
+
+
+def record_settle(*, actor: Actor, record_type: str, pg_row_id: Any) -> WriteResult:
+    """Link a row whose upstream create landed but whose link back failed (write_settle_conflict).
+
+    The id is read from the row's write state, never from the caller. An inbound copy of the same
+    upstream record that arrived meanwhile is discarded.
+    """
+    rt = record_type_get(record_type)
+    with _refusing(actor, "settle", rt.name, pg_row_id):
+        record = _address(actor, rt, pg_row_id=pg_row_id, external_id=None)
+        state = (
+            RecordWriteState.objects.select_for_update()
+            .filter(record=record, status=WriteStatus.SETTLE_CONFLICT)
+            .order_by("-id").first()
+        )
+        if record.sync_state != SyncState.SETTLE_CONFLICT or state is None:
+            raise NotSettleConflict(
+                f"{rt.name} {record.pg_row_id} is {record.sync_state}, not waiting to be settled",
+                field="pgRowId",
+            )
+        Record.unguarded.filter(
+            record_type=rt.name, source_system=record.source_system, external_id=state.external_id
+        ).exclude(pk=record.pk).delete()
+        now = timezone.now()
+        Record.unguarded.filter(pk=record.pk).update(
+            external_id=state.external_id, sync_state=SyncState.SYNCED, synced_at=now, updated_at=now
+        )
+        state.status = WriteStatus.SETTLED
+        state.save(update_fields=["status", "updated_at"])
+        record.refresh_from_db()
+        trail_write(actor=actor, action="settle", record_type=rt.name, outcome=TrailOutcome.SETTLED,
+                    pg_row_id=record.pg_row_id)
+        return WriteResult(record, "settled")

@@ -1,0 +1,155 @@
+"""The record store, the outbound write state, and the write trail."""
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+
+class SyncState(models.TextChoices):
+    LOCAL = "local"  # app-owned type: no connected system
+    PENDING = "pending"  # written here, on its way to the source
+    SYNCED = "synced"  # the source confirmed it
+    PARKED = "parked"  # the source refused it; the reason is on the write state
+    SETTLE_CONFLICT = "settle_conflict"  # created upstream, link back failed
+    DELETE_HELD = "delete_held"  # hidden, waiting for an operator
+    DELETING = "deleting"  # hidden, delete on its way to the source
+    DELETED = "deleted"  # gone here and upstream (tombstone keeps the key and trail)
+
+
+HIDDEN_STATES = (SyncState.DELETE_HELD, SyncState.DELETING, SyncState.DELETED)
+
+
+class GuardedRecordManager(models.Manager):
+    """Reads are fine anywhere; writes go through ``records.boundary``.
+
+    ``bulk_create``/``update`` on the manager are refused so a stray write outside the door fails
+    loudly. The boundary (and tests that build fixtures) use ``Record.unguarded``.
+    """
+
+    def bulk_create(self, *args, **kwargs):  # pragma: no cover - guard
+        raise RuntimeError("records are written only through records.boundary (Record.unguarded)")
+
+
+class Record(models.Model):
+    pg_row_id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    record_type = models.CharField(max_length=64)
+    fields = models.JSONField(default=dict)
+    lines = models.JSONField(default=list)
+    external_id = models.CharField(max_length=255, null=True, blank=True)
+    source_system = models.CharField(max_length=64, blank=True, default="")
+    sync_version = models.PositiveIntegerField(default=1)
+    sync_state = models.CharField(max_length=20, choices=SyncState.choices)
+    synced_at = models.DateTimeField(null=True, blank=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    group = models.ForeignKey(
+        "auth.Group", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    idempotency_key = models.CharField(max_length=255, null=True, blank=True, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = GuardedRecordManager()
+    unguarded = models.Manager()
+
+    class Meta:
+        db_table = "record"
+        base_manager_name = "unguarded"
+        indexes = [
+            models.Index(fields=["record_type", "created_at"]),
+            models.Index(fields=["record_type", "external_id"]),
+            models.Index(fields=["owner"]),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["record_type", "source_system", "external_id"],
+                condition=models.Q(external_id__isnull=False) & ~models.Q(sync_state="deleted"),
+                name="record_external_id_unique",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.record_type} {self.external_id or self.pg_row_id}"
+
+    @property
+    def is_hidden(self) -> bool:
+        return self.sync_state in HIDDEN_STATES
+
+
+class WriteOperation(models.TextChoices):
+    CREATE = "create"
+    UPDATE = "update"
+    DELETE = "delete"
+
+
+class WriteStatus(models.TextChoices):
+    HELD = "held"  # a delete waiting for an operator; not sent
+    PENDING = "pending"  # queued for the source, in order
+    CONFIRMED = "confirmed"
+    REFUSED = "refused"  # parked with the source's sentence
+    SETTLE_CONFLICT = "settle_conflict"  # applied upstream, link back failed
+    SETTLED = "settled"  # a settle conflict resolved by the settle verb
+    CANCELLED = "cancelled"  # a held delete rejected, or superseded
+
+
+class RecordWriteState(models.Model):
+    """One outbound write of one record. The id orders writes of one record type."""
+
+    id = models.BigAutoField(primary_key=True)
+    record = models.ForeignKey(Record, on_delete=models.CASCADE, related_name="write_states")
+    record_type = models.CharField(max_length=64)
+    source_system = models.CharField(max_length=64)
+    operation = models.CharField(max_length=10, choices=WriteOperation.choices)
+    status = models.CharField(max_length=20, choices=WriteStatus.choices)
+    payload = models.JSONField(default=dict)  # the fields this write sends
+    attempts = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    reason_code = models.CharField(max_length=64, blank=True, default="")
+    field = models.CharField(max_length=128, blank=True, default="")
+    message = models.TextField(blank=True, default="")
+    external_id = models.CharField(max_length=255, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "record_write_state"
+        indexes = [models.Index(fields=["record_type", "status", "id"])]
+
+    def __str__(self) -> str:
+        return f"{self.operation} {self.record_type} #{self.id} {self.status}"
+
+
+class TrailOutcome(models.TextChoices):
+    ALLOWED = "allowed"
+    DUPLICATE = "duplicate"  # an idempotency key already used: nothing written
+    REFUSED = "refused"
+    HELD = "held"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    SETTLED = "settled"
+
+
+class WriteTrail(models.Model):
+    """One row per boundary decision: who, what, on which record, with what outcome, and why."""
+
+    id = models.BigAutoField(primary_key=True)
+    at = models.DateTimeField(auto_now_add=True)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    action = models.CharField(max_length=16)
+    record_type = models.CharField(max_length=64)
+    pg_row_id = models.UUIDField(null=True, blank=True)
+    outcome = models.CharField(max_length=16, choices=TrailOutcome.choices)
+    code = models.CharField(max_length=64, blank=True, default="")
+    field = models.CharField(max_length=128, blank=True, default="")
+    message = models.TextField(blank=True, default="")
+    process_run_id = models.CharField(max_length=64, blank=True, default="")
+    process_step = models.CharField(max_length=255, blank=True, default="")
+
+    class Meta:
+        db_table = "write_trail"
+        indexes = [models.Index(fields=["record_type", "at"]), models.Index(fields=["pg_row_id"])]

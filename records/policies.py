@@ -1,0 +1,54 @@
+"""Row-level security: the one place that decides which records a user may see and change.
+
+A record carries ``owner`` and ``group``. The type's policy decides:
+``all`` — everyone signed in; ``group`` — the owner, or anyone in the record's group;
+``owner`` — the owner only. Administrators (``is_staff``) see and change everything.
+"""
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser, Group
+from django.db.models import Q, QuerySet
+
+from records.catalog import RecordType
+from records.errors import WriteNotEntitled
+from records.models import HIDDEN_STATES, Record
+
+
+def _policy_q(user: AbstractBaseUser, policy: str) -> Q:
+    if getattr(user, "is_staff", False) or policy == "all":
+        return Q()
+    if policy == "group":
+        return Q(owner_id=user.pk) | Q(group__in=user.groups.all())
+    return Q(owner_id=user.pk)
+
+
+def records_visible(*, user: AbstractBaseUser, record_type: RecordType) -> QuerySet[Record]:
+    """Records of ``record_type`` the user may read (hidden ones never)."""
+    return (
+        Record.unguarded.filter(record_type=record_type.name)
+        .exclude(sync_state__in=HIDDEN_STATES)
+        .filter(_policy_q(user, record_type.read_policy))
+    )
+
+
+def records_writable(*, user: AbstractBaseUser, record_type: RecordType) -> QuerySet[Record]:
+    """Records the user may change or delete: visible to them and inside the type's write policy."""
+    return records_visible(user=user, record_type=record_type).filter(
+        _policy_q(user, record_type.write_policy)
+    )
+
+
+def write_entitlement_check(*, user: AbstractBaseUser, record_type: RecordType) -> None:
+    """Refuse a user who may not write this type at all (the type's ``writeGroups``)."""
+    if not record_type.write_groups or getattr(user, "is_staff", False):
+        return
+    if not user.groups.filter(name__in=record_type.write_groups).exists():
+        raise WriteNotEntitled(
+            f"writing {record_type.name} needs membership of one of: {', '.join(record_type.write_groups)}",
+            field=None,
+        )
+
+
+def default_group(user: AbstractBaseUser) -> Group | None:
+    """The group a new record is filed under: the user's first group by name."""
+    return user.groups.order_by("name").first()

@@ -1,0 +1,47 @@
+"""The write trail: one row per boundary decision."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from uuid import UUID
+
+from django.contrib.auth.models import AbstractBaseUser
+
+from records.models import WriteTrail
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who writes, and which process run and step caused it (blank for an app's own write)."""
+
+    user: AbstractBaseUser
+    process_run_id: str = ""
+    process_step: str = ""
+
+    @property
+    def is_admin(self) -> bool:
+        return bool(getattr(self.user, "is_staff", False))
+
+
+def trail_write(
+    *,
+    actor: Actor | None,
+    action: str,
+    record_type: str,
+    outcome: str,
+    pg_row_id: UUID | str | None = None,
+    code: str = "",
+    field: str | None = "",
+    message: str = "",
+) -> WriteTrail:
+    return WriteTrail.objects.create(
+        actor=actor.user if actor and getattr(actor.user, "pk", None) else None,
+        action=action,
+        record_type=record_type,
+        pg_row_id=pg_row_id,
+        outcome=outcome,
+        code=str(code or ""),
+        field=field or "",
+        message=message or "",
+        process_run_id=actor.process_run_id if actor else "",
+        process_step=actor.process_step if actor else "",
+    )

@@ -1,0 +1,133 @@
+"""The rest of the door: what the sources' verdicts and an operator's decision do to a record.
+
+These are the only other functions that change a record; they are called by the outbound worker
+(``sources``) and by the held-delete approval (API and admin), never by apps.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.dispatch import Signal
+from django.utils import timezone
+
+from guardrails.models import HeldDelete, HeldStatus
+from records.models import Record, RecordWriteState, SyncState, TrailOutcome, WriteOperation, WriteStatus
+from records.signals import outbound_write_queued
+from records.trail import Actor, trail_write
+from turbobase.errors import Conflict, NotFound
+
+# Sent after commit with write_state_id=…, record_id=…, verdict=confirmed|refused|settle_conflict.
+source_verdict = Signal()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A source's answer to one write."""
+
+    kind: str  # confirmed / refused / settle_conflict
+    external_id: str | None = None
+    code: str = ""
+    field: str = ""
+    message: str = ""
+
+
+def _announce(state: RecordWriteState, kind: str) -> None:
+    ids = (state.pk, state.record_id)
+    transaction.on_commit(
+        lambda: source_verdict.send(sender=RecordWriteState, write_state_id=ids[0], record_id=ids[1], verdict=kind)
+    )
+
+
+@transaction.atomic
+def verdict_apply(*, write_state_id: int, verdict: Verdict) -> RecordWriteState:
+    """Apply a source's verdict to the write and its record, in one transaction, and announce it."""
+    state = RecordWriteState.objects.select_for_update().get(pk=write_state_id)
+    record = Record.unguarded.select_for_update().get(pk=state.record_id)
+    now = timezone.now()
+    state.reason_code, state.field, state.message = verdict.code, verdict.field or "", verdict.message
+    if verdict.kind == "confirmed":
+        state.status = WriteStatus.CONFIRMED
+        if verdict.external_id:
+            state.external_id = verdict.external_id
+        if state.operation == WriteOperation.DELETE:
+            record.sync_state = SyncState.DELETED
+        else:
+            if verdict.external_id and not record.external_id:
+                record.external_id = verdict.external_id
+            record.sync_state, record.synced_at = SyncState.SYNCED, now
+    elif verdict.kind == "settle_conflict":
+        state.status, state.external_id = WriteStatus.SETTLE_CONFLICT, verdict.external_id
+        state.reason_code = "write_settle_conflict"
+        record.sync_state = SyncState.SETTLE_CONFLICT
+    elif verdict.kind == "refused":
+        state.status = WriteStatus.REFUSED
+        if state.operation == WriteOperation.DELETE:
+            # A refused delete brings the record back, with the reason on its write state.
+            record.sync_state = state.payload.get("prior_state") or SyncState.SYNCED
+        else:
+            record.sync_state = SyncState.PARKED
+    else:
+        raise ValueError(f"unknown verdict {verdict.kind!r}")
+    state.save()
+    record.save(update_fields=["sync_state", "external_id", "synced_at", "updated_at"])
+    _announce(state, verdict.kind)
+    return state
+
+
+def verdict_transient(*, write_state_id: int, message: str, next_attempt_at) -> RecordWriteState:
+    """Count a failed attempt; the write stays at the head of its type's queue."""
+    state = RecordWriteState.objects.get(pk=write_state_id)
+    state.attempts += 1
+    state.message, state.reason_code, state.next_attempt_at = message, "TRANSIENT", next_attempt_at
+    state.save(update_fields=["attempts", "message", "reason_code", "next_attempt_at", "updated_at"])
+    return state
+
+
+class HeldDeleteNotPending(Conflict):
+    """That held delete was already decided."""
+
+    code = "HELD_DELETE_NOT_PENDING"
+
+
+class HeldDeleteNotFound(NotFound):
+    """No held delete has that id."""
+
+    error = "held_delete_not_found"
+
+
+@transaction.atomic
+def held_delete_decide(*, held_id: int, approve: bool, by: AbstractBaseUser, note: str = "") -> HeldDelete:
+    """An operator approves (the delete is sent) or rejects (the record comes back) a held delete."""
+    held = HeldDelete.objects.select_for_update().filter(pk=held_id).first()
+    if held is None:
+        raise HeldDeleteNotFound(f"no held delete #{held_id}", id=held_id)
+    if held.status != HeldStatus.PENDING:
+        raise HeldDeleteNotPending(f"held delete #{held_id} is already {held.status}", field="id")
+    state = (
+        RecordWriteState.objects.select_for_update()
+        .filter(record_id=held.pg_row_id, operation=WriteOperation.DELETE, status=WriteStatus.HELD)
+        .order_by("-id").first()
+    )
+    record = Record.unguarded.select_for_update().get(pk=held.pg_row_id)
+    if approve:
+        record.sync_state = SyncState.DELETING
+        if state is not None:
+            state.status = WriteStatus.PENDING
+            state.save(update_fields=["status", "updated_at"])
+            record_type = record.record_type
+            transaction.on_commit(lambda: outbound_write_queued.send(sender=Record, record_type=record_type))
+    else:
+        record.sync_state = (state.payload.get("prior_state") if state else None) or SyncState.SYNCED
+        if state is not None:
+            state.status, state.message = WriteStatus.CANCELLED, note or "rejected by an operator"
+            state.save(update_fields=["status", "message", "updated_at"])
+    record.save(update_fields=["sync_state", "updated_at"])
+    held.status = HeldStatus.APPROVED if approve else HeldStatus.REJECTED
+    held.decided_by, held.decided_at, held.note = by, timezone.now(), note
+    held.save()
+    trail_write(actor=Actor(user=by), action="delete", record_type=held.record_type,
+                outcome=TrailOutcome.APPROVED if approve else TrailOutcome.REJECTED,
+                pg_row_id=held.pg_row_id, message=note)
+    return held

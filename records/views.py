@@ -1,0 +1,76 @@
+"""``/v1/data/<recordType>``: thin views over the write boundary."""
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from records.boundary import record_create, record_delete, record_settle, record_update
+from records.errors import PayloadInvalid
+from records.serializers import write_result_out
+from records.trail import Actor
+
+_STATUS = {"created": 201, "duplicate": 200, "updated": 200, "deleted": 200, "queued": 202, "held": 202,
+           "settled": 200}
+
+
+def _body(request: Request) -> dict[str, Any]:
+    if not isinstance(request.data, dict):
+        raise PayloadInvalid("the body must be a JSON object", field="body")
+    return request.data
+
+
+def _answer(result) -> Response:
+    return Response(write_result_out(result), status=_STATUS[result.outcome])
+
+
+class RecordDataView(APIView):
+    """Create (POST), change (PATCH) or delete (DELETE) one record of ``record_type``."""
+
+    @extend_schema(request=dict, responses={201: dict})
+    def post(self, request: Request, record_type: str) -> Response:
+        body = _body(request)
+        key = request.headers.get("Idempotency-Key") or body.get("idempotencyKey")
+        if key is not None and not isinstance(key, str):
+            raise PayloadInvalid("idempotencyKey must be a string", field="idempotencyKey")
+        return _answer(record_create(
+            actor=Actor(user=request.user), record_type=record_type, parent=body.get("parent"),
+            lines=body.get("lines"),
+            # An app's key is its own: namespaced by user so two apps' keys never collide.
+            idempotency_key=f"user:{request.user.pk}:{key}" if key else None,
+        ))
+
+    @extend_schema(request=dict, responses={200: dict})
+    def patch(self, request: Request, record_type: str) -> Response:
+        body = _body(request)
+        version = body.get("expectedSyncVersion")
+        if version is not None and (not isinstance(version, int) or isinstance(version, bool)):
+            raise PayloadInvalid("expectedSyncVersion must be an integer", field="expectedSyncVersion")
+        return _answer(record_update(
+            actor=Actor(user=request.user), record_type=record_type, parent=body.get("parent"),
+            pg_row_id=body.get("pgRowId"), external_id=body.get("externalId"),
+            expected_sync_version=version,
+        ))
+
+    @extend_schema(request=dict, responses={202: dict})
+    def delete(self, request: Request, record_type: str) -> Response:
+        body = _body(request)
+        return _answer(record_delete(
+            actor=Actor(user=request.user), record_type=record_type, pg_row_id=body.get("pgRowId"),
+            external_id=body.get("externalId"), source_system=body.get("sourceSystem"),
+        ))
+
+
+class RecordSettleView(APIView):
+    """Link a record whose upstream create landed but whose link back failed."""
+
+    @extend_schema(request=dict, responses={200: dict})
+    def post(self, request: Request, record_type: str) -> Response:
+        body = _body(request)
+        if not body.get("pgRowId"):
+            raise PayloadInvalid("pgRowId is required", field="pgRowId")
+        return _answer(record_settle(actor=Actor(user=request.user), record_type=record_type,
+                                     pg_row_id=body["pgRowId"]))

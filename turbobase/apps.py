@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class TurbobaseConfig(AppConfig):
+    name = "turbobase"
+    verbose_name = "Access"

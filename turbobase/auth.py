@@ -1,0 +1,39 @@
+"""API authentication: bearer personal access tokens, and Django sessions with CSRF."""
+from __future__ import annotations
+
+from django.utils import timezone
+from rest_framework import authentication, exceptions
+
+from turbobase.models import AccessToken, token_hash
+
+
+class BearerTokenAuthentication(authentication.BaseAuthentication):
+    """``Authorization: Bearer <token>``; ``request.auth`` is the AccessToken."""
+
+    keyword = "Bearer"
+
+    def authenticate(self, request):
+        header = authentication.get_authorization_header(request).decode("latin-1")
+        if not header:
+            return None
+        parts = header.split()
+        if parts[0].lower() != self.keyword.lower():
+            return None
+        if len(parts) != 2:
+            raise exceptions.AuthenticationFailed("Authorization header must be 'Bearer <token>'")
+        token = (
+            AccessToken.objects.select_related("user")
+            .filter(token_hash=token_hash(parts[1]), revoked_at__isnull=True)
+            .first()
+        )
+        if token is None or not token.user.is_active:
+            raise exceptions.AuthenticationFailed("invalid or revoked token")
+        AccessToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
+        return token.user, token
+
+    def authenticate_header(self, request) -> str:
+        return self.keyword
+
+
+class CsrfSessionAuthentication(authentication.SessionAuthentication):
+    """Session cookie auth; unsafe methods need the CSRF token in ``X-CSRFToken`` as Django expects."""

@@ -1,0 +1,47 @@
+"""Personal access tokens: hashed at rest, shown once, with scopes."""
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from django.conf import settings
+from django.db import models
+
+TOKEN_PREFIX = "tbp_"
+SCOPES = ("extensions:deploy", "data:read", "data:write")
+
+
+def token_hash(raw: str) -> str:
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+class AccessToken(models.Model):
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="access_tokens")
+    name = models.CharField(max_length=100, blank=True, default="")
+    token_hash = models.CharField(max_length=64, unique=True)
+    prefix = models.CharField(max_length=12)  # first characters, to tell tokens apart in the admin
+    scopes = models.JSONField(default=list)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "access_token"
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.user})"
+
+    def has_scope(self, scope: str) -> bool:
+        return scope in self.scopes
+
+
+def token_issue(*, user, scopes: list[str], name: str = "") -> tuple[AccessToken, str]:
+    """Create a token; the raw value is returned once and never stored."""
+    unknown = [s for s in scopes if s not in SCOPES]
+    if unknown:
+        raise ValueError(f"unknown scope(s): {', '.join(unknown)}; known: {', '.join(SCOPES)}")
+    raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    token = AccessToken.objects.create(
+        user=user, name=name, token_hash=token_hash(raw), prefix=raw[:10], scopes=list(scopes)
+    )
+    return token, raw

@@ -1,0 +1,127 @@
+"""Turbobase settings: everything that differs between machines comes from the environment."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from turbobase.dburl import database_from_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("TURBOBASE_VAR", BASE_DIR / "var"))
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+
+def _env_bool(name: str, default: bool) -> bool:
+    return os.environ.get(name, str(default)).strip().lower() in ("1", "true", "yes", "on")
+
+
+DEBUG = _env_bool("DEBUG", False)
+# The development key is only used when nobody set one; production sets SECRET_KEY.
+SECRET_KEY = os.environ.get("SECRET_KEY", "turbobase-insecure-development-key-change-me")
+ALLOWED_HOSTS = [h for h in os.environ.get("ALLOWED_HOSTS", "*").split(",") if h]
+CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "django_filters",
+    "drf_spectacular",
+    "django_q",
+    "turbobase",
+    "extensions",
+    "guardrails",
+    "records",
+    "sources",
+    "processes",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "turbobase.urls"
+WSGI_APPLICATION = "turbobase.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": database_from_url(
+        os.environ.get("DATABASE_URL", "sqlite:///var/turbobase.sqlite3"), base_dir=BASE_DIR
+    )
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "turbobase.auth.BearerTokenAuthentication",
+        "turbobase.auth.CsrfSessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "turbobase.errors.exception_handler",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Turbobase API",
+    "DESCRIPTION": "Records, the write boundary, extensions and processes.",
+    "VERSION": "0.1.0",
+}
+
+# Record catalog: a JSON file; the shipped default holds the seed's record types.
+TURBOBASE_CATALOG = os.environ.get("TURBOBASE_CATALOG", str(BASE_DIR / "records" / "catalog.json"))
+
+_BROKER = os.environ.get("TURBOBASE_BROKER", "orm")
+Q_CLUSTER = {
+    "name": "turbobase",
+    "workers": int(os.environ.get("TURBOBASE_WORKERS", "2")),
+    "timeout": 900,
+    "retry": 960,
+    "max_attempts": 0,
+    "ack_failures": True,
+    "catch_up": False,
+    "poll": 0.2,
+    "save_limit": 1000,
+    "label": "Django Q2",
+}
+if _BROKER.startswith("redis://"):
+    Q_CLUSTER["redis"] = _BROKER
+else:
+    Q_CLUSTER["orm"] = "default"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
+}

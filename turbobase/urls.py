@@ -1,0 +1,14 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from turbobase.views import HealthView, SessionView
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("v1/auth/session", SessionView.as_view(), name="auth-session"),
+    path("v1/health", HealthView.as_view(), name="health"),
+    path("v1/", include("records.urls")),
+    path("api/schema", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+]
