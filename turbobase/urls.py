@@ -9,6 +9,8 @@ urlpatterns = [
     path("v1/auth/session", SessionView.as_view(), name="auth-session"),
     path("v1/health", HealthView.as_view(), name="health"),
     path("v1/", include("records.urls")),
+    path("v1/", include("records.rest.urls")),
+    path("v1/", include("guardrails.urls")),
     path("api/schema", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
 ]
