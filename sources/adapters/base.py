@@ -1,0 +1,114 @@
+"""The adapter protocol: how one outbound write reaches a connected system, and what it answered.
+
+An adapter is small on purpose (Django's ``SessionBase``): ``create``, ``update`` and ``delete``
+each take one ``OutboundWrite`` and return one ``Outcome``. Four answers exist:
+
+- ``confirmed(external_id)`` — the source applied it (and, for a create, minted this id);
+- ``refused(code, field, message)`` — the source said no, in its own words; the write is parked;
+- ``transient(message)`` — no answer worth keeping (timeout, 5xx, connection refused); retried;
+- ``settle_conflict(external_id, message)`` — the source applied it, but linking its id back failed.
+
+Adapters translate vendor exceptions at their edge into ``SourceUnavailable`` / ``SourceRefused``
+(``raise … from exc``); ``send`` turns those into outcomes so the worker only ever sees an outcome.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from records.catalog import RecordType
+from sources.errors import SourceRefused, SourceUnavailable
+
+logger = logging.getLogger(__name__)
+
+CONFIRMED = "confirmed"
+REFUSED = "refused"
+TRANSIENT = "transient"
+SETTLE_CONFLICT = "settle_conflict"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A source's answer to one write."""
+
+    kind: str
+    external_id: str | None = None
+    code: str = ""
+    field: str = ""
+    message: str = ""
+
+    @property
+    def is_final(self) -> bool:
+        return self.kind != TRANSIENT
+
+
+def confirmed(external_id: str | None) -> Outcome:
+    return Outcome(CONFIRMED, external_id=external_id)
+
+
+def refused(code: str, field: str | None, message: str) -> Outcome:
+    return Outcome(REFUSED, code=code, field=field or "", message=message)
+
+
+def transient(message: str) -> Outcome:
+    return Outcome(TRANSIENT, message=message)
+
+
+def settle_conflict(external_id: str | None, message: str) -> Outcome:
+    return Outcome(SETTLE_CONFLICT, external_id=external_id, message=message)
+
+
+@dataclass(frozen=True)
+class OutboundWrite:
+    """Everything an adapter may know about one write: no model instances, no session."""
+
+    write_state_id: int
+    operation: str  # create / update / delete
+    record_type: RecordType
+    source_name: str
+    pg_row_id: str
+    external_id: str | None  # the record's upstream id (update/delete); None for a create
+    parent: dict[str, Any] = field(default_factory=dict)  # the fields this write sends
+    lines: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def idempotency_key(self) -> str:
+        # Stable per write: a write re-sent after a crash can be recognised upstream.
+        return f"turbobase-write-{self.write_state_id}"
+
+
+class SourceAdapter:
+    """Base class of connectors. Subclasses provide ``create``, ``update`` and ``delete``."""
+
+    name: str = ""
+
+    def __init__(self, *, source_name: str, config: dict[str, Any] | None = None) -> None:
+        self.source_name = source_name
+        self.config = dict(config or {})
+
+    def create(self, write: OutboundWrite) -> Outcome:
+        raise NotImplementedError("subclasses of SourceAdapter must provide create()")
+
+    def update(self, write: OutboundWrite) -> Outcome:
+        raise NotImplementedError("subclasses of SourceAdapter must provide update()")
+
+    def delete(self, write: OutboundWrite) -> Outcome:
+        raise NotImplementedError("subclasses of SourceAdapter must provide delete()")
+
+    def send(self, write: OutboundWrite) -> Outcome:
+        """Dispatch one write and always come back with an outcome, whatever the adapter raised."""
+        method = {"create": self.create, "update": self.update, "delete": self.delete}.get(write.operation)
+        if method is None:
+            return refused("SOURCE_REFUSED", "operation", f"unknown operation {write.operation!r}")
+        try:
+            return method(write)
+        except SourceRefused as exc:
+            return refused(str(exc.code), exc.field, exc.message)
+        except SourceUnavailable as exc:
+            return transient(exc.message)
+        except NotImplementedError:
+            raise
+        except Exception as exc:  # an adapter bug must not wedge the lane: retry, and say why
+            logger.exception("adapter %s failed on write #%s", self.name, write.write_state_id)
+            return transient(f"{type(exc).__name__}: {exc}")

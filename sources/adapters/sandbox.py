@@ -1,0 +1,184 @@
+"""The ``sandbox`` source: a NetSuite-like system that lives in this database.
+
+It behaves like the real thing where the seed says what the real thing does — ids minted per
+document type (``PO-1041``, ``PO-1042``…), header and lines in one write (``ATOMIC_WRITE_REQUIRED``),
+mandatory fields (``MANDATORY_FIELD_MISSING``), no deleting a document another one was created
+from (``RECORD_REFERENCED``) — and misbehaves on request, per record type, through
+``sources.scripting`` (latency, refusals, transient failures, never answering, a lost link back).
+
+Every send is logged in ``SandboxSend`` with the number of writes of its type in flight, so the
+ordering guarantee can be asserted from outside the worker processes.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from records.codes import RefusalCode
+from records.models import HIDDEN_STATES, Record
+from sources.adapters.base import (
+    OutboundWrite,
+    Outcome,
+    SourceAdapter,
+    confirmed,
+    refused,
+    settle_conflict,
+    transient,
+)
+from sources.codes import SourceCode
+from sources.models import SandboxCounter, SandboxDocument, SandboxInFlight, SandboxScript, SandboxSend
+from sources.scripting import sandbox_script_for
+
+FIRST_NUMBER = 1041
+
+
+def sandbox_mint(prefix: str) -> str:
+    """The next id for ``prefix``; the counter is a row, so numbers survive restarts and never repeat."""
+    with transaction.atomic():
+        SandboxCounter.objects.get_or_create(prefix=prefix, defaults={"next_number": FIRST_NUMBER})
+        SandboxCounter.objects.filter(prefix=prefix).update(next_number=F("next_number") + 1)
+        number = SandboxCounter.objects.get(prefix=prefix).next_number - 1
+    return f"{prefix}-{number}"
+
+
+class SandboxAdapter(SourceAdapter):
+    """The built-in simulated source. Config: none needed (``{"adapter": "sandbox"}``)."""
+
+    name = "sandbox"
+
+    def send(self, write: OutboundWrite) -> Outcome:
+        log = self._log_start(write)
+        outcome = transient("the sandbox crashed before answering")
+        try:
+            outcome = super().send(write)
+            return outcome
+        finally:
+            self._log_finish(log, outcome)
+
+    def create(self, write: OutboundWrite) -> Outcome:
+        return self._scripted(write) or self._create(write)
+
+    def update(self, write: OutboundWrite) -> Outcome:
+        return self._scripted(write) or self._update(write)
+
+    def delete(self, write: OutboundWrite) -> Outcome:
+        return self._scripted(write) or self._delete(write)
+
+    # -- the script ---------------------------------------------------------------------------
+
+    def _scripted(self, write: OutboundWrite) -> Outcome | None:
+        script = sandbox_script_for(write.record_type.name, write.operation)
+        if script is None:
+            return None
+        if script.latency_ms:
+            time.sleep(script.latency_ms / 1000)
+        if script.never_answer:
+            return transient(f"{self.source_name} did not answer the {write.operation} (timed out)")
+        counted_down = SandboxScript.objects.filter(pk=script.pk, transient_failures__gt=0).update(
+            transient_failures=F("transient_failures") - 1
+        )
+        if counted_down:
+            return transient(f"{self.source_name} is temporarily unavailable (HTTP 503)")
+        if script.refuse_code:
+            message = script.refuse_message or f"{self.source_name} refused the {write.operation}"
+            return refused(script.refuse_code, script.refuse_field or None, message)
+        if script.settle_conflict:
+            simulate = {"create": self._create, "update": self._update, "delete": self._delete}
+            outcome = simulate[write.operation](write)
+            if outcome.kind != "confirmed":
+                return outcome
+            return settle_conflict(
+                outcome.external_id,
+                f"{self.source_name} applied the {write.operation} as {outcome.external_id}, "
+                "but linking it back to the row failed",
+            )
+        return None
+
+    # -- the simulation -----------------------------------------------------------------------
+
+    def _missing_mandatory(self, write: OutboundWrite, *, is_create: bool) -> Outcome | None:
+        for name in write.record_type.source_required:
+            if (is_create or name in write.parent) and write.parent.get(name) in (None, ""):
+                return refused(RefusalCode.MANDATORY_FIELD_MISSING, f"parent.{name}", f"{name} is required")
+        return None
+
+    def _create(self, write: OutboundWrite) -> Outcome:
+        rt = write.record_type
+        if rt.is_transaction and not write.lines and not write.parent.get("created_from_id"):
+            return refused(
+                RefusalCode.ATOMIC_WRITE_REQUIRED, "lines",
+                f"{self.source_name} creates a {rt.name} with its lines in one write: "
+                "send a non-empty lines array, or set created_from_id",
+            )
+        missing = self._missing_mandatory(write, is_create=True)
+        if missing is not None:
+            return missing
+        external_id = sandbox_mint(rt.id_prefix)
+        SandboxDocument.objects.create(
+            external_id=external_id, record_type=rt.name, fields=dict(write.parent), lines=list(write.lines)
+        )
+        return confirmed(external_id)
+
+    def _document(self, write: OutboundWrite) -> SandboxDocument | None:
+        if not write.external_id:
+            return None
+        return SandboxDocument.objects.filter(
+            external_id=write.external_id, record_type=write.record_type.name, is_deleted=False
+        ).first()
+
+    def _update(self, write: OutboundWrite) -> Outcome:
+        document = self._document(write)
+        if document is None:
+            return refused(SourceCode.SOURCE_RECORD_MISSING, "externalId",
+                           f"{self.source_name} has no {write.record_type.name} {write.external_id}")
+        missing = self._missing_mandatory(write, is_create=False)
+        if missing is not None:
+            return missing
+        document.fields = {**document.fields, **write.parent}
+        document.save(update_fields=["fields", "updated_at"])
+        return confirmed(document.external_id)
+
+    def _delete(self, write: OutboundWrite) -> Outcome:
+        document = self._document(write)
+        if document is None:
+            # Already gone: a delete re-sent after a crash must not fail the second time.
+            return confirmed(write.external_id)
+        referrer = (
+            Record.unguarded.filter(fields__created_from_id=document.external_id)
+            .exclude(sync_state__in=HIDDEN_STATES)
+            .exclude(pk=write.pg_row_id)
+            .order_by("created_at")
+            .first()
+        )
+        if referrer is not None:
+            return refused(
+                RefusalCode.RECORD_REFERENCED, None,
+                f"{write.record_type.name} {document.external_id} cannot be deleted: "
+                f"{referrer.record_type} {referrer.external_id or referrer.pg_row_id} was created from it",
+            )
+        document.is_deleted = True
+        document.save(update_fields=["is_deleted", "updated_at"])
+        return confirmed(document.external_id)
+
+    # -- the send log ---------------------------------------------------------------------------
+
+    def _log_start(self, write: OutboundWrite) -> SandboxSend:
+        name = write.record_type.name
+        with transaction.atomic():
+            SandboxInFlight.objects.get_or_create(record_type=name)
+            SandboxInFlight.objects.filter(record_type=name).update(count=F("count") + 1)
+            in_flight = SandboxInFlight.objects.get(record_type=name).count
+            return SandboxSend.objects.create(
+                record_type=name, write_state_id=write.write_state_id, operation=write.operation,
+                started_at=timezone.now(), in_flight=in_flight, worker_pid=os.getpid(),
+            )
+
+    def _log_finish(self, log: SandboxSend, outcome: Outcome) -> None:
+        with transaction.atomic():
+            SandboxInFlight.objects.filter(record_type=log.record_type).update(count=F("count") - 1)
+            log.finished_at, log.outcome, log.external_id = timezone.now(), outcome.kind, outcome.external_id
+            log.save(update_fields=["finished_at", "outcome", "external_id"])

@@ -1,0 +1,15 @@
+"""Codes the sources room adds to the records room's refusal codes. Never reused for another meaning."""
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class SourceCode(StrEnum):
+    # The upstream document the write addresses does not exist (or is already deleted) there.
+    SOURCE_RECORD_MISSING = "SOURCE_RECORD_MISSING"
+    # An update or delete whose record has no upstream id: its create was refused or awaits settle.
+    SOURCE_NOT_LINKED = "SOURCE_NOT_LINKED"
+    # The source answered in a shape the connector cannot read; parked so nobody re-sends blindly.
+    SOURCE_ANSWER_INVALID = "SOURCE_ANSWER_INVALID"
+    # reason_code records.verdicts writes for a failed attempt (kept here to name it in one place).
+    TRANSIENT = "TRANSIENT"

@@ -1,0 +1,29 @@
+"""Domain exceptions of the sources room.
+
+Adapters raise these at their edge (``raise SourceUnavailable(...) from exc``) so a vendor's
+exception never escapes into the worker; ``SourceAdapter.send`` turns them into outcomes.
+"""
+from __future__ import annotations
+
+from turbobase.errors import Refusal, TurbobaseError
+
+
+class SourceUnavailable(TurbobaseError):
+    """The connected system did not answer; the write will be tried again."""
+
+    error = "source_unavailable"
+    http_status = 503
+    retryable = True
+
+
+class SourceRefused(Refusal):
+    """The connected system refused the write."""
+
+    code = "SOURCE_REFUSED"
+
+
+class AdapterNotFound(TurbobaseError):
+    """The catalog names an adapter this instance does not have."""
+
+    error = "adapter_not_found"
+    http_status = 500

@@ -1,0 +1,103 @@
+"""The outbound lanes, and the sandbox source's own state (its script, counters, documents, send log)."""
+from __future__ import annotations
+
+from django.db import models
+
+
+class SourceLane(models.Model):
+    """One row per record type: whoever holds it is the only sender of that type right now.
+
+    Taken with a conditional UPDATE (free, or lease run out) so it works the same on SQLite and
+    PostgreSQL; the lease bounds how long a crashed worker can block its type.
+    """
+
+    record_type = models.CharField(max_length=64, unique=True)
+    holder = models.CharField(max_length=64, blank=True, default="")
+    lease_until = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "source_lane"
+
+    def __str__(self) -> str:
+        return f"{self.record_type} lane ({self.holder or 'free'})"
+
+
+class SandboxScript(models.Model):
+    """How the sandbox source misbehaves for one record type (tests and demos).
+
+    ``operation`` blank means every operation. Order of effect: latency, never answer, transient
+    failures (counted down), refusal, then the simulation proper; ``settle_conflict`` applies the
+    write upstream and then reports that the link back failed.
+    """
+
+    record_type = models.CharField(max_length=64, unique=True)
+    operation = models.CharField(max_length=10, blank=True, default="")
+    latency_ms = models.PositiveIntegerField(default=0)
+    refuse_code = models.CharField(max_length=64, blank=True, default="")
+    refuse_field = models.CharField(max_length=128, blank=True, default="")
+    refuse_message = models.TextField(blank=True, default="")
+    transient_failures = models.PositiveIntegerField(default=0)
+    never_answer = models.BooleanField(default=False)
+    settle_conflict = models.BooleanField(default=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "sandbox_script"
+
+    def __str__(self) -> str:
+        return f"sandbox script for {self.record_type}"
+
+
+class SandboxCounter(models.Model):
+    """The next document number per id prefix (``PO`` → 1041 gives ``PO-1041``); survives restarts."""
+
+    prefix = models.CharField(max_length=32, unique=True)
+    next_number = models.PositiveBigIntegerField(default=1041)
+
+    class Meta:
+        db_table = "sandbox_counter"
+
+
+class SandboxDocument(models.Model):
+    """A document as the simulated system holds it."""
+
+    external_id = models.CharField(max_length=255, unique=True)
+    record_type = models.CharField(max_length=64)
+    fields = models.JSONField(default=dict)
+    lines = models.JSONField(default=list)
+    is_deleted = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "sandbox_document"
+
+
+class SandboxSend(models.Model):
+    """One write as it reached the sandbox: when, in what order, and how many of its type were in flight."""
+
+    record_type = models.CharField(max_length=64)
+    write_state_id = models.BigIntegerField()
+    operation = models.CharField(max_length=10)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    # Writes of this type in flight when this one began, itself included.
+    in_flight = models.PositiveIntegerField()
+    outcome = models.CharField(max_length=20, blank=True, default="")
+    external_id = models.CharField(max_length=255, null=True, blank=True)
+    worker_pid = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        db_table = "sandbox_send"
+        indexes = [models.Index(fields=["record_type", "id"])]
+
+
+class SandboxInFlight(models.Model):
+    """Writes of one type the sandbox is handling right now (an honest gauge for the ordering tests)."""
+
+    record_type = models.CharField(max_length=64, unique=True)
+    count = models.IntegerField(default=0)
+
+    class Meta:
+        db_table = "sandbox_in_flight"

@@ -1,0 +1,146 @@
+"""Real django-q2 workers for tests: ``manage.py qcluster`` subprocesses on the test database.
+
+Use from a test marked ``@pytest.mark.workers`` and ``@pytest.mark.django_db(transaction=True)``
+(the workers are other processes: they only see committed rows). A fixture wraps it per room,
+e.g. ``tests/sources/conftest.py::qcluster``::
+
+    with QCluster(workers=2, log_path=tmp_path / "qcluster.log") as cluster:
+        ...  # enqueue work, wait for its effects in the database
+
+The cluster inherits the test process's broker when it is the ORM broker (the queue then lives
+in the test database, so parallel test runs on other databases never share a queue), the
+catalog file in force (``settings.TURBOBASE_CATALOG``) and ``extra_env``. ``stop()`` sends
+SIGTERM to the cluster (django-q2 finishes the tasks in hand) and SIGKILLs its process group if
+it has not gone within ``stop_timeout`` seconds.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+from django.conf import settings
+from django.db import connection
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def worker_database_url() -> str:
+    """A DATABASE_URL naming the database this test runs on (call inside a test)."""
+    params = connection.settings_dict
+    if connection.vendor == "sqlite":
+        name = str(params["NAME"])
+        if name == ":memory:" or name.startswith("file:") or "mode=memory" in name:
+            raise RuntimeError("worker tests need a SQLite file database (set TEST NAME to a file)")
+        return "sqlite:///" + str(Path(name).resolve())
+    if connection.vendor == "postgresql":
+        user = quote(params.get("USER") or "postgres", safe="")
+        password = quote(params.get("PASSWORD") or "", safe="")
+        auth = f"{user}:{password}" if password else user
+        host, port = params.get("HOST") or "127.0.0.1", params.get("PORT") or "5432"
+        return f"postgres://{auth}@{host}:{port}/{quote(str(params['NAME']), safe='')}"
+    raise RuntimeError(f"worker tests do not support {connection.vendor}")
+
+
+class QCluster:
+    """One ``manage.py qcluster`` process (with its django-q2 worker children)."""
+
+    def __init__(
+        self, *, workers: int = 2, log_path: Path, extra_env: dict[str, str] | None = None,
+        ready_timeout: float = 30.0, stop_timeout: float = 15.0,
+    ) -> None:
+        self.workers = workers
+        self.log_path = Path(log_path)
+        self.extra_env = dict(extra_env or {})
+        self.ready_timeout = ready_timeout
+        self.stop_timeout = stop_timeout
+        self.process: subprocess.Popen | None = None
+
+    def _env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(
+            DATABASE_URL=worker_database_url(),
+            TURBOBASE_WORKERS=str(self.workers),
+            TURBOBASE_CATALOG=str(settings.TURBOBASE_CATALOG),
+            PYTHONUNBUFFERED="1",
+        )
+        if "orm" in settings.Q_CLUSTER:
+            env["TURBOBASE_BROKER"] = "orm"
+        env.update(self.extra_env)
+        return env
+
+    def start(self) -> QCluster:
+        """Start the cluster and return once it has run a task."""
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = self.log_path.open("ab")
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, str(BASE_DIR / "manage.py"), "qcluster"], cwd=BASE_DIR, env=self._env(),
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            )
+        finally:
+            log.close()
+        try:
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def wait_ready(self) -> None:
+        """Round-trip one task through the cluster (proves broker, workers and database agree)."""
+        from django_q.models import Task
+        from django_q.tasks import async_task
+
+        task_id = async_task("math.floor", 1.5, save=True)
+        deadline = time.monotonic() + self.ready_timeout
+        while time.monotonic() < deadline:
+            if self.process is not None and self.process.poll() is not None:
+                raise RuntimeError(f"qcluster exited with {self.process.returncode}:\n{self.log_text()}")
+            if Task.objects.filter(id=task_id).exists():
+                return
+            time.sleep(0.1)
+        raise TimeoutError(f"qcluster did not run a task within {self.ready_timeout:g}s:\n{self.log_text()}")
+
+    def stop(self) -> None:
+        """Stop the cluster we started (SIGTERM, then SIGKILL of its own process group)."""
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=self.stop_timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)  # the group is ours: start_new_session above
+            process.wait(timeout=10)
+        try:  # a worker child the cluster left behind would keep the test database open
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    @property
+    def is_running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def __enter__(self) -> QCluster:
+        return self.start()
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()
+
+
+def wait_until(predicate, *, timeout: float, interval: float = 0.1, message: str = "condition") -> None:
+    """Poll ``predicate`` until it is truthy, else fail naming ``message``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(interval)
+    raise TimeoutError(f"timed out after {timeout:g}s waiting for {message}")
