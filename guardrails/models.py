@@ -110,3 +110,12 @@ class HeldDelete(models.Model):
 
     def __str__(self) -> str:
         return f"delete {self.record_type} {self.external_id or self.pg_row_id} ({self.status})"
+
+
+class Guardrail(HeldDelete):
+    """The operator's screen, Compliance → Guardrails: held deletes to approve or reject."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "held delete"
+        verbose_name_plural = "guardrails"

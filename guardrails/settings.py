@@ -38,3 +38,10 @@ def setting_set(key: str, value: int) -> None:
     if int(value) < 0:
         raise ValueError(f"{key} must be zero or more")
     InstanceSetting.objects.update_or_create(key=key, defaults={"value": int(value)})
+
+
+def setting_clear(key: str) -> None:
+    """Drop the database row: the Django setting of that name, else the default, is in force again."""
+    if key not in DEFAULTS:
+        raise KeyError(f"unknown instance setting {key!r}")
+    InstanceSetting.objects.filter(key=key).delete()

@@ -1,1 +1,11 @@
-urlpatterns: list = []
+from django.urls import path
+
+from guardrails.views import HeldDeleteDecideView, HeldDeleteListView
+
+urlpatterns = [
+    path("guardrails/held-deletes", HeldDeleteListView.as_view(), name="held-delete-list"),
+    path("guardrails/held-deletes/<int:held_id>/approve", HeldDeleteDecideView.as_view(approve=True),
+         name="held-delete-approve"),
+    path("guardrails/held-deletes/<int:held_id>/reject", HeldDeleteDecideView.as_view(approve=False),
+         name="held-delete-reject"),
+]

@@ -257,7 +257,9 @@ def record_delete(
                               actor=actor.user.get_username(), process_run_id=actor.process_run_id or None))
         if not rt.is_connected:
             snapshot = _record_dict(record)
+            pk = record.pk
             record.delete()
+            record.pk = pk  # Django clears the pk on delete; the answer and the trail still name the row
             trail_write(actor=actor, action="delete", record_type=rt.name, outcome=TrailOutcome.ALLOWED,
                         pg_row_id=record.pk)
             _after_delete(actor, rt.name, snapshot)

@@ -52,28 +52,47 @@ def verdict_apply(*, write_state_id: int, verdict: Verdict) -> RecordWriteState:
         if verdict.external_id:
             state.external_id = verdict.external_id
         if state.operation == WriteOperation.DELETE:
-            record.sync_state = SyncState.DELETED
+            new_state = SyncState.DELETED
         else:
             if verdict.external_id and not record.external_id:
                 record.external_id = verdict.external_id
-            record.sync_state, record.synced_at = SyncState.SYNCED, now
+            new_state, record.synced_at = SyncState.SYNCED, now
     elif verdict.kind == "settle_conflict":
         state.status, state.external_id = WriteStatus.SETTLE_CONFLICT, verdict.external_id
         state.reason_code = "write_settle_conflict"
-        record.sync_state = SyncState.SETTLE_CONFLICT
+        new_state = SyncState.SETTLE_CONFLICT
     elif verdict.kind == "refused":
         state.status = WriteStatus.REFUSED
         if state.operation == WriteOperation.DELETE:
             # A refused delete brings the record back, with the reason on its write state.
-            record.sync_state = state.payload.get("prior_state") or SyncState.SYNCED
+            new_state = state.payload.get("prior_state") or SyncState.SYNCED
         else:
-            record.sync_state = SyncState.PARKED
+            new_state = SyncState.PARKED
     else:
         raise ValueError(f"unknown verdict {verdict.kind!r}")
+    is_delete_outstanding = record.sync_state in (SyncState.DELETE_HELD, SyncState.DELETING)
+    if state.operation != WriteOperation.DELETE and is_delete_outstanding:
+        # A delete is held or on its way: an earlier write's verdict must not un-hide the record.
+        # It becomes the state a rejected or refused delete brings the record back to.
+        _delete_prior_state_set(record, new_state)
+    else:
+        record.sync_state = new_state
     state.save()
     record.save(update_fields=["sync_state", "external_id", "synced_at", "updated_at"])
     _announce(state, verdict.kind)
     return state
+
+
+def _delete_prior_state_set(record: Record, prior_state: str) -> None:
+    pending = (
+        RecordWriteState.objects.select_for_update()
+        .filter(record=record, operation=WriteOperation.DELETE,
+                status__in=(WriteStatus.HELD, WriteStatus.PENDING))
+        .order_by("-id").first()
+    )
+    if pending is not None:
+        pending.payload = {**pending.payload, "prior_state": prior_state}
+        pending.save(update_fields=["payload", "updated_at"])
 
 
 def verdict_transient(*, write_state_id: int, message: str, next_attempt_at) -> RecordWriteState:

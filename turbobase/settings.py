@@ -31,10 +31,12 @@ INSTALLED_APPS = [
     "rest_framework",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI served from our own static files: /api/docs works offline
     "django_q",
     "turbobase",
     "extensions",
     "guardrails",
+    "guardrails.instance_settings",  # the admin's "Settings" section (Settings → Write guardrails)
     "records",
     "sources",
     "processes",
@@ -96,17 +98,29 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Turbobase API",
     "DESCRIPTION": "Records, the write boundary, extensions and processes.",
     "VERSION": "0.1.0",
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # Record catalog: a JSON file; the shipped default holds the seed's record types.
 TURBOBASE_CATALOG = os.environ.get("TURBOBASE_CATALOG", str(BASE_DIR / "records" / "catalog.json"))
 
 _BROKER = os.environ.get("TURBOBASE_BROKER", "orm")
+# One cluster per lane: "turbobase" (outbound writes, sweeps), "tb_sync" (interactive runs) and
+# "tb_async" (everything else, migration slices included): separate pools, separate limits.
+# A slice may run PROCESS_SLICE_MAX_MS (10 min) and finishes its row, hence the task timeout.
+_Q_TIMEOUT = int(os.environ.get("TURBOBASE_TASK_TIMEOUT", "900"))
 Q_CLUSTER = {
     "name": "turbobase",
     "workers": int(os.environ.get("TURBOBASE_WORKERS", "2")),
-    "timeout": 900,
-    "retry": 960,
+    "timeout": _Q_TIMEOUT,
+    # A delivery whose worker died is handed out again after this long (must exceed timeout).
+    "retry": int(os.environ.get("TURBOBASE_TASK_RETRY", str(_Q_TIMEOUT + 60))),
+    "ALT_CLUSTERS": {
+        "tb_sync": {"workers": int(os.environ.get("TURBOBASE_SYNC_WORKERS", "2"))},
+        "tb_async": {"workers": int(os.environ.get("TURBOBASE_ASYNC_WORKERS", "2"))},
+    },
     "max_attempts": 0,
     "ack_failures": True,
     "catch_up": False,

@@ -1,0 +1,48 @@
+"""``/v1/guardrails``: held deletes for administrators to list, approve and reject."""
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from guardrails.models import HeldDelete, HeldStatus
+from guardrails.serializers import decision_note_in, held_delete_out
+from records.errors import AdminRequired
+from records.verdicts import held_delete_decide
+from turbobase.errors import InvalidRequest
+
+
+def _admin_check(request: Request) -> None:
+    if not getattr(request.user, "is_staff", False):
+        raise AdminRequired("only an administrator may see and decide held deletes")
+
+
+class HeldDeleteListView(APIView):
+    """Held deletes, pending first (oldest first), then decided ones (newest first)."""
+
+    @extend_schema(responses={200: dict})
+    def get(self, request: Request) -> Response:
+        _admin_check(request)
+        rows = HeldDelete.objects.select_related("requested_by", "decided_by")
+        status = request.query_params.get("status")
+        if status is not None:
+            if status not in HeldStatus.values:
+                raise InvalidRequest(f"status must be one of {', '.join(HeldStatus.values)}", field="status")
+            rows = rows.filter(status=status)
+        pending = rows.filter(status=HeldStatus.PENDING).order_by("requested_at", "id")
+        decided = rows.exclude(status=HeldStatus.PENDING).order_by("-decided_at", "-id")
+        return Response({"heldDeletes": [held_delete_out(h) for h in [*pending, *decided]]})
+
+
+class HeldDeleteDecideView(APIView):
+    """Approve (the delete is sent) or reject (the record comes back) one held delete."""
+
+    approve: bool = True
+
+    @extend_schema(request=dict, responses={200: dict})
+    def post(self, request: Request, held_id: int) -> Response:
+        _admin_check(request)
+        note = decision_note_in(request.data)
+        held = held_delete_decide(held_id=held_id, approve=self.approve, by=request.user, note=note)
+        return Response(held_delete_out(held))

@@ -1,0 +1,186 @@
+"""The operator's admin: Compliance → Guardrails, Settings → Write guardrails, read-only records."""
+from __future__ import annotations
+
+import pytest
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.test import Client
+
+from guardrails.models import GuardrailRule, HeldDelete, InstanceSetting
+from guardrails.settings import setting_get, setting_set
+from records.boundary import record_create, record_delete
+from records.models import Record, RecordWriteState, WriteTrail
+from records.trail import Actor
+from tests.conftest import make_user
+
+pytestmark = pytest.mark.django_db
+
+GUARDRAILS = "/admin/guardrails/guardrail/"
+WRITE_GUARDRAILS = "/admin/instance_settings/writeguardrail/"
+
+
+@pytest.fixture
+def operator(admin_user) -> Client:
+    client = Client()
+    client.force_login(admin_user)
+    return client
+
+
+def _held(user, name: str) -> tuple[Record, HeldDelete]:
+    record = record_create(actor=Actor(user=user), record_type="customer", parent={"company_name": name}).record
+    record_delete(actor=Actor(user=user), record_type="customer", pg_row_id=record.pk)
+    return record, HeldDelete.objects.get(pg_row_id=record.pk)
+
+
+def _sections(client: Client) -> dict[str, list[str]]:
+    app_list = client.get("/admin/").context["app_list"]
+    return {app["name"]: [model["name"] for model in app["models"]] for app in app_list}
+
+
+def test_index_has_compliance_guardrails_and_settings_write_guardrails(operator):
+    sections = _sections(operator)
+    assert sections["Compliance"] == ["Guardrail rules", "Guardrails"]
+    assert sections["Settings"] == ["Write guardrails"]
+    assert sections["Records"] == ["Record write states", "Records", "Write trails"]
+
+
+@pytest.mark.parametrize("path", [
+    "/admin/", "/admin/guardrails/", "/admin/instance_settings/", GUARDRAILS, WRITE_GUARDRAILS,
+    "/admin/guardrails/guardrailrule/", "/admin/guardrails/guardrailrule/add/",
+    "/admin/records/record/", "/admin/records/recordwritestate/", "/admin/records/writetrail/",
+])
+def test_admin_pages_render_for_a_superuser(alice, operator, path):
+    _held(alice, "A")
+    assert operator.get(path).status_code == 200
+
+
+def test_held_delete_and_record_change_pages_render(alice, operator):
+    record, held = _held(alice, "A")
+    res = operator.get(f"{GUARDRAILS}{held.pk}/change/")
+    assert res.status_code == 200
+    assert operator.get(f"/admin/records/record/{record.pk}/change/").status_code == 200
+    trail = WriteTrail.objects.first()
+    assert operator.get(f"/admin/records/writetrail/{trail.pk}/change/").status_code == 200
+
+
+def test_guardrails_list_shows_pending_first(alice, admin_user, operator):
+    _, first = _held(alice, "A")
+    _, second = _held(alice, "B")
+    from records.verdicts import held_delete_decide
+
+    held_delete_decide(held_id=first.pk, approve=False, by=admin_user)
+    listed = [h.pk for h in operator.get(GUARDRAILS).context["cl"].result_list]
+    assert listed == [second.pk, first.pk]
+
+
+def test_approve_action_through_the_changelist(alice, admin_user, operator):
+    (r1, h1), (r2, h2), (r3, h3) = _held(alice, "A"), _held(alice, "B"), _held(alice, "C")
+    res = operator.post(GUARDRAILS, {"action": "approve_selected", ACTION_CHECKBOX_NAME: [h1.pk, h2.pk]},
+                        follow=True)
+    assert res.status_code == 200
+    assert "2 held delete(s) approved" in [str(m) for m in res.context["messages"]]
+    for held, record in ((h1, r1), (h2, r2)):
+        held.refresh_from_db()
+        record.refresh_from_db()
+        assert (held.status, held.decided_by_id, record.sync_state) == ("approved", admin_user.pk, "deleting")
+        assert RecordWriteState.objects.get(record=record, operation="delete").status == "pending"
+    h3.refresh_from_db()
+    assert h3.status == "pending"
+    assert WriteTrail.objects.filter(outcome="approved").count() == 2
+
+
+def test_reject_action_and_an_already_decided_one_is_reported(alice, operator):
+    (r1, h1), (r2, h2) = _held(alice, "A"), _held(alice, "B")
+    operator.post(GUARDRAILS, {"action": "approve_selected", ACTION_CHECKBOX_NAME: [h1.pk]})
+    res = operator.post(GUARDRAILS, {"action": "reject_selected", ACTION_CHECKBOX_NAME: [h1.pk, h2.pk]},
+                        follow=True)
+    texts = [str(m) for m in res.context["messages"]]
+    assert "1 held delete(s) rejected" in texts
+    assert f"not decided: #{h1.pk}: held delete #{h1.pk} is already approved" in texts
+    r1.refresh_from_db()
+    r2.refresh_from_db()
+    assert (r1.sync_state, r2.sync_state) == ("deleting", "pending")
+
+
+def test_held_deletes_cannot_be_added_or_removed_by_hand(alice, operator):
+    _, held = _held(alice, "A")
+    assert operator.get(f"{GUARDRAILS}add/").status_code == 403
+    assert operator.get(f"{GUARDRAILS}{held.pk}/delete/").status_code == 403
+    res = operator.get(GUARDRAILS)
+    actions = [name for name, _ in res.context["action_form"].fields["action"].choices]
+    assert actions == ["", "approve_selected", "reject_selected"]
+
+
+def test_rule_form_refuses_an_unknown_record_type(operator):
+    res = operator.post("/admin/guardrails/guardrailrule/add/",
+                        {"record_type": "nope", "action": "delete", "decision": "allow"})
+    assert res.status_code == 200
+    assert "&#x27;nope&#x27; is not a record type in the catalog" in res.content.decode()
+    assert GuardrailRule.objects.count() == 0
+    res = operator.post("/admin/guardrails/guardrailrule/add/",
+                        {"record_type": "customer", "action": "delete", "decision": "allow_with_audit"})
+    assert res.status_code == 302
+    assert GuardrailRule.objects.get().decision == "allow_with_audit"
+
+
+def test_write_guardrails_lists_every_cap_with_default_and_value_in_force(operator):
+    setting_set("guardrails.max_deletes_per_min", 5)
+    res = operator.get(WRITE_GUARDRAILS)
+    assert res.status_code == 200
+    rows = {row["key"]: (row["default"], row["in_force"], row["is_overridden"]) for row in res.context["rows"]}
+    assert rows == {
+        "guardrails.max_deletes_per_min": (60, 5, True),
+        "guardrails.max_deletes_per_hour": (1_000, 1_000, False),
+        "guardrails.max_deletes_per_day": (5_000, 5_000, False),
+        "guardrails.max_rollback_deletes_per_min": (600, 600, False),
+        "guardrails.max_rollback_deletes_per_hour": (10_000, 10_000, False),
+        "guardrails.max_rollback_deletes_per_day": (50_000, 50_000, False),
+    }
+
+
+def _form(**values: int | str) -> dict[str, str]:
+    keys = ["guardrails.max_deletes_per_min", "guardrails.max_deletes_per_hour", "guardrails.max_deletes_per_day",
+            "guardrails.max_rollback_deletes_per_min", "guardrails.max_rollback_deletes_per_hour",
+            "guardrails.max_rollback_deletes_per_day"]
+    return {key.replace(".", "__"): str(values.get(key.split(".")[1], "")) for key in keys}
+
+
+def test_write_guardrails_edit_sets_and_clears_overrides(operator):
+    setting_set("guardrails.max_deletes_per_day", 9)
+    res = operator.post(WRITE_GUARDRAILS, _form(max_deletes_per_min=7, max_rollback_deletes_per_hour=20), follow=True)
+    assert res.status_code == 200
+    assert setting_get("guardrails.max_deletes_per_min") == 7
+    assert setting_get("guardrails.max_rollback_deletes_per_hour") == 20
+    assert setting_get("guardrails.max_deletes_per_day") == 5_000  # blank: back to the default
+    assert sorted(InstanceSetting.objects.values_list("key", flat=True)) == [
+        "guardrails.max_deletes_per_min", "guardrails.max_rollback_deletes_per_hour"]
+    assert [str(m) for m in res.context["messages"]] == [
+        "3 write guardrail(s) changed: guardrails.max_deletes_per_min, guardrails.max_deletes_per_day, "
+        "guardrails.max_rollback_deletes_per_hour"]
+
+
+def test_write_guardrails_refuses_a_negative_cap(operator):
+    res = operator.post(WRITE_GUARDRAILS, _form(max_deletes_per_min=-1))
+    assert res.status_code == 200
+    assert res.context["form"].errors == {
+        "guardrails__max_deletes_per_min": ["Ensure this value is greater than or equal to 0."]}
+    assert InstanceSetting.objects.count() == 0
+
+
+def test_staff_without_permissions_cannot_reach_the_screens(db):
+    clerk = make_user("clerk")
+    clerk.is_staff = True
+    clerk.save()
+    client = Client()
+    client.force_login(clerk)
+    assert client.get(GUARDRAILS).status_code == 403
+    assert client.get(WRITE_GUARDRAILS).status_code == 403
+
+
+def test_records_admin_is_read_only(alice, operator):
+    record, _ = _held(alice, "A")
+    assert operator.get("/admin/records/record/add/").status_code == 403
+    assert operator.get(f"/admin/records/record/{record.pk}/delete/").status_code == 403
+    res = operator.post(f"/admin/records/record/{record.pk}/change/", {"record_type": "x"})
+    assert res.status_code == 403
+    record.refresh_from_db()
+    assert record.record_type == "customer"

@@ -1,0 +1,97 @@
+"""Real concurrency on PostgreSQL: one idempotency key → one record; a cap of one admits one delete.
+
+Each thread has its own database connection (Django's are per thread) and closes it at the end;
+a Barrier lines the writers up so they hit the boundary at the same moment.
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.db import connection, connections
+
+from guardrails.models import HeldDelete, WindowEvent
+from guardrails.settings import setting_set
+from records.boundary import record_create, record_delete
+from records.errors import DeleteCapExceeded
+from records.models import Record, RecordWriteState, WriteTrail
+from records.trail import Actor
+
+pytestmark = [
+    pytest.mark.postgres_only,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(connection.vendor != "postgresql",
+                       reason="needs PostgreSQL: SQLite serialises writers, so there is no race to test"),
+]
+
+ROUNDS = 20
+
+
+def _race(workers: int, fn: Callable[[int], Any]) -> list[Any]:
+    """Run ``fn(i)`` in ``workers`` threads released together; answers results or exceptions, in order."""
+    barrier = threading.Barrier(workers)
+    results: list[Any] = [None] * workers
+
+    def run(i: int) -> None:
+        try:
+            barrier.wait(timeout=10)
+            results[i] = fn(i)
+        except Exception as exc:  # the test asserts on it
+            results[i] = exc
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert not any(thread.is_alive() for thread in threads)
+    return results
+
+
+def test_two_writers_with_one_key_make_one_record(alice):
+    actor = Actor(user=alice)
+    for round_ in range(ROUNDS):
+        key = f"race:{round_}"
+        results = _race(2, lambda i: record_create(
+            actor=actor, record_type="customer", parent={"company_name": f"writer {i}"}, idempotency_key=key))
+        assert not [r for r in results if isinstance(r, Exception)], results
+        assert sorted(r.outcome for r in results) == ["created", "duplicate"]
+        assert results[0].record.pk == results[1].record.pk
+        record = Record.unguarded.get(idempotency_key=key)
+        assert RecordWriteState.objects.filter(record=record).count() == 1
+        assert sorted(WriteTrail.objects.filter(pg_row_id=record.pk).values_list("outcome", flat=True)) == [
+            "allowed", "duplicate"]
+    assert Record.unguarded.count() == ROUNDS
+
+
+def test_two_deletes_at_a_cap_of_one_admit_exactly_one(alice):
+    setting_set("guardrails.max_deletes_per_min", 1)
+    actor = Actor(user=alice)
+    records = [record_create(actor=actor, record_type="customer", parent={"company_name": n}).record
+               for n in ("A", "B")]
+    results = _race(2, lambda i: record_delete(actor=actor, record_type="customer", pg_row_id=records[i].pk))
+    held = [r for r in results if not isinstance(r, Exception)]
+    refused = [r for r in results if isinstance(r, DeleteCapExceeded)]
+    assert len(held) == 1 and len(refused) == 1, results
+    assert held[0].outcome == "held"
+    assert refused[0].field == "guardrails.max_deletes_per_min"
+    assert WindowEvent.objects.filter(kind="delete").count() == 1
+    assert HeldDelete.objects.count() == 1
+    states = sorted(Record.unguarded.values_list("sync_state", flat=True))
+    assert states == ["delete_held", "pending"]
+
+
+def test_many_deletes_at_a_cap_admit_exactly_the_cap(alice):
+    setting_set("guardrails.max_deletes_per_min", 3)
+    actor = Actor(user=alice)
+    records = [record_create(actor=actor, record_type="customer", parent={"company_name": str(n)}).record
+               for n in range(8)]
+    results = _race(8, lambda i: record_delete(actor=actor, record_type="customer", pg_row_id=records[i].pk))
+    assert sum(not isinstance(r, Exception) for r in results) == 3
+    assert sum(isinstance(r, DeleteCapExceeded) for r in results) == 5
+    assert WindowEvent.objects.count() == 3
+    assert Record.unguarded.filter(sync_state="delete_held").count() == 3
