@@ -1,0 +1,43 @@
+"""Domain exceptions of the PostgREST-syntax read; ``turbobase.errors`` renders them."""
+from __future__ import annotations
+
+from records.rest.codes import ReadCode
+from turbobase.errors import InvalidRequest, Refusal
+
+
+class InvalidQuery(InvalidRequest):
+    """The query is not valid PostgREST syntax for this resource."""
+
+    error = "invalid_query"
+    code = "INVALID_QUERY"
+
+
+class RpcNotSupported(InvalidRequest):
+    """Stored procedures (``rpc/``) are never callable through the read."""
+
+    error = "rpc_not_supported"
+    code = ReadCode.RPC_NOT_SUPPORTED
+
+
+class RestReadOnly(Refusal):
+    """``/v1/rest`` is a read: it answers GET only. Write through ``/v1/data``."""
+
+    error = "read_only"
+    http_status = 405
+    code = ReadCode.READ_ONLY
+
+
+class ResponseTooLarge(Refusal):
+    """The result is larger than the read's byte ceiling; it is refused whole, never cut short."""
+
+    error = "response_too_large"
+    http_status = 413
+    code = ReadCode.READ_BYTE_CEILING
+
+
+class ReadNotAuthenticated(Refusal):
+    """A read runs as a signed-in user."""
+
+    error = "not_authenticated"
+    http_status = 401
+    code = ReadCode.NOT_AUTHENTICATED

@@ -1,0 +1,311 @@
+"""Run a ``RestQuery`` on a resource, as a user, under row-level security, within a byte ceiling.
+
+``rest_read`` is the one entry point: ``/v1/rest`` calls it and so will the engine's ``ctx.query``.
+It answers the whole result or raises — never a shortened answer, because a step reads in order
+to decide what to write. Rows are streamed from the database and measured as they are encoded;
+the read stops at the first row that takes the answer past the ceiling
+(``REST_MAX_RESPONSE_BYTES``, default 10 MiB, or the caller's ``max_bytes``) and fails
+``READ_BYTE_CEILING`` naming it, so no unbounded list is built first.
+
+Comparison rules (PostgREST's, made to hold on SQLite too):
+- A query-string value is text. On a JSON key, eq/neq/in/like/ilike compare the key's text form
+  (``->>``): ``status=eq.pending`` matches ``"pending"``, ``n=eq.1`` matches ``1`` and ``"1"`` but
+  not ``1.0``. gt/gte/lt/lte compare numerically when the value parses as a JSON number
+  (``amount=gt.10`` matches ``10.5``, never ``"abc"`` or ``"11"``), and as text otherwise
+  (``due=gte.2024-01-01`` orders ISO dates). ``is.true``/``is.false`` match JSON booleans only;
+  ``is.null`` matches a JSON null or a missing key.
+- On a fixed column the value is parsed to the column's type (bad value → 400 naming it).
+- SQL three-valued logic, as PostgREST: a null matches neither ``eq``, ``neq`` nor ``not.eq``.
+- Order: ascending puts nulls last, descending first, unless ``nullsfirst``/``nullslast`` says;
+  every order ends with the resource's tiebreaker (``pg_row_id``) so limit/offset pages are stable.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import uuid
+from collections.abc import Iterator
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import F, Q, QuerySet, TextField, Value
+from django.db.models.expressions import OrderBy
+from django.db.models.functions import Coalesce
+from django.db.models.lookups import (
+    Exact,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    IsNull,
+    LessThan,
+    LessThanOrEqual,
+)
+from django.utils import timezone
+from django.utils.dateparse import parse_date, parse_datetime
+
+from records.rest.codes import ReadCode
+from records.rest.errors import InvalidQuery, ReadNotAuthenticated, ResponseTooLarge
+from records.rest.expressions import (
+    ILike,
+    JsonKeyNumber,
+    JsonKeyOrder,
+    JsonKeyText,
+    JsonKeyType,
+    Like,
+)
+from records.rest.parser import Filter, Operator, RestQuery, SelectItem, query_parse
+from records.rest.resources import Column, ColumnKind, Resource, resource_get
+
+DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024
+CHUNK_SIZE = 500
+JSON_NUMBER = re.compile(r"^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$")
+_COMPARISONS = {Operator.GT: GreaterThan, Operator.GTE: GreaterThanOrEqual,
+                Operator.LT: LessThan, Operator.LTE: LessThanOrEqual}
+_OPERATORS_BY_KIND = {
+    ColumnKind.TEXT: frozenset(Operator),
+    ColumnKind.UUID: frozenset({Operator.EQ, Operator.NEQ, Operator.IN, Operator.IS}),
+    ColumnKind.INTEGER: frozenset(Operator) - {Operator.LIKE, Operator.ILIKE},
+    ColumnKind.DATETIME: frozenset(Operator) - {Operator.LIKE, Operator.ILIKE},
+    ColumnKind.BOOLEAN: frozenset({Operator.EQ, Operator.NEQ, Operator.IS}),
+    ColumnKind.JSON: frozenset({Operator.IS}),
+    ColumnKind.JSON_KEY: frozenset(Operator),
+}
+
+
+def rest_read(
+    *, user: AbstractBaseUser, path_and_query: str, max_bytes: int | None = None
+) -> list[dict[str, Any]]:
+    """Read ``resource?query`` as ``user``: every matching row the user may see, or a named error.
+
+    Raises ``InvalidQuery`` (400), ``RpcNotSupported`` (400), ``RecordTypeNotFound`` (404),
+    ``ResponseTooLarge`` (413, ``READ_BYTE_CEILING``) or ``ReadNotAuthenticated`` (401).
+    """
+    query = query_parse(path_and_query)
+    return [row for row, _ in rows_stream(user=user, query=query, max_bytes=max_bytes)]
+
+
+def rest_read_encoded(
+    *, user: AbstractBaseUser, query: RestQuery, max_bytes: int | None = None
+) -> bytes:
+    """The same read as one JSON array, already encoded (the view sends these bytes as they are)."""
+    rows = rows_stream(user=user, query=query, max_bytes=max_bytes)
+    return b"[" + b",".join(encoded for _, encoded in rows) + b"]"
+
+
+def max_bytes_default() -> int:
+    return int(getattr(settings, "REST_MAX_RESPONSE_BYTES", DEFAULT_MAX_RESPONSE_BYTES))
+
+
+def rows_stream(
+    *, user: AbstractBaseUser, query: RestQuery, max_bytes: int | None = None
+) -> Iterator[tuple[dict[str, Any], bytes]]:
+    """Yield ``(row, its JSON bytes)``; raise ``ResponseTooLarge`` once past the ceiling."""
+    if user is None or not getattr(user, "is_authenticated", False):
+        raise ReadNotAuthenticated("a read runs as a signed-in user", field=None)
+    ceiling = max_bytes_default() if max_bytes is None else max_bytes
+    ceiling_name = "REST_MAX_RESPONSE_BYTES" if max_bytes is None else "this read's byte budget"
+    resource = resource_get(query.resource)
+    select = _select_resolve(resource, query.select)
+    rows = _queryset_build(resource, query, user)
+    paths = [c.path for _, c in select if c.kind is not ColumnKind.JSON_KEY]
+    # No select, or ``*``, means every column: the fixed ones, then each row's own JSON keys.
+    is_every_key = query.select is None or any(item.is_star for item in query.select)
+    needs_json = resource.json_field is not None and (
+        is_every_key or any(c.kind is ColumnKind.JSON_KEY for _, c in select))
+    fetched = list(dict.fromkeys(paths + ([resource.json_field] if needs_json else [])))
+    size = 2  # the array's brackets
+    stream = rows.values_list(*fetched).iterator(chunk_size=CHUNK_SIZE)
+    try:
+        for count, values in enumerate(stream):
+            record = dict(zip(fetched, values))
+            row = _row_build(select, record, resource, is_every_key=is_every_key)
+            encoded = json.dumps(row, separators=(",", ":"), ensure_ascii=False).encode()
+            size += len(encoded) + (1 if count else 0)
+            if size > ceiling:
+                raise ResponseTooLarge(
+                    f"the answer to this read is larger than the read byte ceiling of {ceiling} bytes "
+                    f"({ceiling_name}); ask for a page with limit and offset, or filter more",
+                    field=None,
+                )
+            yield row, encoded
+    finally:
+        # Close the server-side cursor now, not whenever the abandoned generator is collected.
+        stream.close()
+
+
+def _select_resolve(
+    resource: Resource, select: tuple[SelectItem, ...] | None
+) -> list[tuple[str, Column]]:
+    if select is None:
+        return [(c.name, c) for c in resource.columns]
+    out: list[tuple[str, Column]] = []
+    for item in select:
+        if item.is_star:
+            out.extend((c.name, c) for c in resource.columns)
+        else:
+            out.append((item.alias, resource.column(item.column, field="select")))
+    return out
+
+
+def _row_build(select: list[tuple[str, Column]], record: dict[str, Any], resource: Resource,
+               *, is_every_key: bool) -> dict[str, Any]:
+    document = record.get(resource.json_field) if resource.json_field else None
+    document = document if isinstance(document, dict) else {}
+    row: dict[str, Any] = {}
+    for alias, column in select:
+        if column.kind is ColumnKind.JSON_KEY:
+            row[alias] = document.get(column.path)
+        else:
+            row[alias] = _jsonable(record[column.path])
+    if is_every_key:
+        for key, value in document.items():
+            row.setdefault(key, value)
+    return row
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, (dt.datetime, dt.date)):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return float(value)
+    return value
+
+
+def _queryset_build(resource: Resource, query: RestQuery, user: AbstractBaseUser) -> QuerySet:
+    rows = resource.rows_visible(user)
+    for flt in query.filters:
+        rows = rows.filter(_filter_q(resource, flt))
+    rows = rows.order_by(*_ordering(resource, query))
+    if query.limit is not None:
+        return rows[query.offset:query.offset + query.limit]
+    return rows[query.offset:] if query.offset else rows
+
+
+def _ordering(resource: Resource, query: RestQuery) -> list[OrderBy]:
+    ordering: list[OrderBy] = []
+    if query.order:
+        terms = [(resource.column(t.column, field="order"), t.is_descending, t.nulls_first)
+                 for t in query.order]
+    else:
+        terms = [(resource.column(name, field="order"), False, None)
+                 for name in resource.order_default]
+    for column, is_descending, nulls_first in terms:
+        if column.kind is ColumnKind.JSON_KEY:
+            expression = JsonKeyOrder(resource.json_field, column.path)
+        else:
+            expression = F(column.path)
+        if nulls_first is None:
+            nulls_first = is_descending  # PostgreSQL's default, made explicit so SQLite agrees
+        ordering.append(OrderBy(expression, descending=is_descending,
+                                nulls_first=True if nulls_first else None,
+                                nulls_last=True if not nulls_first else None))
+    ordering.append(OrderBy(F(resource.tiebreaker)))
+    return ordering
+
+
+def _filter_q(resource: Resource, flt: Filter) -> Q:
+    column = resource.column(flt.column, field=flt.column)
+    if flt.operator not in _OPERATORS_BY_KIND[column.kind]:
+        raise InvalidQuery(
+            f"{flt.operator.value} does not apply to {column.name} ({column.kind.value})",
+            code=ReadCode.OPERATOR_NOT_APPLICABLE, field=flt.column,
+        )
+    if column.kind is ColumnKind.JSON_KEY:
+        condition = _json_key_condition(resource.json_field, column, flt)
+    else:
+        condition = _column_condition(column, flt)
+    return ~condition if flt.is_negated else condition
+
+
+def _json_key_condition(json_field: str, column: Column, flt: Filter) -> Q:
+    text = JsonKeyText(json_field, column.path)
+    op, value = flt.operator, flt.value
+    if op is Operator.IS:
+        if value == "null":
+            return Q(IsNull(text, True))
+        # Never NULL, like SQL's IS TRUE: a missing key is "not true", so not.is.true keeps it.
+        kind = Coalesce(JsonKeyType(json_field, column.path), Value("missing"),
+                        output_field=TextField())
+        word = Coalesce(text, Value(""), output_field=TextField())
+        return Q(Exact(kind, "boolean")) & Q(Exact(word, value))
+    if op is Operator.IN:
+        return Q(In(text, list(value))) if value else Q(pk__in=[])
+    if op in _COMPARISONS:
+        if JSON_NUMBER.match(value):
+            number = float(value) if any(c in value for c in ".eE") else int(value)
+            return Q(_COMPARISONS[op](JsonKeyNumber(json_field, column.path), Value(number)))
+        return Q(_COMPARISONS[op](text, value))
+    return _equality_or_pattern(text, op, value)
+
+
+def _column_condition(column: Column, flt: Filter) -> Q:
+    lhs, op = F(column.path), flt.operator
+    if op is Operator.IS:
+        if flt.value == "null":
+            return Q(IsNull(lhs, True))
+        if column.kind is not ColumnKind.BOOLEAN:
+            raise InvalidQuery(
+                f"is.{flt.value} applies to boolean columns; {column.name} is {column.kind.value}",
+                code=ReadCode.OPERATOR_NOT_APPLICABLE, field=flt.column,
+            )
+        wanted = flt.value == "true"
+        # A null is neither true nor false, and never NULL here, like SQL's IS TRUE / IS FALSE.
+        return Q(Exact(Coalesce(lhs, Value(not wanted)), wanted))
+    if op is Operator.IN:
+        values = [_value_parse(column, v, field=flt.column) for v in flt.value]
+        return Q(In(lhs, values)) if values else Q(pk__in=[])
+    if op in (Operator.LIKE, Operator.ILIKE):
+        return _equality_or_pattern(lhs, op, flt.value)  # only text columns allow these
+    value = _value_parse(column, flt.value, field=flt.column)
+    if op in _COMPARISONS:
+        return Q(_COMPARISONS[op](lhs, value))
+    return _equality_or_pattern(lhs, op, value)
+
+
+def _equality_or_pattern(lhs: Any, op: Operator, value: Any) -> Q:
+    if op is Operator.EQ:
+        return Q(Exact(lhs, value))
+    if op is Operator.NEQ:
+        return ~Q(Exact(lhs, value))
+    if op is Operator.LIKE:
+        return Q(Like(lhs, value))
+    return Q(ILike(lhs, value))
+
+
+def _value_parse(column: Column, raw: str, *, field: str) -> Any:
+    """The query's text as a ``column``-typed value, or 400 ``INVALID_VALUE`` naming ``field``."""
+    try:
+        if column.kind is ColumnKind.UUID:
+            return uuid.UUID(raw)
+        if column.kind is ColumnKind.INTEGER:
+            if not re.fullmatch(r"-?[0-9]+", raw):
+                raise ValueError(raw)
+            return int(raw)
+        if column.kind is ColumnKind.BOOLEAN:
+            if raw not in ("true", "false"):
+                raise ValueError(raw)
+            return raw == "true"
+        if column.kind is ColumnKind.DATETIME:
+            return _datetime_parse(raw)
+    except ValueError:
+        raise InvalidQuery(f"{raw!r} is not a valid {column.kind.value} for {column.name}",
+                           code=ReadCode.INVALID_VALUE, field=field) from None
+    return raw
+
+
+def _datetime_parse(raw: str) -> dt.datetime:
+    # A date means its midnight; a time without an offset means UTC (the store keeps UTC).
+    value = parse_datetime(raw)
+    if value is None:
+        day = parse_date(raw)
+        if day is None:
+            raise ValueError(raw)
+        value = dt.datetime.combine(day, dt.time())
+    if timezone.is_naive(value):
+        value = timezone.make_aware(value, dt.timezone.utc)
+    return value
