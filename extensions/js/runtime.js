@@ -1,0 +1,229 @@
+// Evaluated first in every fresh realm (one QuickJS context per run), before any author code.
+// It takes away what dukpy puts on the global object, installs the only `require` author code
+// gets, and defines the four entry points Python calls: register, start, describe, invoke.
+//
+// Python evaluates this as `(<this file>)(call_python, bridgeNames)`. dukpy puts `call_python`
+// back on the global object on every eval, so hiding it is hygiene, not the boundary: the
+// boundary is the Python allow-list of exported names (see sandbox_child.Realm).
+(function (host, bridgeNames) {
+  'use strict';
+  delete globalThis.call_python;
+  delete globalThis.dukpy;
+
+  const VIOLATION = 'turbobase.violation';
+  const SDK = '@turbobase/extensions';
+  const SDK_PROCESS = '@turbobase/extensions/process';
+  const KIND = Symbol.for('turbobase.extension.kind');
+  const hasOwn = Object.hasOwn;
+  const tagOf = (value) => Object.prototype.toString.call(value);
+
+  // Reported to Python before it is thrown, so an author's try/catch cannot hide it: the whole
+  // call fails with SandboxViolation whatever the JavaScript does next.
+  function violation(message) {
+    host(VIOLATION, message);
+    return new Error(message);
+  }
+
+  // Present (rather than absent) so feature detection takes the branch that fails loudly.
+  const unavailable = {
+    fetch: 'no network', XMLHttpRequest: 'no network', WebSocket: 'no network',
+    EventSource: 'no network', importScripts: 'no network',
+    setTimeout: 'no timers', setInterval: 'no timers', setImmediate: 'no timers',
+    clearTimeout: 'no timers', clearInterval: 'no timers', clearImmediate: 'no timers',
+  };
+  for (const name of Object.keys(unavailable)) {
+    const stub = function () {
+      throw violation(`${name} is not available in the sandbox (${unavailable[name]})`);
+    };
+    Object.defineProperty(globalThis, name, { value: stub });
+  }
+
+  const factories = new Map();
+  const modules = new Map();
+  let entryId = null;
+
+  // No overwrite: code that breaks out of its wrapper during registration can add a module
+  // (which it could do by shipping a sibling anyway) but cannot replace the SDK.
+  function register(id, factory) {
+    if (entryId !== null || factories.has(id)) {
+      throw violation(`module '${id}' cannot be registered here`);
+    }
+    factories.set(id, factory);
+  }
+
+  const dirOf = (id) => (id.includes('/') ? id.slice(0, id.lastIndexOf('/')) : '');
+
+  function resolve(fromId, specifier) {
+    if (specifier === SDK || specifier === SDK_PROCESS) return specifier;
+    const text = String(specifier);
+    if (typeof specifier !== 'string' || !(text.startsWith('./') || text.startsWith('../'))) {
+      throw violation(`require('${text}') is not allowed: an extension imports only ${SDK} ` +
+        'and relative siblings inside its own directory');
+    }
+    const parts = fromId.startsWith('@') || !fromId.includes('/') ? [] : dirOf(fromId).split('/');
+    for (const part of text.split('/')) {
+      if (part === '' || part === '.') continue;
+      if (part !== '..') parts.push(part);
+      else if (parts.length === 0) throw violation(`'${text}' escapes the extension's directory`);
+      else parts.pop();
+    }
+    const path = parts.join('/');
+    const stem = path.replace(/\.[cm]?js$/, '');
+    const candidates = [path, `${stem}.ts`, `${stem}.js`, `${path}/index.ts`, `${path}/index.js`];
+    for (const candidate of candidates) {
+      if (factories.has(candidate)) return candidate;
+    }
+    throw violation(`'${text}' (imported from ${fromId}) is not a folded sibling of this extension`);
+  }
+
+  function makeRequire(fromId) {
+    return function require(specifier) {
+      return load(resolve(fromId, specifier));
+    };
+  }
+
+  function load(id) {
+    const cached = modules.get(id);
+    if (cached) return cached.exports;
+    const module = { id, exports: {} };
+    modules.set(id, module);
+    try {
+      factories.get(id).call(module.exports, module.exports, makeRequire(id), module, id, dirOf(id));
+    } catch (error) {
+      modules.delete(id);
+      throw error;
+    }
+    return module.exports;
+  }
+
+  function defaultExport() {
+    const exports = load(entryId);
+    const isObject = exports !== null && (typeof exports === 'object' || typeof exports === 'function');
+    return isObject && hasOwn(exports, 'default') ? exports.default : undefined;
+  }
+
+  // The JSON picture of a value that the Python validator reads without running JavaScript.
+  function snapshot(value, ancestors) {
+    switch (typeof value) {
+      case 'function':
+        return { $fn: true, async: tagOf(value) === '[object AsyncFunction]' };
+      case 'bigint':
+      case 'symbol':
+        return { $unsupported: typeof value };
+      case 'object':
+        break;
+      default:
+        return value;
+    }
+    if (value === null) return null;
+    if (ancestors.has(value)) return { $cycle: true };
+    ancestors.add(value);
+    let out;
+    if (Array.isArray(value)) {
+      out = Array.from(value, (item) => snapshot(item, ancestors) ?? null);
+    } else {
+      out = Object.create(null);  // so an author key '__proto__' stays a plain key
+      for (const key of Object.keys(value)) {
+        const item = snapshot(value[key], ancestors);
+        if (item !== undefined) out[key] = item;
+      }
+    }
+    ancestors.delete(value);
+    return out;
+  }
+
+  function lookup(path) {
+    let owner;
+    let value = defaultExport();
+    const walked = ['default'];
+    for (const key of path) {
+      if (value === null || (typeof value !== 'object' && typeof value !== 'function')) {
+        throw new TypeError(`${walked.join('.')} is ${value === null ? 'null' : typeof value}, ` +
+          `so it has no '${key}'`);
+      }
+      owner = value;
+      value = value[key];
+      walked.push(String(key));
+    }
+    return { owner, value, name: walked.join('.') };
+  }
+
+  function describe(path) {
+    const { value } = lookup(path);
+    const isObject = value !== null && typeof value === 'object';
+    return { kind: isObject && typeof value[KIND] === 'string' ? value[KIND] : null,
+      value: snapshot(value, new Set()) };
+  }
+
+  function callBridge(name, args) {
+    const reply = host(name, ...args);
+    // The CPU budget ran out while Python answered: wait here for the timer's next tick,
+    // which QuickJS turns into an interrupt the script cannot catch.
+    if (reply !== null && typeof reply === 'object' && reply.halt === true) for (;;) { /* */ }
+    if (reply !== null && typeof reply === 'object' && hasOwn(reply, 'error')) {
+      throw new Error(String(reply.error));
+    }
+    return reply === null || reply === undefined ? undefined : reply.ok;
+  }
+
+  // ctx is JSON from Python plus the bridge: `log` is fire-and-forget, every other bridge
+  // function (ctx.query first of all) answers a Promise, as the SDK types promise.
+  function makeContext(data) {
+    const ctx = { ...data };
+    for (const name of bridgeNames) {
+      ctx[name] = name === 'log'
+        ? (...parts) => { callBridge('log', parts); }
+        : (...args) => {
+          try { return Promise.resolve(callBridge(name, args)); }
+          catch (error) { return Promise.reject(error); }
+        };
+    }
+    return ctx;
+  }
+
+  function errorInfo(error) {
+    if (error instanceof Error) {
+      return { name: String(error.name), message: String(error.message),
+        stack: typeof error.stack === 'string' ? error.stack : '' };
+    }
+    let text;
+    try { text = JSON.stringify(error) ?? String(error); } catch (_) { text = String(error); }
+    return { name: 'Error', message: `a non-Error value was thrown: ${text}`, stack: '' };
+  }
+
+  // The outcome object is what Python gets back: dukpy drains the job queue after the eval and
+  // serialises the eval's result after that, so a Promise settled by then is already recorded.
+  function invoke(path, args, ctxData) {
+    const outcome = { state: 'pending' };
+    const settle = (value) => { outcome.state = 'fulfilled'; outcome.value = value; };
+    const fail = (error) => { outcome.state = 'rejected'; outcome.error = errorInfo(error); };
+    try {
+      const target = lookup(path);
+      if (typeof target.value !== 'function') throw new TypeError(`${target.name} is not a function`);
+      const callArgs = ctxData === null || ctxData === undefined
+        ? args : [makeContext(ctxData), ...args];
+      const result = Reflect.apply(target.value, target.owner, callArgs);
+      const isThenable = result !== null && (typeof result === 'object' || typeof result === 'function')
+        && typeof result.then === 'function';
+      if (isThenable) Promise.resolve(result).then(settle, fail);
+      else settle(result);
+    } catch (error) {
+      fail(error);
+    }
+    return outcome;
+  }
+
+  function start(id) {
+    entryId = id;
+    load(id);
+  }
+
+  register(SDK_PROCESS, function (exports, require) {
+    Object.defineProperty(exports, '__esModule', { value: true });
+    exports.defineProcess = require(SDK).defineProcess;
+  });
+  Object.defineProperty(globalThis, 'require', { value: makeRequire('') });
+  Object.defineProperty(globalThis, '__turbobase', {
+    value: Object.freeze({ register, start, describe, invoke }),
+  });
+})

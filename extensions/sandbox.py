@@ -1,0 +1,412 @@
+"""The QuickJS sandbox that runs extension code (hooks, processes) — pure Python, no Django.
+
+What untrusted code may touch, and nothing more:
+- the ECMAScript built-ins of a fresh QuickJS context (no ``process``, no environment, no file
+  system, no network, no timers: ``fetch``, ``XMLHttpRequest``, ``setTimeout``… exist only to
+  fail with ``SandboxViolation``);
+- ``require`` of ``@turbobase/extensions``, ``@turbobase/extensions/process`` and the sibling
+  modules the caller folded in — any other specifier, or a path escaping the extension's
+  directory, is a ``SandboxViolation``; ``import()`` is refused the same way;
+- the Python functions named in ``bridge`` (``ctx.query`` and ``ctx.log`` for the SDK) and no
+  other: dukpy re-installs ``call_python`` on every eval, so the allow-list of exported names,
+  checked in the child, is the boundary; naming anything else is a ``SandboxViolation`` even if
+  the script catches the error it gets;
+- JSON values in, JSON values out.
+
+How it is enforced (chosen after trying the alternatives on dukpy 0.6.0 / QuickJS-ng):
+- Author code runs in a long-lived child process (``sandbox_child.py``, stdlib + dukpy only,
+  empty environment, ``python -I``), one per ``Sandbox``, which serves a whole slice. The parent
+  talks JSON lines over pipes, so it works from any thread of a web server or a worker, and a
+  ``ctx.query`` is a request from the child that the parent answers in the calling thread.
+- CPU budget: an ``ITIMER_PROF`` timer in the child's main thread. dukpy's QuickJS interrupt
+  handler calls ``PyErr_CheckSignals()``, so the SIGPROF handler's exception stops a running
+  loop or a catastrophic regex, uncatchably, and the child stays healthy. The parent also holds
+  a wall-clock deadline (3x the budget + 2 s, not counting time spent answering the bridge) and
+  kills and respawns the child past it; ``RLIMIT_CPU`` is the last backstop. The per-slice
+  budget is the sum of the CPU the child reports per call, checked before each call. Time the
+  host spends answering ``ctx.query`` is not the script's CPU, so it has its own per-call
+  budget (``bridge_budget_ms``): a loop of reads fails as a timeout too.
+- Memory: dukpy fixes each QuickJS context's heap at 128 MiB (``JS_SetMemoryLimit`` in
+  ``create_context``, not reachable from Python); a script over it gets ``out of memory``,
+  reported as ``SandboxMemoryExceeded``. ``RLIMIT_AS`` on the child covers the Python side.
+  Runaway recursion hits QuickJS's 1 MiB stack limit: ``SandboxStackOverflow``.
+- State: one QuickJS context per run. ``new_run()`` drops it; the next call builds a fresh one
+  and re-evaluates the modules (a few ms), so no global, module variable or polluted prototype
+  reaches the next run. Within a run, one context serves every call.
+
+Rejected:
+- ``dukpy.JSInterpreter``: it publishes ``os.environ`` as ``process.env``, exports
+  ``dukpy.load_module`` (reads any host file) and installs a Node-like ``require``.
+- SIGALRM / ``ITIMER_REAL``: django-q2 uses SIGALRM for its own task timeouts.
+- A CPU timer in the calling process: Python runs signal handlers only in the main thread
+  (a timer armed from another thread interrupted the main thread instead), and ``eval_string``
+  holds the GIL for the whole script (a 1 s loop starved every other thread), so author code in
+  a request thread would stall the server and could not be stopped.
+- A thread with a timeout: a Python thread cannot be killed, and it would hold the GIL.
+- A fresh process or a fresh context per call: the issue asks for one interpreter per slice;
+  ``bench/sandbox.py`` measures what a fresh context per call would cost.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import signal
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, Self
+
+from extensions.sandbox_child import SPAWN_TIMEOUT_S, ChildExited, ChildOverrun, ChildProcess
+
+WALL_FACTOR = 3.0
+WALL_GRACE_S = 2.0
+logger = logging.getLogger("turbobase.extensions.sandbox")
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """The budgets one sandbox runs under."""
+
+    call_budget_ms: int = 1_000  # CPU per call (and for loading the modules)
+    slice_budget_ms: int = 30_000  # CPU across every call of one Sandbox
+    memory_mb: int = 512  # address space of the child process (QuickJS's heap is 128 MiB)
+    # Host time spent answering ctx.query / ctx.log for one call. It is not the script's CPU,
+    # so the CPU budget cannot see a loop of reads; past this the call fails as a timeout.
+    bridge_budget_ms: int = 10_000
+
+
+@dataclass(frozen=True)
+class SourceLocation:
+    """A 1-based position in the author's file."""
+
+    file: str
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+class SandboxError(Exception):
+    """The extension could not be run in the sandbox."""
+
+    code = "sandbox_error"
+    is_retryable = False
+
+    def __init__(self, message: str | None = None, location: SourceLocation | None = None) -> None:
+        self.message = message or (self.__doc__ or "").strip()
+        self.location = location
+        super().__init__(self.message if location is None else f"{self.message} (at {location})")
+
+
+class SandboxTimeout(SandboxError):
+    """The extension ran past its CPU budget."""
+
+    code = "sandbox_timeout"
+
+
+class SandboxMemoryExceeded(SandboxError):
+    """The extension ran past its memory limit."""
+
+    code = "sandbox_memory_exceeded"
+
+
+class SandboxStackOverflow(SandboxError):
+    """The extension recursed past the sandbox's stack limit."""
+
+    code = "sandbox_stack_overflow"
+
+
+class SandboxScriptError(SandboxError):
+    """The extension threw an error."""
+
+    code = "sandbox_script_error"
+
+
+class SandboxViolation(SandboxError):
+    """The extension reached for something the sandbox does not give it."""
+
+    code = "sandbox_violation"
+
+
+class SandboxPromiseUnsettled(SandboxError):
+    """The extension returned a Promise that can never settle."""
+
+    code = "sandbox_promise_unsettled"
+
+
+class SandboxCrashed(SandboxError):
+    """The sandbox process ended unexpectedly."""
+
+    code = "sandbox_crashed"
+    is_retryable = True
+
+
+_ERRORS: dict[str, type[SandboxError]] = {
+    cls.code: cls
+    for cls in (
+        SandboxError,
+        SandboxTimeout,
+        SandboxMemoryExceeded,
+        SandboxStackOverflow,
+        SandboxScriptError,
+        SandboxViolation,
+        SandboxPromiseUnsettled,
+        SandboxCrashed,
+    )
+}
+
+
+class BridgeError(Exception):
+    """Raised by a bridge function to fail the JavaScript call with this message (``ctx.query``
+    rejects with it). Any other exception reaches the script as a bare "ctx.<name> failed", so
+    host details do not leak into author code; exceptions carrying a ``code`` (the domain
+    errors) are passed through like this one."""
+
+
+class ModuleSource(Protocol):
+    """A compiled module, as ``extensions.transpile.TranspiledModule`` provides."""
+
+    @property
+    def filename(self) -> str: ...
+
+    @property
+    def code(self) -> str: ...
+
+    def original_position(self, line: int, column: int) -> tuple[int, int] | None: ...
+
+
+@dataclass(frozen=True)
+class LoadedModule:
+    """What the default export is: ``kind`` from the SDK (``process``, ``hook``, ``conduit``,
+    or None when ``define*`` was not used) and its JSON picture, functions shown as
+    ``{"$fn": true, "async": bool}``, cycles as ``{"$cycle": true}``."""
+
+    kind: str | None
+    definition: Any
+
+
+def _log(*parts: Any) -> None:
+    logger.info(" ".join(p if isinstance(p, str) else json.dumps(p) for p in parts))
+
+
+Bridge = Mapping[str, Callable[..., Any]]
+Path_ = Sequence[str | int]
+
+
+class Sandbox:
+    """One child interpreter for one slice (or one hook call): load once, call many times.
+
+    Not shared between threads: one caller drives it at a time. Create it after forking.
+    """
+
+    def __init__(
+        self, *, bridge: Bridge | None = None, limits: SandboxLimits | None = None
+    ) -> None:
+        self.limits = limits or SandboxLimits()
+        self._bridge: dict[str, Callable[..., Any]] = {}
+        self._set_bridge(bridge)
+        self._modules: dict[str, str] = {}
+        self._sources: dict[str, ModuleSource] = {}
+        self._entry: str | None = None
+        self._child: ChildProcess | None = None
+        self._cpu_used_ms = 0.0
+        self._bridge_spent_s = 0.0
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """End the child process. The sandbox respawns one if it is used again."""
+        if self._child is not None:
+            self._child.close()
+            self._child = None
+
+    @property
+    def cpu_used_ms(self) -> float:
+        """CPU spent so far against the slice budget."""
+        return self._cpu_used_ms
+
+    def load(
+        self,
+        entry: str | ModuleSource,
+        *,
+        siblings: Mapping[str, str | ModuleSource] | None = None,
+        filename: str = "index.js",
+    ) -> LoadedModule:
+        """Evaluate the entry module (CommonJS, as ``transpile`` emits) with its folded siblings,
+        keyed by their path inside the extension's directory, and describe its default export."""
+        entry_id = _module_id(filename if isinstance(entry, str) else entry.filename)
+        modules: dict[str, str | ModuleSource] = {entry_id: entry}
+        for path, source in (siblings or {}).items():
+            if _module_id(path) in modules:
+                raise ValueError(f"sibling {path!r} is the entry module or given twice")
+            modules[_module_id(path)] = source
+        self._entry = entry_id
+        self._modules = {key: s if isinstance(s, str) else s.code for key, s in modules.items()}
+        self._sources = {key: s for key, s in modules.items() if not isinstance(s, str)}
+        if self._child is not None:
+            self._child.has_modules = False
+        loaded = self._request({"op": "load"}, budget_ms=None)
+        return LoadedModule(kind=loaded["kind"], definition=loaded.get("value"))
+
+    def describe(self, path: Path_ = ()) -> Any:
+        """The JSON picture of the default export, or of the value at ``path`` inside it."""
+        return self._request({"op": "describe", "path": list(path)}, budget_ms=None)
+
+    def call(
+        self,
+        path: Path_,
+        args: Sequence[Any] = (),
+        *,
+        ctx: Mapping[str, Any] | None = None,
+        budget_ms: int | None = None,
+    ) -> Any:
+        """Call the function at ``path`` in the default export (``["steps", 0, "build"]``) and
+        return its JSON result, awaiting a Promise. With ``ctx``, the function gets it first,
+        with the bridge functions added (``ctx.query`` answers a Promise, ``ctx.log`` nothing)."""
+        message = {
+            "op": "call",
+            "path": list(path),
+            "args": list(args),
+            "ctx": None if ctx is None else dict(ctx),
+        }
+        return self._request(message, budget_ms=budget_ms)
+
+    def new_run(self, *, bridge: Bridge | None = None) -> None:
+        """Start the next run on a fresh QuickJS context, optionally with other bridge
+        functions (the next invoking user's ``ctx.query``). The slice budget carries on."""
+        if bridge is not None:
+            self._set_bridge(bridge)
+        if self._child is not None and self._child.has_modules:
+            self._request(
+                {"op": "new_run", "bridge": sorted(self._bridge)}, budget_ms=None, is_budgeted=False
+            )
+
+    def _set_bridge(self, bridge: Bridge | None) -> None:
+        functions: dict[str, Callable[..., Any]] = {"log": _log, **(bridge or {})}
+        for name in functions:
+            if not name.isidentifier() or name.startswith("_"):
+                raise ValueError(f"bridge function name {name!r} is not a plain identifier")
+        self._bridge = functions
+
+    def _request(
+        self, message: dict[str, Any], *, budget_ms: int | None, is_budgeted: bool = True
+    ) -> Any:
+        if self._entry is None:
+            raise SandboxError("no module is loaded in this sandbox")
+        if not self._lock.acquire(blocking=False):
+            raise SandboxError("the sandbox is already running a call (one caller at a time)")
+        try:
+            budget = self._budget(budget_ms) if is_budgeted else 0
+            if is_budgeted:
+                message["budget_ms"] = budget
+            deadline_s = budget / 1000 * WALL_FACTOR + WALL_GRACE_S
+            self._bridge_spent_s = 0.0
+            try:
+                reply = self._ready_child().exchange(message, deadline_s, self._answer)
+            except ChildOverrun:
+                self._discard_child()
+                self._cpu_used_ms += budget
+                raise SandboxTimeout(
+                    f"CPU budget of {budget} ms exceeded (the sandbox process was stopped)"
+                ) from None
+            except ChildExited as exited:
+                self._discard_child()
+                if exited.args[0] == -signal.SIGXCPU:
+                    raise SandboxTimeout("the sandbox process ran out of CPU time") from None
+                raise SandboxCrashed(f"the sandbox process exited ({exited.args[0]})") from None
+            self._cpu_used_ms += reply.get("cpu_ms", 0.0)
+            if "error" in reply:
+                raise self._error(reply["error"])
+            return reply["ok"]
+        finally:
+            self._lock.release()
+
+    def _budget(self, budget_ms: int | None) -> int:
+        remaining = self.limits.slice_budget_ms - self._cpu_used_ms
+        if remaining < 1:
+            raise SandboxTimeout(
+                f"the slice's CPU budget of {self.limits.slice_budget_ms} ms is spent"
+            )
+        return max(1, math.floor(min(budget_ms or self.limits.call_budget_ms, remaining)))
+
+    def _ready_child(self) -> ChildProcess:
+        if self._child is not None and not self._child.is_usable():
+            self._discard_child()
+        if self._child is None:
+            cpu_seconds = math.ceil(self.limits.slice_budget_ms / 1000) + 10
+            self._child = ChildProcess.spawn(
+                memory_mb=self.limits.memory_mb, cpu_seconds=cpu_seconds
+            )
+        if not self._child.has_modules:
+            modules_message = {
+                "op": "modules",
+                "modules": self._modules,
+                "entry": self._entry,
+                "bridge": sorted(self._bridge),
+            }
+            reply = self._child.exchange(modules_message, SPAWN_TIMEOUT_S, self._answer)
+            if "error" in reply:
+                raise self._error(reply["error"])
+            self._child.has_modules = True
+        return self._child
+
+    def _discard_child(self) -> None:
+        if self._child is not None:
+            self._child.close(is_forced=True)
+            self._child = None
+
+    def _error(self, error: Mapping[str, Any]) -> SandboxError:
+        location = None
+        if error.get("location"):
+            where = error["location"]
+            line, column = where["line"], where["column"]
+            source = self._sources.get(where["file"])
+            mapped = source.original_position(line, column) if source is not None else None
+            if mapped is not None:
+                line, column = mapped
+            location = SourceLocation(file=where["file"], line=line, column=column)
+        return _ERRORS.get(error["code"], SandboxError)(error["message"], location)
+
+    def _answer(self, name: str, args: list[Any]) -> dict[str, Any]:
+        """Run a bridge function for the child. Only names in the bridge reach here: the child
+        refuses the rest before asking."""
+        function = self._bridge.get(name)
+        if function is None:
+            return {"error": f"ctx.{name} is not available"}
+        if self._bridge_spent_s * 1000 > self.limits.bridge_budget_ms:
+            message = (
+                f"ctx.query and ctx.log took more than {self.limits.bridge_budget_ms} ms "
+                "in one call"
+            )
+            return {"abort": {"code": SandboxTimeout.code, "message": message}}
+        started = time.monotonic()
+        try:
+            value = function(*args)
+        except Exception as exc:
+            if isinstance(exc, BridgeError) or hasattr(exc, "code"):
+                return {"error": str(exc)}
+            logger.exception("sandbox bridge function %s failed", name)
+            return {"error": f"ctx.{name} failed"}
+        finally:
+            self._bridge_spent_s += time.monotonic() - started
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError):
+            return {"error": f"ctx.{name} answered a value that is not JSON"}
+        return {"ok": value}
+
+
+def _module_id(path: str) -> str:
+    parts = [part for part in path.replace("\\", "/").split("/") if part not in ("", ".")]
+    if not parts or ".." in parts or path.startswith(("/", "@")):
+        raise ValueError(f"module path {path!r} must be relative to the extension's directory")
+    return "/".join(parts)

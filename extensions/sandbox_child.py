@@ -1,0 +1,507 @@
+"""The sandbox's child process: one QuickJS interpreter serving a whole slice over JSON lines.
+
+Run as a script by ``extensions.sandbox.Sandbox`` (``python -I -B sandbox_child.py MEM_MB CPU_S``);
+it imports only the standard library and dukpy, never Django or the project, so nothing of the
+host is loaded into the process that runs author code. The protocol is one JSON object per line:
+the parent sends ``{"op": ...}`` requests; the child answers ``{"ok": value, "cpu_ms": n}`` or
+``{"error": {"code", "message", "location"}, "cpu_ms": n}``, and while a call is running it may
+ask ``{"bridge": name, "args": [...]}`` and wait for ``{"ok": value}`` / ``{"error": message}``.
+
+Why a CPU timer works here: dukpy installs a QuickJS interrupt handler that calls
+``PyErr_CheckSignals()``, so an exception raised by a Python signal handler stops a running
+script (even a catastrophic regex) and surfaces from ``eval_string`` as that exception; QuickJS
+makes the interrupt uncatchable by the script. That only works in a main thread, which this
+child's is, whatever thread of the parent is driving it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import resource
+import selectors
+import signal
+import subprocess
+import sys
+import time
+import weakref
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from dukpy import _dukpy
+
+CHILD_SCRIPT = Path(__file__).resolve()
+JS_DIR = CHILD_SCRIPT.parent / "js"
+SPAWN_TIMEOUT_S = 20.0
+SDK_ID = "@turbobase/extensions"
+VIOLATION = "turbobase.violation"
+# dukpy's QuickJS heap limit is fixed at 128 MiB per context; a larger result than this is a
+# runaway, not a record payload, and would otherwise be copied three times on its way out.
+MAX_RESULT_BYTES = 16 * 1024 * 1024
+# After the budget, the timer keeps firing at this interval so a timeout the script swallowed
+# (one raised inside a bridge call becomes a catchable JS error) is raised again at once.
+TIMER_REPEAT_S = 0.005
+
+_FRAME = re.compile(r"at (?:\S+ \()?(?P<file>[^\s()]+):(?P<line>\d+):(?P<column>\d+)\)?")
+_WRAPPER = (
+    "__turbobase.register({id}, function (exports, require, module, __filename, __dirname) {{"
+)
+_WRAPPER_END = "\n});"
+
+
+class Fault(Exception):
+    """A failure the parent maps onto one of the public ``Sandbox*`` exceptions by ``code``."""
+
+    def __init__(self, code: str, message: str, location: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.location = location
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, "location": self.location}
+
+
+class CpuBudgetExceeded(BaseException):
+    """Raised by the SIGPROF handler; BaseException so no ``except Exception`` swallows it."""
+
+
+class Realm:
+    """One QuickJS context: the object dukpy's C code calls back into.
+
+    dukpy looks up three methods on the object passed to ``eval_string``:
+    ``_check_exported_function_exists`` and ``_call_python`` (for ``call_python``, which it
+    re-installs on the global object on *every* eval) and ``_normalize_module`` (for ``import``).
+    Only names in the allow-list pass; anything else is recorded as a violation that fails the
+    call even if the script catches the ReferenceError it gets.
+    """
+
+    def __init__(self, *, bridge_names: tuple[str, ...], on_bridge: BridgeHandler) -> None:
+        self._ctx = _dukpy.create_context()
+        self._exported = frozenset(bridge_names) | {VIOLATION}
+        self._on_bridge = on_bridge
+        self.violation: str | None = None
+        self.offsets: dict[str, int] = {}
+        runtime = (JS_DIR / "runtime.js").read_text(encoding="utf-8")
+        self.eval(f"({runtime})(call_python, dukpy.bridge);", bridge=list(bridge_names))
+        self.register(SDK_ID, (JS_DIR / "sdk.js").read_text(encoding="utf-8"))
+
+    def _check_exported_function_exists(self, name: bytes) -> bool:
+        text = name.decode("utf-8", "replace")
+        if text in self._exported:
+            return True
+        self._record(f"call_python('{text}') is not an exported function")
+        return False
+
+    def _call_python(self, name: bytes, json_args: bytes) -> bytes:
+        text = name.decode("utf-8", "replace")
+        args = json.loads(json_args)
+        if text == VIOLATION:
+            self._record(str(args[0]) if args else "sandbox violation")
+            return b"null"
+        return json.dumps(self._on_bridge(text, args)).encode("utf-8")
+
+    def _normalize_module(self, base: str, name: str) -> str:
+        self._record(f"import('{name}') is not allowed: extensions are loaded as CommonJS")
+        raise ImportError(name)
+
+    def _record(self, message: str) -> None:
+        if self.violation is None:
+            self.violation = message
+
+    def eval(self, code: str, *, module_name: str | None = None, **variables: Any) -> Any:
+        """Evaluate ``code``; ``module_name`` evaluates it as an ES module of that file name,
+        the only way dukpy puts a real file name into stack traces."""
+        raw = _dukpy.eval_string(
+            self,
+            code.encode("utf-8"),
+            json.dumps(variables, allow_nan=False).encode("utf-8"),
+            module_name is not None,
+            module_name or "<turbobase>",
+        )
+        if raw is not None and len(raw) > MAX_RESULT_BYTES:
+            raise Fault(
+                "sandbox_memory_exceeded", f"result is larger than {MAX_RESULT_BYTES} bytes"
+            )
+        return None if raw is None else json.loads(raw)
+
+    def register(self, module_id: str, commonjs: str) -> None:
+        prefix = _WRAPPER.format(id=json.dumps(module_id))
+        self.offsets[module_id] = len(prefix)
+        self.eval(prefix + commonjs + _WRAPPER_END, module_name=module_id)
+
+
+BridgeHandler = Callable[[str, list[Any]], dict[str, Any]]
+# Every eval that can run author code first takes the two globals dukpy re-installs.
+_ENTRY = (
+    "(function (v) {{ delete globalThis.dukpy; delete globalThis.call_python;"
+    " return __turbobase.{call}; }})(dukpy)"
+)
+_START = _ENTRY.format(call="start(v.entry)")
+_DESCRIBE = _ENTRY.format(call="describe(v.path)")
+_INVOKE = _ENTRY.format(call="invoke(v.path, v.args, v.ctx)")
+# After these the realm is not trusted to be in a usable state (or was attacked): drop it.
+_RESETTING = {
+    "sandbox_timeout",
+    "sandbox_memory_exceeded",
+    "sandbox_stack_overflow",
+    "sandbox_violation",
+}
+
+
+class Engine:
+    """The child's state between requests: the loaded module set and the current realm.
+
+    A realm is per run: ``new_run`` drops it and the next request builds a fresh context and
+    re-evaluates the modules, so no global or module-level variable survives into the next run.
+    A timeout, memory overrun or violation drops it too, so the next call finds a fresh one.
+    """
+
+    def __init__(self, channel: Channel) -> None:
+        self._channel = channel
+        self._modules: dict[str, str] = {}
+        self._entry: str | None = None
+        self._bridge_names: tuple[str, ...] = ()
+        self._realm: Realm | None = None
+        self._armed = False
+        self._timed_out = False
+        self._aborted: Fault | None = None  # the parent refused further bridge calls
+        self._is_in_bridge = False
+        signal.signal(signal.SIGPROF, self._on_cpu_timer)
+
+    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        started = time.process_time()
+        try:
+            reply: dict[str, Any] = {"ok": self._dispatch(request)}
+        except Fault as fault:
+            reply = {"error": fault.as_dict()}
+        except CpuBudgetExceeded:  # the timer fired after the work, while disarming it
+            reply = {"error": Fault("sandbox_timeout", "CPU budget exceeded").as_dict()}
+        except MemoryError:
+            self._realm = None
+            reply = {"error": Fault("sandbox_memory_exceeded", "out of memory").as_dict()}
+        reply["cpu_ms"] = round((time.process_time() - started) * 1000, 3)
+        return reply
+
+    def _dispatch(self, request: dict[str, Any]) -> Any:
+        op = request["op"]
+        if op in ("modules", "new_run"):
+            if op == "modules":
+                self._modules = dict(request["modules"])
+                self._entry = request["entry"]
+            self._bridge_names = tuple(request.get("bridge", self._bridge_names))
+            self._realm = None
+            return None
+        budget_s = request["budget_ms"] / 1000
+        if op == "load":
+            self._realm = None
+            return self._run(budget_s, lambda realm: realm.eval(_DESCRIBE, path=[]))
+        if op == "describe":
+            path = request["path"]
+            return self._run(budget_s, lambda realm: realm.eval(_DESCRIBE, path=path)).get("value")
+        if op == "call":
+            return self._run(budget_s, lambda realm: self._call(realm, request))
+        raise Fault("sandbox_error", f"unknown op {op!r}")
+
+    def _call(self, realm: Realm, request: dict[str, Any]) -> Any:
+        outcome = realm.eval(
+            _INVOKE, path=request["path"], args=request["args"], ctx=request["ctx"]
+        )
+        if outcome["state"] == "fulfilled":
+            return outcome.get("value")
+        if outcome["state"] == "rejected":
+            error = outcome["error"]
+            raise classify(error["name"], error["message"], error["stack"], realm.offsets)
+        path = ".".join(["default", *map(str, request["path"])])
+        raise Fault("sandbox_promise_unsettled", f"the Promise returned by {path} never settled")
+
+    def _run(self, budget_s: float, action: Callable[[Realm], Any]) -> Any:
+        """Run ``action`` on the run's realm (building it first) under the CPU budget."""
+        fault: Fault | None = None
+        result: Any = None
+        is_new = self._realm is None
+        self._timed_out = False
+        self._aborted = None
+        self._armed = True
+        signal.setitimer(signal.ITIMER_PROF, max(budget_s, 0.001), TIMER_REPEAT_S)
+        try:
+            if self._realm is None:
+                self._realm = Realm(bridge_names=self._bridge_names, on_bridge=self._bridge)
+                self._populate(self._realm)
+            result = action(self._realm)
+        except CpuBudgetExceeded:
+            fault = Fault("sandbox_timeout", f"CPU budget of {budget_s * 1000:.0f} ms exceeded")
+        except _dukpy.JSRuntimeError as error:
+            fault = classify_text(str(error), self._realm.offsets if self._realm else {})
+        except Fault as raised:
+            fault = raised
+        finally:
+            signal.setitimer(signal.ITIMER_PROF, 0)
+            self._armed = False
+        realm = self._realm
+        if realm is not None and realm.violation is not None:
+            fault = Fault("sandbox_violation", realm.violation)
+        elif self._aborted is not None:
+            fault = self._aborted
+        elif self._timed_out:  # the script caught the timeout raised inside a bridge call
+            fault = Fault("sandbox_timeout", f"CPU budget of {budget_s * 1000:.0f} ms exceeded")
+        if fault is not None:
+            if is_new or fault.code in _RESETTING:
+                self._realm = None
+            raise fault
+        return result
+
+    def _populate(self, realm: Realm) -> None:
+        if self._entry is None:
+            raise Fault("sandbox_error", "no module is loaded")
+        for module_id, code in self._modules.items():
+            realm.register(module_id, code)
+        realm.eval(_START, entry=self._entry)
+
+    def _bridge(self, name: str, args: list[Any]) -> dict[str, Any]:
+        # An exception raised here would reach the script as a catchable error, so a timeout
+        # that lands during a bridge call answers "halt" instead: runtime.js then spins until
+        # the repeating timer fires again inside JavaScript, where it cannot be caught.
+        self._is_in_bridge = True
+        try:
+            if self._timed_out:
+                return {"halt": True}
+            if self._aborted is not None:  # answered here: the parent will answer no more
+                return {"error": self._aborted.message}
+            reply = self._channel.ask(name, args)
+            if "abort" in reply:
+                self._aborted = Fault(**reply["abort"])
+                return {"error": self._aborted.message}
+            return {"halt": True} if self._timed_out else reply
+        finally:
+            self._is_in_bridge = False
+
+    def _on_cpu_timer(self, signum: int, frame: Any) -> None:
+        if self._armed:
+            self._timed_out = True
+            if not self._is_in_bridge:
+                raise CpuBudgetExceeded
+
+
+def classify_text(text: str, offsets: dict[str, int]) -> Fault:
+    """Classify dukpy's ``JSRuntimeError`` text: ``"Name: message"`` then QuickJS stack lines."""
+    first, _, stack = text.partition("\n")
+    name, separator, message = first.partition(": ")
+    if not separator or not re.fullmatch(r"[A-Za-z]*Error", name):
+        name, message = "Error", first
+    return classify(name, message, stack, offsets)
+
+
+def classify(name: str, message: str, stack: str, offsets: dict[str, int]) -> Fault:
+    if name == "InternalError" and message == "out of memory":
+        return Fault("sandbox_memory_exceeded", "the script exceeded the sandbox's memory limit")
+    if name == "InternalError" and message == "interrupted":
+        return Fault("sandbox_timeout", "CPU budget exceeded")
+    if "stack size exceeded" in message or (
+        name == "InternalError" and message == "stack overflow"
+    ):
+        return Fault("sandbox_stack_overflow", f"{name}: {message} (runaway recursion)")
+    return Fault("sandbox_script_error", f"{name}: {message}", locate(stack, offsets))
+
+
+def locate(stack: str, offsets: dict[str, int]) -> dict[str, Any] | None:
+    """The first stack frame in an author module (not the SDK), as a 1-based position in the
+    module's compiled code; the parent maps it back through the module's source map."""
+    for match in _FRAME.finditer(stack):
+        file = match["file"]
+        if file in offsets and not file.startswith("@turbobase/"):
+            line, column = int(match["line"]), int(match["column"])
+            if line == 1:  # the register() wrapper shares the module's first line
+                column = max(column - offsets[file], 1)
+            return {"file": file, "line": line, "column": column}
+    return None
+
+
+class Channel:
+    """JSON lines over the child's stdin/stdout."""
+
+    def __init__(self, reader: Any, writer: Any) -> None:
+        self._reader = reader
+        self._writer = writer
+
+    def send(self, message: dict[str, Any]) -> None:
+        self._writer.write(json.dumps(message, allow_nan=False).encode("utf-8") + b"\n")
+        self._writer.flush()
+
+    def receive(self) -> dict[str, Any] | None:
+        line = self._reader.readline()
+        return json.loads(line) if line else None
+
+    def ask(self, name: str, args: list[Any]) -> dict[str, Any]:
+        # The CPU timer must not interrupt half an exchange: the parent's answer would be
+        # left in the pipe and read as the next request. A pending SIGPROF fires on unblock.
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGPROF})
+        try:
+            self.send({"bridge": name, "args": args})
+            reply = self.receive()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        if reply is None:
+            sys.exit(0)  # the parent went away mid-call
+        return reply
+
+
+# The parent's end of the pipe (used by extensions.sandbox, never in the child).
+
+
+class ChildOverrun(Exception):
+    """The child did not answer before the wall-clock deadline."""
+
+
+class ChildExited(Exception):
+    """The child process ended; ``args[0]`` is its return code."""
+
+
+class ChildProcess:
+    """The pipes to one ``sandbox_child.py`` process and the JSON-lines exchange over them."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        self.process = process
+        self.has_modules = False
+        self._pid_of_owner = os.getpid()
+        self._buffer = bytearray()
+        self._selector = selectors.DefaultSelector()
+        assert process.stdout is not None
+        self._selector.register(process.stdout, selectors.EVENT_READ)
+        self._finalizer = weakref.finalize(self, _reap, process, self._selector)
+
+    @classmethod
+    def spawn(cls, *, memory_mb: int, cpu_seconds: int) -> ChildProcess:
+        command = [sys.executable, "-I", "-B", str(CHILD_SCRIPT), str(memory_mb), str(cpu_seconds)]
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env={},
+            cwd="/",
+            start_new_session=True,
+            close_fds=True,
+            bufsize=0,
+        )
+        child = cls(process)
+        try:
+            if child._read(time.monotonic() + SPAWN_TIMEOUT_S).get("ready"):
+                return child
+        except ChildOverrun:
+            pass
+        child.close(is_forced=True)
+        raise ChildExited(process.returncode)
+
+    def is_owned(self) -> bool:
+        """False in a process forked after the spawn: the child belongs to the parent."""
+        return self._pid_of_owner == os.getpid()
+
+    def is_usable(self) -> bool:
+        return self.is_owned() and self.process.poll() is None
+
+    def exchange(
+        self,
+        message: dict[str, Any],
+        deadline_s: float,
+        answer: Callable[[str, list[Any]], dict[str, Any]],
+    ) -> dict[str, Any]:
+        """Send one request and read until its reply, answering bridge requests on the way;
+        the wall-clock deadline does not run while the bridge is being answered."""
+        try:
+            self._write(message)
+        except TypeError as exc:
+            raise TypeError(f"only JSON values cross the sandbox boundary: {exc}") from None
+        deadline = time.monotonic() + deadline_s
+        while True:
+            reply = self._read(deadline)
+            if "bridge" not in reply:
+                return reply
+            paused = time.monotonic()
+            response = answer(reply["bridge"], reply.get("args", []))
+            deadline += time.monotonic() - paused
+            self._write(response)
+
+    def _write(self, message: dict[str, Any]) -> None:
+        try:
+            data = json.dumps(message, allow_nan=False).encode("utf-8") + b"\n"
+        except ValueError as exc:
+            raise TypeError(str(exc)) from None
+        assert self.process.stdin is not None
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self.process.stdin.fileno(), view) :]
+        except OSError:  # BrokenPipeError: the child is gone
+            raise ChildExited(self.process.wait()) from None
+
+    def _read(self, deadline: float) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        while (newline := self._buffer.find(b"\n")) < 0:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ChildOverrun
+            if not self._selector.select(remaining):
+                continue
+            chunk = os.read(self.process.stdout.fileno(), 1 << 16)
+            if not chunk:
+                raise ChildExited(self.process.wait())
+            self._buffer += chunk
+        line = bytes(self._buffer[:newline])
+        del self._buffer[: newline + 1]
+        message: dict[str, Any] = json.loads(line)
+        return message
+
+    def close(self, *, is_forced: bool = False) -> None:
+        """End the child: closing stdin ends its loop; ``is_forced`` kills it first. In a
+        process forked after the spawn only our copies of the pipes are closed: the child
+        belongs to the parent that spawned it."""
+        if not self.is_owned():
+            self._finalizer.detach()
+            _close_pipes(self.process, self._selector)
+            return
+        if is_forced and self.process.poll() is None:
+            self.process.kill()
+        self._finalizer()
+
+
+def _close_pipes(process: subprocess.Popen[bytes], selector: selectors.BaseSelector) -> None:
+    selector.close()
+    for stream in (process.stdin, process.stdout):
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()
+
+
+def _reap(process: subprocess.Popen[bytes], selector: selectors.BaseSelector) -> None:
+    _close_pipes(process, selector)
+    try:
+        process.wait(timeout=2)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def main(argv: list[str]) -> int:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when this process ends
+    # Backstops under the per-call timer: address space for Python-side allocations QuickJS's
+    # heap limit does not see, lifetime CPU for anything the timer cannot stop.
+    memory, cpu_seconds = int(argv[1]) * 1024 * 1024, int(argv[2])
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 5))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    protocol = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # a stray write to stdout (Python or C) must not corrupt the protocol
+    sys.stdout = sys.stderr
+    channel = Channel(sys.stdin.buffer, protocol)
+    engine = Engine(channel)
+    channel.send({"ready": True})
+    while (request := channel.receive()) is not None:
+        channel.send(engine.handle(request))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
