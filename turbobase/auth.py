@@ -1,4 +1,14 @@
-"""API authentication: bearer personal access tokens, and Django sessions with CSRF."""
+"""API authentication: bearer personal access tokens, and Django sessions with CSRF.
+
+Two ways in, tried in this order by every DRF view (settings ``DEFAULT_AUTHENTICATION_CLASSES``):
+``Authorization: Bearer <token>`` (``request.auth`` is the ``AccessToken``), then the session cookie
+from ``POST /v1/auth/session`` (``request.auth`` is ``None``; unsafe methods need ``X-CSRFToken``).
+Bearer comes first so that its ``WWW-Authenticate`` header turns "no credentials" into a 401
+rather than DRF's 403. Scope checks live in ``turbobase.scopes``.
+
+This module must not import ``turbobase.errors``: DRF imports it while loading its settings, which
+``turbobase.errors`` itself triggers, and the cycle would break start-up.
+"""
 from __future__ import annotations
 
 from django.utils import timezone

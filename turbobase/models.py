@@ -6,9 +6,17 @@ import secrets
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 TOKEN_PREFIX = "tbp_"
 SCOPES = ("extensions:deploy", "data:read", "data:write")
+
+
+class ScopeUnknown(ValueError):
+    """That scope does not exist."""
+
+    # A ValueError, not a turbobase.errors class: models load before DRF's settings may import
+    # turbobase.errors (which imports DRF, which imports turbobase.auth, which imports this).
 
 
 def token_hash(raw: str) -> str:
@@ -39,9 +47,17 @@ def token_issue(*, user, scopes: list[str], name: str = "") -> tuple[AccessToken
     """Create a token; the raw value is returned once and never stored."""
     unknown = [s for s in scopes if s not in SCOPES]
     if unknown:
-        raise ValueError(f"unknown scope(s): {', '.join(unknown)}; known: {', '.join(SCOPES)}")
+        raise ScopeUnknown(f"unknown scope(s): {', '.join(unknown)}; known: {', '.join(SCOPES)}")
     raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = AccessToken.objects.create(
         user=user, name=name, token_hash=token_hash(raw), prefix=raw[:10], scopes=list(scopes)
     )
     return token, raw
+
+
+def token_revoke(*, token: AccessToken) -> AccessToken:
+    """Revoke a token for good; a revoked token authenticates nothing (401)."""
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])
+    return token

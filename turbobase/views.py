@@ -2,16 +2,20 @@
 from __future__ import annotations
 
 from django.contrib.auth import authenticate, login, logout
+from django.db import connection
 from django.middleware.csrf import get_token
 from django.views.decorators.csrf import ensure_csrf_cookie
 from django.utils.decorators import method_decorator
 from drf_spectacular.utils import extend_schema
+from rest_framework.exceptions import NotAuthenticated
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from turbobase.errors import InvalidRequest, TurbobaseError
+from turbobase.models import AccessToken
 
 
 class SignInFailed(TurbobaseError):
@@ -41,12 +45,25 @@ class SessionView(APIView):
         return Response({"username": user.get_username(), "isAdmin": user.is_staff,
                          "csrfToken": get_token(request._request)})
 
+    def get_authenticators(self):
+        # Signing in (POST) and out must not need credentials or a CSRF token; "who am I" (GET)
+        # answers for a session or a bearer token alike, so the CLI's whoami works with a token.
+        if getattr(self.request, "method", "GET") == "GET":  # no request: the schema generator
+            return [auth() for auth in api_settings.DEFAULT_AUTHENTICATION_CLASSES]
+        return []
+
+    @extend_schema(responses={200: dict})
     def get(self, request: Request) -> Response:
-        user = request._request.user
-        if not user.is_authenticated:
-            return Response({"error": "not_authenticated", "message": "no session"}, status=401)
-        return Response({"username": user.get_username(), "isAdmin": user.is_staff,
-                         "csrfToken": get_token(request._request)})
+        if not request.user.is_authenticated:
+            raise NotAuthenticated("no session and no bearer token")
+        token = request.auth if isinstance(request.auth, AccessToken) else None
+        body = {"username": request.user.get_username(), "isAdmin": request.user.is_staff,
+                "via": "token" if token else "session"}
+        if token:
+            body["scopes"] = list(token.scopes)
+        else:
+            body["csrfToken"] = get_token(request._request)
+        return Response(body)
 
     def delete(self, request: Request) -> Response:
         logout(request._request)
@@ -54,8 +71,13 @@ class SessionView(APIView):
 
 
 class HealthView(APIView):
+    """Liveness: answers without credentials, and touches the database so a dead one shows."""
+
     permission_classes = [AllowAny]
     authentication_classes = []
 
+    @extend_schema(responses={200: dict})
     def get(self, request: Request) -> Response:
-        return Response({"status": "ok"})
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        return Response({"status": "ok", "database": connection.vendor})

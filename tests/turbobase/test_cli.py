@@ -1,0 +1,110 @@
+"""The ``turbobase`` CLI against a real running server (pytest-django's live_server)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from records.boundary import record_create
+from records.models import Record, RecordWriteState, SyncState, WriteStatus
+from records.trail import Actor
+from tests.conftest import make_user
+from turbobase.cli.main import main
+from turbobase.models import token_issue
+
+
+@pytest.fixture
+def instance(live_server, monkeypatch):
+    """A live instance, an administrator's token, and the CLI's environment pointing at both."""
+    owner = make_user("ops", admin=True)
+    _, raw = token_issue(user=owner, scopes=["extensions:deploy"])
+    monkeypatch.setenv("TURBOBASE_URL", live_server.url + "/")
+    monkeypatch.setenv("TURBOBASE_TOKEN", raw)
+    return owner
+
+
+def cli(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_health_needs_no_token(instance, live_server, monkeypatch, capsys):
+    monkeypatch.delenv("TURBOBASE_TOKEN")
+    code, out, err = cli(capsys, "health")
+    assert (code, err) == (0, "")
+    assert out.startswith(f"ok — {live_server.url} (")
+
+
+def test_whoami_names_the_token_owner(instance, live_server, capsys):
+    code, out, _ = cli(capsys, "whoami")
+    assert code == 0
+    assert out == f"ops (administrator) at {live_server.url}; scopes: extensions:deploy\n"
+
+
+def test_whoami_json(instance, capsys):
+    code, out, _ = cli(capsys, "--json", "whoami")
+    assert code == 0
+    assert json.loads(out) == {"isAdmin": True, "scopes": ["extensions:deploy"], "username": "ops", "via": "token"}
+
+
+def test_bad_token_is_a_clear_error(instance, monkeypatch, capsys):
+    monkeypatch.setenv("TURBOBASE_TOKEN", "tbp_wrong")
+    code, out, err = cli(capsys, "whoami")
+    assert (code, out) == (1, "")
+    assert err == (
+        "turbobase: GET /v1/auth/session answered 401 not_authenticated: invalid or revoked token; "
+        "set TURBOBASE_TOKEN to a valid token (issue one with: python manage.py tb_token <username> "
+        "--scope extensions:deploy)\n"
+    )
+
+
+def test_missing_url_and_token_are_clear_errors(db, monkeypatch, capsys):
+    monkeypatch.delenv("TURBOBASE_URL", raising=False)
+    monkeypatch.delenv("TURBOBASE_TOKEN", raising=False)
+    code, _, err = cli(capsys, "health")
+    assert code == 2
+    assert err.startswith("turbobase: TURBOBASE_URL is not set;")
+    monkeypatch.setenv("TURBOBASE_URL", "http://127.0.0.1:9")
+    code, _, err = cli(capsys, "whoami")
+    assert code == 2
+    assert err.startswith("turbobase: TURBOBASE_TOKEN is not set;")
+
+
+def test_unreachable_instance_is_a_clear_error(db, monkeypatch, capsys):
+    monkeypatch.setenv("TURBOBASE_URL", "http://127.0.0.1:9")
+    code, _, err = cli(capsys, "health")
+    assert code == 1
+    assert err == "turbobase: cannot reach Turbobase at http://127.0.0.1:9: is it running (make run)?\n"
+
+
+def test_data_settle_links_a_settle_conflict(instance, capsys):
+    record = record_create(actor=Actor(user=instance), record_type="customer",
+                           parent={"company_name": "Initech"}).record
+    # Fake the upstream state the outbound worker leaves: created upstream, link back failed.
+    Record.unguarded.filter(pk=record.pk).update(sync_state=SyncState.SETTLE_CONFLICT)
+    RecordWriteState.objects.filter(record=record).update(
+        status=WriteStatus.SETTLE_CONFLICT, reason_code="write_settle_conflict", external_id="CUS-1041")
+    code, out, err = cli(capsys, "data", "settle", "customer", str(record.pk))
+    assert (code, err) == (0, "")
+    assert out == f"settled customer {record.pk} → externalId CUS-1041 (synced)\n"
+    record.refresh_from_db()
+    assert (record.external_id, record.sync_state) == ("CUS-1041", "synced")
+    assert RecordWriteState.objects.get(record=record).status == "settled"
+
+
+def test_data_settle_of_a_row_not_in_conflict_is_409(instance, capsys):
+    record = record_create(actor=Actor(user=instance), record_type="customer",
+                           parent={"company_name": "Initech"}).record
+    code, out, err = cli(capsys, "data", "settle", "customer", str(record.pk))
+    assert (code, out) == (1, "")
+    assert err == (f"turbobase: POST /v1/data/customer/settle answered 409 conflict: NOT_SETTLE_CONFLICT "
+                   f"(pgRowId): customer {record.pk} is pending, not waiting to be settled\n")
+    record.refresh_from_db()
+    assert (record.external_id, record.sync_state) == (None, "pending")
+
+
+def test_a_group_without_its_verb_shows_help(capsys):
+    code, out, err = cli(capsys, "data")
+    assert code == 2
+    assert "settle" in err

@@ -1,0 +1,148 @@
+"""``manage.py tb_run``: the web server and the django-q2 workers together, in the foreground.
+
+``make run`` ends here. Each child runs in its own session so a Ctrl-C reaches only this launcher,
+which then stops every child exactly once (SIGINT, then SIGTERM, then SIGKILL) — otherwise the
+terminal's SIGINT would hit the children and the launcher at once and race their shutdowns. If any
+child dies on its own, the others are stopped too: a half-up instance is worse than a stopped one.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Callable
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandParser
+
+from turbobase.management.commands.tb_demo import DEMO_LOGINS
+
+GRACE_SECONDS = 10.0
+
+
+@dataclass
+class Child:
+    name: str
+    argv: list[str]
+    process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(self.argv, start_new_session=True)
+
+    @property
+    def is_running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def send(self, signum: int) -> None:
+        if self.is_running:
+            try:
+                os.killpg(self.process.pid, signum)
+            except ProcessLookupError:
+                pass
+
+
+def children_stop(children: list[Child], *, write) -> None:
+    """Ask each running child to stop; escalate until all have exited."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+        running = [c for c in children if c.is_running]
+        if not running:
+            return
+        for child in running:
+            child.send(signum)
+        deadline = time.monotonic() + GRACE_SECONDS
+        while time.monotonic() < deadline and any(c.is_running for c in running):
+            time.sleep(0.1)
+        still = [c.name for c in running if c.is_running]
+        if still and signum != signal.SIGKILL:
+            write(f"still running after {signal.Signals(signum).name}: {', '.join(still)}")
+
+
+def port_wait(host: str, port: int, *, web: Child, stop: Callable[[], bool], timeout: float = 60.0) -> bool:
+    """Wait until the web server accepts connections (False if it died, never did, or we stop)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and web.is_running and not stop():
+        try:
+            with socket.create_connection((host if host != "0.0.0.0" else "127.0.0.1", port), timeout=1):
+                return True
+        except OSError:
+            time.sleep(0.2)
+    return False
+
+
+class Command(BaseCommand):
+    help = "Start the web server and the django-q2 workers; Ctrl-C stops both."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
+        parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+        parser.add_argument("--no-workers", action="store_true", help="web server only")
+
+    def handle(self, *args, host: str, port: int, no_workers: bool, **options) -> None:
+        manage = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py")]
+        # --insecure: runserver serves the admin's and the API docs' static files even when DEBUG is off.
+        children = [Child("web", [*manage, "runserver", f"{host}:{port}", "--noreload", "--insecure"])]
+        if not no_workers:
+            children.append(Child("workers", [*manage, "qcluster"]))
+
+        stopping = False
+
+        def on_signal(signum: int, frame: FrameType | None) -> None:
+            nonlocal stopping
+            stopping = True
+
+        signal.signal(signal.SIGINT, on_signal)
+        signal.signal(signal.SIGTERM, on_signal)
+        for child in children:
+            child.start()
+        if port_wait(host, port, web=children[0], stop=lambda: stopping):
+            self._banner(host, port, with_workers=not no_workers)
+
+        exit_code = 0
+        while not stopping:
+            dead = [c for c in children if not c.is_running]
+            if dead:
+                for child in dead:
+                    self.stderr.write(f"{child.name} exited with code {child.process.returncode}; stopping")
+                exit_code = 1
+                break
+            time.sleep(0.2)
+        self.stdout.write("stopping …")
+        children_stop(children, write=self.stderr.write)
+        self.stdout.write("stopped")
+        if exit_code:
+            sys.exit(exit_code)
+
+    def _banner(self, host: str, port: int, *, with_workers: bool) -> None:
+        shown = "127.0.0.1" if host == "0.0.0.0" else host
+        base = f"http://{shown}:{port}"
+        lines = [
+            "",
+            f"Turbobase is up at {base}/",
+            f"  admin     {base}/admin/",
+            f"  API docs  {base}/api/docs",
+            f"  health    {base}/v1/health",
+            f"  workers   {'django-q2 qcluster' if with_workers else 'not started (--no-workers)'}",
+        ]
+        logins = self._demo_logins()
+        if logins:
+            lines.append("  sign in   " + ", ".join(logins))
+        lines += ["Ctrl-C stops everything.", ""]
+        self.stdout.write("\n".join(lines))
+
+    @staticmethod
+    def _demo_logins() -> list[str]:
+        """The demo logins that still have their demo password (never print a changed one)."""
+        User = get_user_model()
+        shown = []
+        for username, password, is_admin in DEMO_LOGINS:
+            user = User.objects.filter(**{User.USERNAME_FIELD: username}).first()
+            if user is not None and user.check_password(password):
+                shown.append(f"{username} / {password}{' (administrator)' if is_admin else ''}")
+        return shown
