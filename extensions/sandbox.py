@@ -280,6 +280,10 @@ class Sandbox:
         }
         return self._request(message, budget_ms=budget_ms)
 
+    def slice_start(self) -> None:
+        """A new slice on this interpreter: the per-slice CPU budget starts again."""
+        self._cpu_used_ms = 0.0
+
     def new_run(self, *, bridge: Bridge | None = None) -> None:
         """Start the next run on a fresh QuickJS context, optionally with other bridge
         functions (the next invoking user's ``ctx.query``). The slice budget carries on."""

@@ -4,3 +4,13 @@ from django.apps import AppConfig
 class RecordsConfig(AppConfig):
     name = "records"
     verbose_name = "Records"
+
+    def ready(self) -> None:
+        # Deployed defineHook extensions: validated as kind 'hook' at deploy, served to the
+        # boundary's hook slots from the module store.
+        from extensions.kinds import kind_register
+        from records.extension_hooks import deployed_hooks, hook_contract_check
+        from records.hooks import provider_register
+
+        kind_register("hook", hook_contract_check)
+        provider_register(deployed_hooks)

@@ -21,4 +21,6 @@ class RefusalCode(StrEnum):
     DELETE_CAP_EXCEEDED = "DELETE_CAP_EXCEEDED"
     RECORD_REFERENCED = "RECORD_REFERENCED"
     SOURCE_REFUSED = "SOURCE_REFUSED"
+    HOOK_FAILED = "HOOK_FAILED"  # a deployed hook threw or broke its contract: the write is refused
+    HOOK_TIMEOUT = "HOOK_TIMEOUT"  # a deployed hook ran past its CPU budget: the write is refused
     WRITE_SETTLE_CONFLICT = "write_settle_conflict"  # the seed spells this reason code in lower case

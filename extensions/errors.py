@@ -1,0 +1,52 @@
+"""Domain exceptions of the extensions room."""
+from __future__ import annotations
+
+from turbobase.errors import Forbidden, InvalidRequest, NotFound
+
+
+class ExtensionInvalid(InvalidRequest):
+    """The extension does not satisfy its contract."""
+
+    error = "invalid_extension"
+    code = "EXTENSION_INVALID"
+
+
+class ExtensionIdMismatch(InvalidRequest):
+    """The first ``id:`` literal in the file is not the id the module defines."""
+
+    error = "extension_id_mismatch"
+    code = "extension_id_mismatch"
+
+
+class ExtensionImportRefused(InvalidRequest):
+    """Only @turbobase/extensions and relative siblings inside the extension's directory import."""
+
+    error = "invalid_extension"
+    code = "IMPORT_REFUSED"
+
+
+class ConduitNotSupported(InvalidRequest):
+    """Conduits are not supported on this instance yet."""
+
+    error = "invalid_extension"
+    code = "CONDUIT_NOT_SUPPORTED"
+
+
+class ExtensionNotFound(NotFound):
+    """No deployed extension has that id."""
+
+    error = "extension_not_found"
+
+
+class ExtensionInUse(InvalidRequest):
+    """Something still depends on this extension."""
+
+    error = "extension_in_use"
+    code = "EXTENSION_IN_USE"
+    http_status = 409
+
+
+class DeployForbidden(Forbidden):
+    """Deploying extensions needs an administrator, or a token with extensions:deploy owned by one."""
+
+    error = "admin_required"

@@ -1,0 +1,109 @@
+// Authoring types for @turbobase/extensions. Typecheck locally with `tsc --noEmit`.
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+export type Row = { [column: string]: Json };
+
+export interface StepOutcome {
+  pgRowId: string | null;
+  externalId: string | null;
+  disposition: 'confirmed' | 'failed' | 'skipped' | 'rolled_back';
+}
+
+export interface ProcessContext<I = any> {
+  /** The invoke body, already validated against `input`. */
+  input: I;
+  runId: string;
+  /** Every earlier step's outcome, keyed by step id (`group:index:step` inside a repeated group). */
+  steps: { [stepId: string]: StepOutcome | undefined };
+  /** The source row this pass is migrating (eachRow processes only). */
+  row?: Row;
+  /** The element and position of a repeated group's iteration. */
+  item?: any;
+  index?: number;
+  log(...args: Json[]): void;
+  /** A GET-only PostgREST read, run as the invoking user: the whole result or it throws. */
+  query(pathAndQuery: string): Promise<Row[]>;
+}
+
+export interface Payload {
+  parent: { [field: string]: Json };
+  lines?: { [field: string]: Json }[];
+}
+
+type Maybe<T> = T | Promise<T>;
+type CtxFn<T> = (ctx: ProcessContext) => Maybe<T>;
+
+export interface UpdateAddress {
+  step?: string;
+  pgRowId?: CtxFn<string | undefined>;
+  externalId?: CtxFn<string | undefined>;
+  expectedSyncVersion?: CtxFn<number>;
+}
+
+export interface DeleteAddress {
+  pgRowId?: CtxFn<string | undefined>;
+  externalId?: CtxFn<string | undefined>;
+  sourceSystem?: string;
+}
+
+interface StepBase {
+  id: string;
+  recordType: string;
+  awaitSource?: boolean;
+  when?: CtxFn<boolean>;
+  description?: string;
+}
+
+export interface WriteStep extends StepBase {
+  build: CtxFn<Payload | null>;
+  update?: UpdateAddress;
+  rollback?: 'undo' | 'keep';
+}
+
+export interface DeleteStep extends StepBase {
+  delete: DeleteAddress;
+  build?: never;
+  rollback?: 'keep';
+  onRefused?: 'stop' | 'continue';
+}
+
+export interface StepGroup {
+  id: string;
+  forEach: { input: string };
+  steps: (WriteStep | DeleteStep)[];
+}
+
+export type Step = WriteStep | DeleteStep | StepGroup;
+
+export interface ProcessDefinition<I = any> {
+  id: string;
+  input: { [keyword: string]: Json };
+  steps: Step[];
+  eachRow?: { outstanding: (input: I) => string; key: string };
+  onFailure?: 'stop' | 'rollback';
+  description?: string;
+}
+
+export interface HookContext {
+  slot: 'before_save' | 'before_delete' | 'after_delete';
+  recordType: string;
+  operation: 'create' | 'update' | 'delete';
+  record: { pgRowId: string | null; externalId: string | null; parent: Row; lines: Row[] };
+  changes: Row;
+  log(...args: Json[]): void;
+}
+
+/** Return nothing to let the write through, or a rejection to refuse it. */
+export type HookResult = void | { reject: { code: string; field?: string; message: string } };
+
+export interface HookDefinition {
+  id: string;
+  recordType: string;
+  on: 'before_save' | 'before_delete' | 'after_delete';
+  run(ctx: HookContext): Maybe<HookResult>;
+}
+
+export function defineProcess<I = any>(definition: ProcessDefinition<I>): ProcessDefinition<I>;
+export function defineHook(definition: HookDefinition): HookDefinition;
+/** Refused at deploy: conduits are not supported on this instance yet. */
+export function defineConduit(definition: { id: string; [key: string]: unknown }): never;

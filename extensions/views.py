@@ -1,0 +1,137 @@
+"""``/v1/extensions``: deploy, list, remove and lint extensions — thin views over the services."""
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import permissions, serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from extensions.bundle import bundle_apply, bundle_plan
+from extensions.deploy import extension_deploy, extension_lint, extension_remove
+from extensions.errors import DeployForbidden, ExtensionInvalid
+from extensions.store import extensions_list
+from turbobase.models import AccessToken
+
+DEPLOY_SCOPE = "extensions:deploy"
+
+
+class ExtensionDeployer(permissions.BasePermission):
+    """An administrator's session, or a token carrying extensions:deploy owned by one."""
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        user = request.user
+        token = request.auth
+        if isinstance(token, AccessToken) and not token.has_scope(DEPLOY_SCOPE):
+            raise DeployForbidden(f"this access token lacks the {DEPLOY_SCOPE} scope; deploying extensions "
+                                  "needs an administrator's token that carries it")
+        if not user.is_staff:
+            raise DeployForbidden()
+        return True
+
+
+class SourceText(serializers.CharField):
+    """Text only: a number or a list is not a file's source (CharField would stringify it)."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class BundleIn(serializers.Serializer):
+    entry = SourceText(max_length=255, trim_whitespace=False)
+    files = serializers.DictField(child=SourceText(allow_blank=True, trim_whitespace=False),
+                                  allow_empty=False)
+
+
+def _first_error(errors: Any, path: str = "") -> tuple[str, str]:
+    if isinstance(errors, dict):
+        key, value = next(iter(errors.items()))
+        name = key if key != "non_field_errors" else "body"
+        return _first_error(value, f"{path}.{name}" if path else name)
+    if isinstance(errors, list) and errors and not isinstance(errors[0], str):
+        return _first_error(errors[0], path)
+    return path or "body", str(errors[0]) if isinstance(errors, list) and errors else str(errors)
+
+
+def _bundle_in(request: Request) -> tuple[str, dict[str, str]]:
+    parsed = BundleIn(data=request.data)
+    if not parsed.is_valid():
+        field, message = _first_error(parsed.errors)
+        raise ExtensionInvalid(f"{field}: {message}", field=field)
+    return parsed.validated_data["entry"], dict(parsed.validated_data["files"])
+
+
+class ExtensionListView(APIView):
+    """Deploy one extension (POST), or list what is stored (GET)."""
+
+    permission_classes = [permissions.IsAuthenticated, ExtensionDeployer]
+
+    @extend_schema(responses={200: dict})
+    def get(self, request: Request) -> Response:
+        return Response({"extensions": extensions_list()})
+
+    @extend_schema(request=BundleIn, responses={201: dict})
+    def post(self, request: Request) -> Response:
+        entry, files = _bundle_in(request)
+        result = extension_deploy(entry=entry, files=files, by=request.user)
+        return Response({"id": result.id, "kind": result.kind, "version": result.version,
+                         "outcome": result.outcome, "status": result.status}, status=201)
+
+
+class ExtensionDetailView(APIView):
+    """Remove one extension: it stops being served; its versions stay in the store."""
+
+    permission_classes = [permissions.IsAuthenticated, ExtensionDeployer]
+
+    @extend_schema(responses={200: dict})
+    def delete(self, request: Request, module_id: str) -> Response:
+        module = extension_remove(module_id=module_id, by=request.user)
+        return Response({"id": module.id, "kind": module.kind, "status": module.status})
+
+
+class ExtensionLintView(APIView):
+    """The id-literal check (and the fold, transpile and evaluation it needs), storing nothing."""
+
+    permission_classes = [permissions.IsAuthenticated, ExtensionDeployer]
+
+    @extend_schema(request=BundleIn, responses={200: dict})
+    def post(self, request: Request) -> Response:
+        entry, files = _bundle_in(request)
+        report = extension_lint(entry=entry, files=files)
+        return Response({"entry": report.entry, "kind": report.kind, "id": report.defined_id,
+                         "warnings": [w.as_dict() for w in report.warnings]})
+
+
+class ExtensionBundlePlanView(APIView):
+    """``POST /v1/extensions/bundle/plan``: validate a whole project and say what would change.
+
+    Body: ``{modules: [{entry, files}], schedules?: [...], removes?: [id]}`` (see ``extensions.bundle``).
+    200 ``{modules: [{id, kind, entry, sha256, change: new|replaced|unchanged, deployedVersion}],
+    removes: [{id, kind, alongside}], undeclared: [{id, kind, version}], schedules: [{name, change,
+    process, cron, tz}]}``; any refusal is the single deploy's own, its field prefixed with where
+    it is (``modules[1].id``, ``schedules[0].scheduleExpr``). Nothing is written.
+    """
+
+    permission_classes = [permissions.IsAuthenticated, ExtensionDeployer]
+
+    @extend_schema(request=dict, responses={200: dict})
+    def post(self, request: Request) -> Response:
+        return Response(bundle_plan(data=request.data, by=request.user).as_dict())
+
+
+class ExtensionBundleApplyView(APIView):
+    """``POST /v1/extensions/bundle/apply``: the same plan, applied in one transaction or not at all.
+
+    200 ``{modules: [{id, kind, version, outcome: written|duplicate|unchanged, status}],
+    removed: [{id, kind, status}], undeclared: [...], schedules: [{name, change, …}]}``.
+    """
+
+    permission_classes = [permissions.IsAuthenticated, ExtensionDeployer]
+
+    @extend_schema(request=dict, responses={200: dict})
+    def post(self, request: Request) -> Response:
+        return Response(bundle_apply(data=request.data, by=request.user))

@@ -1,0 +1,52 @@
+"""The demo recipe (``processes/demo.py``): the seed's migration deployed as a bundle at ``make run``,
+a batch of ``migration_item`` rows to move, and a migration that moves them."""
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.management import call_command
+
+from extensions.models import ExtensionModule, ExtensionVersion
+from guardrails.settings import setting_set
+from processes.demo import DEMO_BATCH_ROWS, demo_load
+from processes.invoke import run_invoke
+from records.models import Record
+from tests.conftest import make_user
+from tests.processes.engine_support import pump
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_demo_deploys_once_generates_a_batch_once_and_the_migration_moves_it():
+    admin, demo = make_user("admin", admin=True), make_user("demo")
+    said: list[str] = []
+    demo_load(admin=admin, user=demo, write=said.append)
+    assert said == [
+        "demo processes deployed: acme:migrate-customers-tracked, acme:raise-po-and-bill",
+        'demo migration batch 2026-10: 200 pending migration_item rows (invoke '
+        'acme:migrate-customers-tracked with {"batch": "2026-10"})',
+    ]
+    again: list[str] = []
+    demo_load(admin=admin, user=demo, write=again.append)
+    assert again == []  # unchanged code, keyed rows: nothing new on the next start
+    assert ExtensionVersion.objects.count() == 2
+    items = Record.unguarded.filter(record_type="migration_item", fields__batch="2026-10")
+    assert items.count() == DEMO_BATCH_ROWS
+    assert set(items.values_list("owner__username", flat=True)) == {"demo"}
+
+    setting_set("PROCESS_SLICE_MAX_ROWS", 50)
+    run = run_invoke(process_id="acme:migrate-customers-tracked", body={"batch": "2026-10"}, user=demo)
+    pump()
+    run.refresh_from_db()
+    assert (run.state, run.outstanding, run.slices) == ("committed", 0, 4)
+    assert Record.unguarded.filter(record_type="customer").count() == DEMO_BATCH_ROWS
+    assert set(items.values_list("fields__status", flat=True)) == {"sent"}
+
+
+def test_tb_demo_finds_the_processes_demo(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    call_command("tb_demo", stdout=io.StringIO())
+    assert sorted(ExtensionModule.objects.values_list("id", flat=True)) == [
+        "acme:migrate-customers-tracked", "acme:raise-po-and-bill"]
+    assert Record.unguarded.filter(record_type="migration_item", fields__batch="2026-10").count() == DEMO_BATCH_ROWS
