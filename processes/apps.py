@@ -3,3 +3,27 @@ from django.apps import AppConfig
 
 class ProcessesConfig(AppConfig):
     name = "processes"
+    verbose_name = "Processes"
+
+    def ready(self) -> None:
+        # Lower rooms call up only through these registries and signals.
+        import processes.rest_resources  # noqa: F401  (registers process_run, process_run_step)
+        import processes.schedules.admin  # noqa: F401  (admin autodiscovery reads only admin.py)
+        from extensions.bundle_parts import bundle_part_register
+        from extensions.kinds import kind_register
+        from extensions.signals import extension_deployed, extension_removing
+        from processes.api.reads import trigger_provider_register
+        from processes.contract import process_contract_check
+        from processes.engine.wakeups import on_source_verdict
+        from processes.registry import process_sync_from_module
+        from processes.schedules.bundle_part import SchedulesPart
+        from processes.schedules.receivers import schedule_remove_guard
+        from processes.schedules.service import schedule_trigger_for
+        from records.verdicts import source_verdict
+
+        kind_register("process", process_contract_check)
+        extension_deployed.connect(process_sync_from_module, dispatch_uid="processes.sync")
+        extension_removing.connect(schedule_remove_guard, dispatch_uid="processes.schedules.remove_guard")
+        source_verdict.connect(on_source_verdict, dispatch_uid="processes.wake_on_verdict")
+        trigger_provider_register(schedule_trigger_for)
+        bundle_part_register(SchedulesPart())

@@ -1,0 +1,133 @@
+"""Selectors behind the processes reads: the queue, the process list, a run with its ledger.
+
+Every read is scoped exactly as the single-run read is (``processes.steering.runs_visible``): a
+person sees their own runs, an administrator every run. The processes themselves are everyone's.
+The admin Processes screen and ``turbobase processes list`` read the same ``processes_list``.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Count
+
+from extensions.models import ExtensionKind, ExtensionModule, ExtensionStatus
+from guardrails.settings import setting_get
+from processes.models import Disposition, Process, ProcessRun, ProcessRunStep, RunState
+from processes.steering import runs_visible
+
+DEFAULT_QUEUE_MAX_RUNS = 500
+LAST_RUNS = 5
+
+# How a process fires. Every process can be invoked by hand; issue 5's schedules register a
+# provider here that answers ``{kind: 'schedule', cron, timezone}`` for a scheduled one.
+TriggerProvider = Callable[[str], "dict[str, Any] | None"]
+_trigger_providers: list[TriggerProvider] = []
+
+
+def trigger_provider_register(provider: TriggerProvider) -> None:
+    """Add a provider; the first that answers a non-None trigger for a process id wins."""
+    if provider not in _trigger_providers:
+        _trigger_providers.append(provider)
+
+
+def process_trigger(process_id: str) -> dict[str, Any]:
+    for provider in _trigger_providers:
+        trigger = provider(process_id)
+        if trigger is not None:
+            return trigger
+    return {"kind": "manual"}
+
+
+@dataclass(frozen=True)
+class QueueRead:
+    runs: list[ProcessRun]
+    failures: dict[Any, dict[str, Any]]
+    counts: dict[str, int]
+    is_truncated: bool
+
+
+def run_failures(runs: list[ProcessRun]) -> dict[Any, dict[str, Any]]:
+    """For each failed or rolled-back run, its first failed ledger row (or, lacking one, the reason)."""
+    ended_badly = [run for run in runs if run.state in (RunState.FAILED, RunState.ROLLED_BACK)]
+    rows = (ProcessRunStep.objects.filter(run_id__in=[run.pk for run in ended_badly],
+                                          disposition=Disposition.FAILED)
+            .order_by("run_id", "sequence").values("run_id", "step_id", "refusal_code", "refusal_message"))
+    failures: dict[Any, dict[str, Any]] = {}
+    for row in rows:
+        failures.setdefault(row["run_id"], {"stepId": row["step_id"], "code": row["refusal_code"],
+                                            "message": row["refusal_message"]})
+    for run in ended_badly:
+        # A run that failed before any step (a forEach over its cap, an engine fault) says why.
+        if run.pk not in failures and run.state == RunState.FAILED:
+            failures[run.pk] = {"stepId": None, "code": None, "message": run.reason}
+    return failures
+
+
+def queue_max_runs() -> int:
+    return int(getattr(settings, "PROCESS_QUEUE_MAX_RUNS", DEFAULT_QUEUE_MAX_RUNS))
+
+
+def queue_read(*, user: AbstractBaseUser, mode: str | None = None) -> QueueRead:
+    """The newest runs (at most ``PROCESS_QUEUE_MAX_RUNS``, 500) and counts over every visible run."""
+    visible = runs_visible(user)
+    if mode:
+        visible = visible.filter(mode=mode)
+    counts = {state: 0 for state in RunState.values}
+    for row in visible.order_by().values("state").annotate(n=Count("pk")):
+        counts[row["state"]] = row["n"]
+    runs = list(visible.order_by("-created_at", "-pk")[:queue_max_runs()])
+    return QueueRead(runs=runs, failures=run_failures(runs), counts=counts,
+                     is_truncated=sum(counts.values()) > len(runs))
+
+
+@dataclass(frozen=True)
+class ProcessListing:
+    """One deployed process as the list shows it."""
+
+    id: str
+    description: str
+    trigger: dict[str, Any]
+    is_enabled: bool
+    disabled_reason: str | None
+    is_migration: bool
+    version: int
+    last_runs: list[ProcessRun] = field(default_factory=list)
+    failures: dict[Any, dict[str, Any]] = field(default_factory=dict)
+
+
+def process_switch(process: Process | None, *, is_instance_on: bool) -> tuple[bool, str | None]:
+    """Whether the process may start now and, when not, which switch says no."""
+    if not is_instance_on:
+        return False, "every process on the instance is switched off (processes.enabled)"
+    if process is not None and not process.is_enabled:
+        return False, process.disabled_reason or "an administrator switched this process off"
+    return True, None
+
+
+def processes_list(*, user: AbstractBaseUser) -> list[ProcessListing]:
+    """Every deployed process with its trigger, its switch and the caller's last five runs."""
+    modules = ExtensionModule.objects.filter(kind=ExtensionKind.PROCESS, status=ExtensionStatus.ACTIVE).order_by("id")
+    switches = {p.id: p for p in Process.objects.filter(pk__in=[m.id for m in modules])}
+    is_instance_on = bool(setting_get("processes.enabled"))
+    visible = runs_visible(user)
+    listings: list[ProcessListing] = []
+    for module in modules:
+        process = switches.get(module.id)
+        is_enabled, reason = process_switch(process, is_instance_on=is_instance_on)
+        definition = module.definition if isinstance(module.definition, dict) else {}
+        last_runs = list(visible.filter(process_id=module.id).order_by("-created_at", "-pk")[:LAST_RUNS])
+        listings.append(ProcessListing(
+            id=module.id, description=(process.description if process else "") or definition.get("description") or "",
+            trigger=process_trigger(module.id), is_enabled=is_enabled, disabled_reason=reason,
+            is_migration=process.is_migration if process else definition.get("eachRow") is not None,
+            version=module.version, last_runs=last_runs, failures=run_failures(last_runs),
+        ))
+    return listings
+
+
+def run_ledger(run: ProcessRun) -> list[ProcessRunStep]:
+    return list(run.ledger.order_by("sequence", "pk"))

@@ -1,0 +1,159 @@
+"""``/v1/processes``: invoke, watch, steer. Thin views over the processes services.
+
+Who may act: a signed-in session, or a bearer token carrying ``extensions:deploy`` whose owner is
+an administrator (``invoke_access_check``). That bar guards every verb that makes a run do
+something (invoke, cancel, roll back, resume): a token acts as its owner, and a run's writes are
+made as a person. Reads are open to any signed-in caller and scoped by ``runs_visible``.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.http import QueryDict
+from drf_spectacular.utils import extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from guardrails.settings import setting_get
+from processes import serializers as out
+from processes.api.reads import processes_list, queue_read, run_ledger
+from processes.catalog import process_module_get
+from processes.errors import InvokeForbidden
+from processes.invoke import mode_parse, run_invoke
+from processes.models import ProcessRun, RunMode
+from processes.steering import process_cancel_queued, run_cancel, run_get, run_resume, run_rollback
+from turbobase.models import AccessToken
+
+SYNC_POLL_SECONDS = 0.05
+SYNC_POLL_MAX_SECONDS = 0.5
+
+
+def invoke_access_check(request: Request) -> None:
+    """A token drives processes only with ``extensions:deploy`` and an administrator owner (403)."""
+    token = request.auth
+    if not isinstance(token, AccessToken):
+        return  # a session: the person themself
+    if "extensions:deploy" not in token.scopes or not request.user.is_staff:
+        raise InvokeForbidden(
+            "a personal access token may drive processes only when it carries extensions:deploy "
+            "and its owner is an administrator")
+
+
+def request_input(request: Request) -> Any:
+    """The body is the input, bare. No body at all reads as an empty object."""
+    data = request.data
+    if isinstance(data, QueryDict):
+        return data.dict()
+    return data
+
+
+def run_settle_wait(run: ProcessRun, *, budget_ms: int) -> ProcessRun | None:
+    """Poll the run until it is terminal (answer it) or the budget runs out (answer None)."""
+    deadline = time.monotonic() + budget_ms / 1000
+    pause = SYNC_POLL_SECONDS
+    while True:
+        run.refresh_from_db()
+        if run.is_terminal:
+            return run
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        time.sleep(min(pause, left))
+        pause = min(pause * 1.5, SYNC_POLL_MAX_SECONDS)
+
+
+class ProcessListView(APIView):
+    """Every deployed process: its trigger, whether it is on, and your last five runs."""
+
+    @extend_schema(responses={200: dict})
+    def get(self, request: Request) -> Response:
+        body = []
+        for listing in processes_list(user=request.user):
+            body.append({
+                "id": listing.id, "description": listing.description, "trigger": listing.trigger,
+                "enabled": listing.is_enabled, "disabledReason": listing.disabled_reason,
+                "isMigration": listing.is_migration, "version": listing.version,
+                "lastRuns": [out.run_brief(run, listing.failures.get(run.pk)) for run in listing.last_runs],
+            })
+        return Response({"processes": body})
+
+
+class ProcessInvokeView(APIView):
+    """``POST /v1/processes/:id``: the body is the input. 202 queued; ``?mode=sync`` waits."""
+
+    @extend_schema(request=dict, responses={200: dict, 202: dict})
+    def post(self, request: Request, process_id: str) -> Response:
+        invoke_access_check(request)
+        process_module_get(process_id)  # 404 before the mode is read: no such process is the news
+        mode = mode_parse(request.query_params.get("mode"))
+        run = run_invoke(process_id=process_id, body=request_input(request), user=request.user, mode=mode)
+        if mode != RunMode.SYNC:
+            return Response(out.run_queued(run), status=202)
+        budget_ms = setting_get("processes.sync_budget_ms")
+        settled = run_settle_wait(run, budget_ms=budget_ms)
+        if settled is None:
+            return Response(out.sync_budget_exceeded(run, budget_ms), status=202)
+        return Response(out.run_settled(settled, run_ledger(settled)), status=200)
+
+
+class ProcessCancelView(APIView):
+    """``POST /v1/processes/:id/cancel``: every queued run of the process you may see → ``{cancelled}``."""
+
+    @extend_schema(request=None, responses={200: dict})
+    def post(self, request: Request, process_id: str) -> Response:
+        invoke_access_check(request)
+        return Response({"cancelled": process_cancel_queued(user=request.user, process_id=process_id)})
+
+
+class RunDetailView(APIView):
+    """``GET /v1/processes/runs/:runId``: the run and its ledger, in sequence."""
+
+    @extend_schema(responses={200: dict})
+    def get(self, request: Request, run_id: str) -> Response:
+        run = run_get(user=request.user, run_id=run_id)
+        return Response(out.run_with_steps(run, run_ledger(run)))
+
+
+class RunCancelView(APIView):
+    @extend_schema(request=None, responses={200: dict})
+    def post(self, request: Request, run_id: str) -> Response:
+        invoke_access_check(request)
+        return Response(out.steering_answer(run_cancel(user=request.user, run_id=run_id)))
+
+
+class RunRollbackView(APIView):
+    """202 queued; 200 ``queued: false`` when already rolled back; 409 while queued or running."""
+
+    @extend_schema(request=None, responses={200: dict, 202: dict})
+    def post(self, request: Request, run_id: str) -> Response:
+        invoke_access_check(request)
+        run, is_queued = run_rollback(user=request.user, run_id=run_id)
+        return Response(out.steering_answer(run, is_queued=is_queued), status=202 if is_queued else 200)
+
+
+class RunResumeView(APIView):
+    """202 queued; 409 ``process_run_not_resumable`` naming the state, or ``process_is_a_migration``."""
+
+    @extend_schema(request=None, responses={202: dict})
+    def post(self, request: Request, run_id: str) -> Response:
+        invoke_access_check(request)
+        run = run_resume(user=request.user, run_id=run_id)
+        return Response(out.steering_answer(run, is_queued=True), status=202)
+
+
+class QueueView(APIView):
+    """``GET /v1/processes/queue[?mode=async]``: the newest runs and all six state counts."""
+
+    @extend_schema(responses={200: dict})
+    def get(self, request: Request) -> Response:
+        raw_mode = request.query_params.get("mode")
+        mode = mode_parse(raw_mode) if raw_mode else None
+        read = queue_read(user=request.user, mode=mode)
+        return Response({
+            "runs": [out.run_summary(run, read.failures.get(run.pk)) for run in read.runs],
+            "counts": read.counts,
+            # The list is bounded; the counts are over every run you can see.
+            "truncated": read.is_truncated,
+        })

@@ -1,0 +1,166 @@
+"""The ``defineProcess`` contract, checked at deploy against the module's description.
+
+The sandbox describes a module's default export as JSON with every function replaced by a marker
+(``extensions.description.is_function``), so the whole contract is checked here in Python, once,
+with the field named on the first violation and nothing stored.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
+
+from records.catalog import catalog_load
+from turbobase.errors import InvalidRequest
+
+FOR_EACH_MAX_ITEMS = 100  # DEFAULT_PROCESS_FOR_EACH_MAX_ITEMS
+
+
+class ContractInvalid(InvalidRequest):
+    """The process does not satisfy the defineProcess contract."""
+
+    error = "invalid_extension"
+    code = "PROCESS_CONTRACT_INVALID"
+
+
+def is_function(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("$fn") is True
+
+
+def _fail(field: str, message: str) -> None:
+    raise ContractInvalid(f"{field}: {message}", field=field)
+
+
+def _check_fn(step: dict, key: str, where: str, *, required: bool = False) -> None:
+    if key not in step or step[key] is None:
+        if required:
+            _fail(f"{where}.{key}", "is required and must be a function")
+        return
+    if not is_function(step[key]):
+        _fail(f"{where}.{key}", "must be a function")
+
+
+def _check_update(step: dict, where: str) -> None:
+    update = step["update"]
+    if not isinstance(update, dict):
+        _fail(f"{where}.update", "must be an object with step, pgRowId or externalId")
+    keys = [k for k in ("step", "pgRowId", "externalId") if update.get(k) is not None]
+    if len(keys) != 1:
+        _fail(f"{where}.update", "must address the record by exactly one of step, pgRowId or externalId")
+    if "step" in keys and not (isinstance(update["step"], str) and update["step"]):
+        _fail(f"{where}.update.step", "must be a step id string")
+    for key in ("pgRowId", "externalId", "expectedSyncVersion"):
+        if update.get(key) is not None and not is_function(update[key]):
+            _fail(f"{where}.update.{key}", "must be a function of the context (ctx) => value")
+    unknown = set(update) - {"step", "pgRowId", "externalId", "expectedSyncVersion"}
+    if unknown:
+        _fail(f"{where}.update.{sorted(unknown)[0]}", "is not an update address key")
+
+
+def _check_delete(step: dict, where: str) -> None:
+    delete = step["delete"]
+    if not isinstance(delete, dict):
+        _fail(f"{where}.delete", "must be an object with pgRowId or externalId")
+    if "step" in delete:
+        _fail(f"{where}.delete.step", "there is no delete.step: a run that deletes its own work is a rollback")
+    keys = [k for k in ("pgRowId", "externalId") if delete.get(k) is not None]
+    if len(keys) != 1:
+        _fail(f"{where}.delete", "must address the record by exactly one of pgRowId or externalId")
+    if not is_function(delete[keys[0]]):
+        _fail(f"{where}.delete.{keys[0]}", "must be a function of the context (ctx) => value")
+    if delete.get("sourceSystem") is not None and not isinstance(delete["sourceSystem"], str):
+        _fail(f"{where}.delete.sourceSystem", "must be a string")
+    if "build" in step and step["build"] is not None:
+        _fail(f"{where}.build", "a delete step has nothing to build and must not carry one")
+    if step.get("rollback") == "undo":
+        _fail(f"{where}.rollback", "a delete cannot be undone: a delete step is always 'keep'")
+
+
+def _check_step(step: Any, where: str, catalog_types: set[str]) -> None:
+    if not isinstance(step, dict):
+        _fail(where, "must be a step object")
+    record_type = step.get("recordType")
+    if not isinstance(record_type, str) or not record_type:
+        _fail(f"{where}.recordType", "is required")
+    if record_type not in catalog_types:
+        _fail(f"{where}.recordType", f"{record_type!r} is not a record type the write boundary accepts")
+    if step.get("update") is not None and step.get("delete") is not None:
+        _fail(f"{where}.update", "a step either updates or deletes, not both")
+    if step.get("delete") is not None:
+        _check_delete(step, where)
+    else:
+        _check_fn(step, "build", where, required=True)
+        if "onRefused" in step:
+            _fail(f"{where}.onRefused", "is for delete steps only: a refused write always ends the run")
+    if step.get("update") is not None:
+        _check_update(step, where)
+    _check_fn(step, "when", where)
+    if step.get("rollback", "undo") not in ("undo", "keep"):
+        _fail(f"{where}.rollback", "must be 'undo' or 'keep'")
+    if step.get("onRefused", "stop") not in ("stop", "continue"):
+        _fail(f"{where}.onRefused", "must be 'stop' or 'continue'")
+    if not isinstance(step.get("awaitSource", False), bool):
+        _fail(f"{where}.awaitSource", "must be true or false")
+
+
+def _check_steps(steps: Any, where: str, catalog_types: set[str], input_schema: dict, *, nested: bool) -> None:
+    if not isinstance(steps, list) or not steps:
+        _fail(where, "must be a non-empty list of steps")
+    seen: set[str] = set()
+    for index, step in enumerate(steps):
+        at = f"{where}[{index}]"
+        step_id = step.get("id") if isinstance(step, dict) else None
+        if not isinstance(step_id, str) or not step_id:
+            _fail(f"{at}.id", "is required")
+        if ":" in step_id:
+            _fail(f"{at}.id", "must not contain ':' (it separates group, index and step in ledger ids)")
+        if step_id in seen:
+            _fail(f"{at}.id", f"duplicate step id {step_id!r}")
+        seen.add(step_id)
+        if "forEach" in step or ("steps" in step and "recordType" not in step):
+            if nested:
+                _fail(f"{at}.forEach", "groups do not nest")
+            _check_group(step, at, catalog_types, input_schema)
+        else:
+            _check_step(step, at, catalog_types)
+
+
+def _check_group(group: dict, where: str, catalog_types: set[str], input_schema: dict) -> None:
+    for_each = group.get("forEach")
+    if not isinstance(for_each, dict) or not isinstance(for_each.get("input"), str) or not for_each["input"]:
+        _fail(f"{where}.forEach.input", "must name a property of input")
+    properties = input_schema.get("properties")
+    if isinstance(properties, dict) and for_each["input"] not in properties:
+        _fail(f"{where}.forEach.input", f"{for_each['input']!r} is not a property of the input schema")
+    _check_steps(group.get("steps"), f"{where}.steps", catalog_types, input_schema, nested=True)
+
+
+def process_contract_check(definition: Any) -> dict:
+    """Validate a described ``defineProcess`` default export; returns it, or raises ContractInvalid."""
+    if not isinstance(definition, dict):
+        _fail("default", "the default export must be defineProcess({...})")
+    process_id = definition.get("id")
+    if not isinstance(process_id, str) or not process_id.strip():
+        _fail("id", "is required and must be a string")
+    schema = definition.get("input")
+    if not isinstance(schema, dict):
+        _fail("input", "is required and must be a JSON Schema object")
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        path = ".".join(str(p) for p in exc.path)
+        _fail(f"input{'.' + path if path else ''}", f"is not a valid JSON Schema: {exc.message}")
+    if definition.get("onFailure", "stop") not in ("stop", "rollback"):
+        _fail("onFailure", "must be 'stop' or 'rollback'")
+    each_row = definition.get("eachRow")
+    if each_row is not None:
+        if not isinstance(each_row, dict) or not is_function(each_row.get("outstanding")):
+            _fail("eachRow.outstanding", "must be a function (input) => PostgREST query")
+        if not isinstance(each_row.get("key"), str) or not each_row["key"]:
+            _fail("eachRow.key", "must be a string naming the row's identifying column")
+    if definition.get("description") is not None and not isinstance(definition["description"], str):
+        _fail("description", "must be a string")
+    catalog_types = set(catalog_load().types)
+    _check_steps(definition.get("steps"), "steps", catalog_types, schema, nested=False)
+    return definition

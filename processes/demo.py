@@ -1,0 +1,65 @@
+"""Demo data of the processes room, loaded by ``manage.py tb_demo`` (``make run``).
+
+Deploys the seed's two example processes from ``processes/demo/`` — ``acme:migrate-customers-tracked``
+(the migration recipe) and ``acme:raise-po-and-bill`` — as one bundle (unchanged code stores no new
+version, so this is safe on every start), and generates a batch of ``migration_item`` rows for the
+migration to move, owned by the demo user, through the write boundary. Then::
+
+    POST /v1/processes/acme:migrate-customers-tracked   {"batch": "2026-10"}
+
+(signed in as demo/demo) and watch the run take the batch in slices until nothing is outstanding.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from extensions.bundle import bundle_apply
+from records.boundary import record_create
+from records.models import Record
+from records.trail import Actor
+
+DEMO_DIR = Path(__file__).parent / "demo"
+DEMO_PROCESSES = ("migrate-customers-tracked.ts", "raise-po-and-bill.ts")
+DEMO_BATCH = "2026-10"
+DEMO_BATCH_ROWS = 200
+
+
+def demo_processes_deploy(*, admin: Any) -> list[dict[str, Any]]:
+    """Deploy the demo processes as the administrator; answer the bundle's module outcomes."""
+    modules = []
+    for name in DEMO_PROCESSES:
+        entry = f"processes/{name}"
+        modules.append({"entry": entry, "files": {entry: (DEMO_DIR / name).read_text(encoding="utf-8")}})
+    return bundle_apply(data={"modules": modules}, by=admin)["modules"]
+
+
+def migration_batch_generate(*, user: Any, batch: str = DEMO_BATCH, rows: int = DEMO_BATCH_ROWS) -> int:
+    """``rows`` pending ``migration_item`` rows of ``batch``, each keyed so a rerun writes none twice;
+    answer how many were new."""
+    actor = Actor(user=user)
+    keys = [f"demo:migration_item:{batch}:{n:04d}" for n in range(1, rows + 1)]
+    existing = set(Record.unguarded.filter(idempotency_key__in=keys).values_list("idempotency_key", flat=True))
+    created = 0
+    for n, key in enumerate(keys, start=1):
+        if key in existing:
+            continue
+        result = record_create(actor=actor, record_type="migration_item", idempotency_key=key, parent={
+            "legacy_id": f"M-{batch}-{n:04d}", "company_name": f"Demo Company {n:04d}",
+            "status": "pending", "batch": batch,
+        })
+        created += result.is_new
+    return created
+
+
+def demo_load(*, admin: Any, user: Any, write: Callable[[str], Any]) -> None:
+    """The ``tb_demo`` hook."""
+    deployed = demo_processes_deploy(admin=admin)
+    fresh = [m["id"] for m in deployed if m["outcome"] != "unchanged"]
+    if fresh:
+        write(f"demo processes deployed: {', '.join(fresh)}")
+    created = migration_batch_generate(user=user)
+    if created:
+        write(f"demo migration batch {DEMO_BATCH}: {created} pending migration_item rows "
+              f"(invoke acme:migrate-customers-tracked with {{\"batch\": \"{DEMO_BATCH}\"}})")

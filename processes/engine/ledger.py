@@ -1,0 +1,78 @@
+"""Ledger rows: what each step did, written in the same transaction as the step's write."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Max
+
+from processes.engine.plan import PlannedStep
+from processes.models import Disposition, ProcessRun, ProcessRunStep
+
+
+@dataclass(frozen=True)
+class Refused:
+    code: str
+    field: str | None
+    message: str
+
+    @classmethod
+    def of(cls, exc: Any) -> Refused:
+        return cls(str(getattr(exc, "code", "REFUSED")), getattr(exc, "field", None), getattr(exc, "message", str(exc)))
+
+
+def writes_count(run: ProcessRun) -> int:
+    """Every write the run's ledger shows, across all its slices and deliveries."""
+    return run.ledger.filter(counts_write=True).count()
+
+
+def sequence_next(run: ProcessRun) -> int:
+    """The next ledger position. One delivery holds the run, so the top is read once per delivery."""
+    top = getattr(run, "_sequence_top", None)
+    if top is None:
+        top = run.ledger.aggregate(top=Max("sequence"))["top"] or 0
+    run._sequence_top = top + 1
+    return top + 1
+
+
+def ledger_write(
+    run: ProcessRun, planned: PlannedStep, *, disposition: str, pg_row_id: Any = None,
+    external_id: str | None = None, created_record: bool = False, refusal: Refused | None = None,
+    awaiting: bool = False, write_state_id: int | None = None, skip_reason: str = "",
+    row_key: str = "", slice_number: int = 1, visit: int = 1, counts_write: bool = False,
+) -> ProcessRunStep:
+    row = ProcessRunStep.objects.create(
+        run=run, sequence=sequence_next(run), step_id=planned.step_id,
+        record_type=planned.definition.get("recordType", ""), action=planned.kind,
+        pg_row_id=pg_row_id, external_id=external_id, disposition=disposition,
+        row_key=row_key, slice=slice_number, visit=visit, created_record=created_record,
+        rollback_keep=planned.is_keep, awaiting_verdict=awaiting, write_state_id=write_state_id,
+        skip_reason=skip_reason, counts_write=counts_write,
+        refusal_code=refusal.code if refusal else None,
+        refusal_field=refusal.field if refusal else None,
+        refusal_message=refusal.message if refusal else None,
+    )
+    if counts_write:
+        # The ledger is the count's truth (writes_count); the run row is brought up to date when
+        # the delivery leaves the run, so a write costs no extra statement here.
+        run.writes += 1
+    return row
+
+
+def ledger_skip_rest(run: ProcessRun, rest: list[PlannedStep], *, row_key: str = "", slice_number: int = 1,
+                     visit: int = 1) -> None:
+    """Record steps the run will not reach as skipped (an earlier step failed, or the delete cap)."""
+    done = set(run.ledger.filter(row_key=row_key, visit=visit).values_list("step_id", flat=True))
+    for planned in rest:
+        if planned.step_id not in done:
+            ledger_write(run, planned, disposition=Disposition.SKIPPED, skip_reason="not_reached",
+                         row_key=row_key, slice_number=slice_number, visit=visit)
+
+
+def step_outcome(row: ProcessRunStep) -> dict[str, Any]:
+    """What ``ctx.steps[id]`` holds for a recorded step."""
+    return {
+        "pgRowId": str(row.pg_row_id) if row.pg_row_id else None,
+        "externalId": row.external_id,
+        "disposition": row.disposition,
+    }

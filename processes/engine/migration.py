@@ -1,0 +1,141 @@
+"""One slice of an ``eachRow`` migration.
+
+The slice reads ``eachRow.outstanding(input)`` once, as the invoker, and keeps the rows it may
+take (up to the slice's row budget) so a crash re-delivery works through the same rows and resumes
+after every step the slice recorded. Before each row — never mid-row — it checks its own budget
+(rows, wall clock) and the run's stops (cancel, switches, ceilings). Each row is a new visit: create
+steps are keyed by process + row key + step, so a row offered again writes nothing and hands on the
+first record; update and declined steps run again. A slice with rows left queues the next slice as
+a separate job on the async lane, until nothing is outstanding or the slice cap.
+"""
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from processes.engine.ending import run_end, run_wait
+from processes.engine.ledger import ledger_skip_rest
+from processes.engine.plan import PlannedStep
+from processes.engine.query import query_run
+from processes.engine.runtime import StepCodeFailed
+from processes.lanes import lane_enqueue
+from processes.models import ProcessRun, ProcessRunSlice, RunState
+
+if TYPE_CHECKING:
+    from processes.engine.runner import ChainRunner
+
+
+class MigrationSlice:
+    def __init__(self, runner: ChainRunner, plan: list[PlannedStep]) -> None:
+        self.runner, self.run, self.plan = runner, runner.run, plan
+        self.key = runner.definition["eachRow"]["key"]
+
+    # -- opening the slice -------------------------------------------------------------------
+
+    def _open(self) -> ProcessRunSlice | None:
+        current = self.run.slice_log.order_by("-number").first()
+        if current is not None and current.is_open:
+            return current  # a re-delivery of the slice in hand
+        number = (current.number if current else 0) + 1
+        cap = self.runner.ceilings.slice_cap
+        if number > cap:
+            run_end(self.run, RunState.COMMITTED, outstanding=self.run.outstanding, reason=(
+                f"stopped at the slice cap processes.slice_cap ({cap}) with work outstanding; invoke the "
+                "process again to carry on"))
+            return None
+        try:
+            query = self.runner.runtime().call(("eachRow", "outstanding"), None, self.run.input)
+            if not isinstance(query, str):
+                raise StepCodeFailed("OUTSTANDING_INVALID", "eachRow.outstanding must return a PostgREST query string")
+            rows = query_run(user_id=self.run.invoked_by_id, fingerprint=self.run.access_fingerprint,
+                             path_and_query=query)
+        except StepCodeFailed as exc:
+            run_end(self.run, RunState.FAILED, reason=f"eachRow.outstanding failed: {exc.code}: {exc.message}")
+            return None
+        except Exception as exc:  # the read's own refusal, named
+            code = getattr(exc, "code", type(exc).__name__)
+            run_end(self.run, RunState.FAILED, reason=f"the outstanding read failed: {code}: {getattr(exc, 'message', exc)}")
+            return None
+        unique: dict[str, dict] = {}
+        for row in rows:
+            value = row.get(self.key)
+            if value in (None, ""):
+                run_end(self.run, RunState.FAILED, reason=(
+                    f"a row of the outstanding read has no {self.key!r} (eachRow.key): select it in the query"))
+                return None
+            unique.setdefault(str(value), row)  # a row listed twice in one slice is visited once
+        taken = list(unique.values())[: self.runner.ceilings.slice_max_rows]
+        with transaction.atomic():
+            opened = ProcessRunSlice.objects.create(run=self.run, number=number, rows=taken, total_read=len(unique))
+            ProcessRun.objects.filter(pk=self.run.pk).update(slices=number, outstanding=len(unique))
+        self.run.slices, self.run.outstanding = number, len(unique)
+        return opened
+
+    # -- working through it ------------------------------------------------------------------
+
+    def perform(self) -> None:
+        current = self._open()
+        if current is None:
+            return
+        started = time.monotonic()
+        finished = 0
+        for position, row in enumerate(current.rows):
+            row_key = str(row[self.key])
+            recorded = self.runner.recorded(row_key=row_key, visit=current.number)
+            if len(recorded) == len(self.plan) and not any(r.awaiting_verdict for r in recorded.values()):
+                finished += 1  # done before a crash: not a new visit
+                continue
+            if not recorded:
+                remaining = current.total_read - finished
+                elapsed_ms = (time.monotonic() - started) * 1000
+                if position >= self.runner.ceilings.slice_max_rows or elapsed_ms >= self.runner.ceilings.slice_max_ms:
+                    break
+                stop = self.runner._stop_check()
+                if stop is not None:
+                    self._close(current)
+                    run_end(self.run, stop.state, reason=stop.reason, outstanding=remaining)
+                    return
+                self.runner.runtime().new_row()
+            walk = self.runner.walk_steps(self.plan, recorded, row_key=row_key, visit=current.number, row=row,
+                                          stop_between_steps=False)
+            if walk.status == "done":
+                finished += 1
+                continue
+            left = current.total_read - finished - 1
+            if walk.status == "wait_source":
+                self.runner._wait_source(walk.planned, walk.row, outstanding=left + 1)
+            elif walk.status == "wait_window":
+                self.runner._wait_window(walk.planned, walk.result, self.plan[walk.position:], row_key=row_key,
+                                         visit=current.number, outstanding=left + 1)
+            elif walk.status == "failed":
+                ledger_skip_rest(self.run, self.plan[walk.position + 1:], row_key=row_key,
+                                 slice_number=current.number, visit=current.number)
+                self._close(current)
+                self.runner._fail(walk.planned, walk.row, outstanding=left)
+            return
+        self._finish(current, finished)
+
+    def _close(self, current: ProcessRunSlice) -> None:
+        ProcessRunSlice.objects.filter(pk=current.pk).update(is_open=False, finished_at=timezone.now())
+
+    def _finish(self, current: ProcessRunSlice, finished: int) -> None:
+        remainder = current.total_read - finished
+        self._close(current)
+        if remainder == 0:
+            run_end(self.run, RunState.COMMITTED)
+            return
+        if current.number >= self.runner.ceilings.slice_cap:
+            run_end(self.run, RunState.COMMITTED, outstanding=remainder, reason=(
+                f"stopped at the slice cap processes.slice_cap ({current.number}) with {remainder} rows "
+                "outstanding; invoke the process again to carry on"))
+            return
+        # The next slice is a separate job on the async lane, under the same run id.
+        with transaction.atomic():
+            ProcessRun.objects.filter(pk=self.run.pk).update(outstanding=remainder)
+            run_wait(self.run, pending_reason="queued")
+            self.run.delivery += 1
+            ProcessRun.objects.filter(pk=self.run.pk).update(delivery=self.run.delivery)
+            lane_enqueue(run_id=self.run.pk, delivery=self.run.delivery, mode="async")

@@ -1,0 +1,65 @@
+"""A run's step plan: the definition's steps with every ``forEach`` group expanded.
+
+Expansion reads only the validated input, never author code, so the group cap is checked before
+any of the author's code runs and before the first write.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from processes.errors import InputInvalid
+
+
+class ForEachCapExceeded(Exception):
+    """A group would repeat more times than the instance allows."""
+
+    def __init__(self, group_id: str, count: int, cap: int) -> None:
+        self.group_id, self.count, self.cap = group_id, count, cap
+        super().__init__(
+            f"group {group_id!r} would repeat {count} times, over the cap of {cap} "
+            f"(DEFAULT_PROCESS_FOR_EACH_MAX_ITEMS); nothing was written — a chain that wants "
+            "hundreds of legs wants eachRow"
+        )
+
+
+@dataclass(frozen=True)
+class PlannedStep:
+    """One step as the run performs it: ledger id, where its functions live, its iteration."""
+
+    step_id: str  # the ledger id: 'po', or 'leg:2:doc' inside a group
+    path: tuple[str | int, ...]  # where the step object is in the default export
+    definition: dict[str, Any]
+    item: Any = None
+    index: int | None = None
+
+    @property
+    def kind(self) -> str:
+        if self.definition.get("delete") is not None:
+            return "delete"
+        return "update" if self.definition.get("update") is not None else "create"
+
+    @property
+    def is_keep(self) -> bool:
+        return self.kind == "delete" or self.definition.get("rollback") == "keep"
+
+
+def plan_build(definition: dict[str, Any], run_input: Any, *, for_each_cap: int) -> list[PlannedStep]:
+    plan: list[PlannedStep] = []
+    for position, entry in enumerate(definition["steps"]):
+        if "forEach" not in entry:
+            plan.append(PlannedStep(entry["id"], ("steps", position), entry))
+            continue
+        name = entry["forEach"]["input"]
+        items = run_input.get(name) if isinstance(run_input, dict) else None
+        if not isinstance(items, list):
+            raise InputInvalid(f"{name} must be an array: group {entry['id']!r} repeats over it", field=name)
+        if len(items) > for_each_cap:
+            raise ForEachCapExceeded(entry["id"], len(items), for_each_cap)
+        for index, item in enumerate(items):
+            for inner_position, inner in enumerate(entry["steps"]):
+                plan.append(PlannedStep(
+                    f"{entry['id']}:{index}:{inner['id']}", ("steps", position, "steps", inner_position),
+                    inner, item=item, index=index,
+                ))
+    return plan

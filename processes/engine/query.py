@@ -1,0 +1,103 @@
+"""``ctx.query``: a GET-only PostgREST read as the invoking user, bounded three ways.
+
+The whole result or a named failure at the byte ceiling; a per-read time ceiling; and a small pool
+of read slots shared by every run on this worker process, with a wait bound several times longer
+than an app request's. Each bound names itself when it stops a step. The invoker's access is
+re-checked on every read, so a run whose invoker lost access stops reading.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from django.contrib.auth import get_user_model
+from django.db import connection, transaction
+
+from guardrails.settings import setting_get
+from records.rest.execute import rest_read
+from turbobase.errors import TurbobaseError
+
+_slots_lock = threading.Lock()
+_slots: threading.BoundedSemaphore | None = None
+_slots_size = 0
+
+
+class QueryRefused(TurbobaseError):
+    """A ctx.query read was refused."""
+
+    error = "query_refused"
+    code = "QUERY_REFUSED"
+
+    def __init__(self, message: str, *, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _slot_pool() -> threading.BoundedSemaphore:
+    global _slots, _slots_size
+    size = max(1, setting_get("processes.query_slots"))
+    with _slots_lock:
+        if _slots is None or size != _slots_size:
+            _slots, _slots_size = threading.BoundedSemaphore(size), size
+        return _slots
+
+
+@contextmanager
+def _read_deadline(timeout_ms: int) -> Iterator[None]:
+    """Abandon the read at the per-read ceiling: PostgreSQL's statement_timeout, SQLite's progress handler."""
+    if connection.vendor == "postgresql":
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL statement_timeout = %s", [int(timeout_ms)])
+            yield
+        return
+    connection.ensure_connection()
+    raw = connection.connection
+    deadline = time.monotonic() + timeout_ms / 1000
+    raw.set_progress_handler(lambda: 1 if time.monotonic() > deadline else 0, 10_000)
+    try:
+        yield
+    finally:
+        raw.set_progress_handler(None, 0)
+
+
+def query_run(*, user_id: int, fingerprint: str, path_and_query: Any) -> list[dict[str, Any]]:
+    """One ``ctx.query`` read. Raises ``QueryRefused`` naming the bound or rule that stopped it."""
+    from processes.invoke import access_fingerprint
+
+    if not isinstance(path_and_query, str) or not path_and_query.strip():
+        raise QueryRefused("ctx.query takes a PostgREST path and query string", code="QUERY_INVALID")
+    user = get_user_model().objects.filter(pk=user_id).first()
+    if user is None or not user.is_active or (fingerprint and access_fingerprint(user) != fingerprint):
+        raise QueryRefused(
+            "the invoking user's access changed while the run was going; its reads are refused",
+            code="QUERY_ACCESS_CHANGED",
+        )
+    slot_wait_ms = setting_get("processes.query_slot_wait_ms")
+    pool = _slot_pool()
+    if not pool.acquire(timeout=slot_wait_ms / 1000):
+        raise QueryRefused(
+            f"no read slot freed within processes.query_slot_wait_ms ({slot_wait_ms} ms); the read was not sent",
+            code="QUERY_SLOT_TIMEOUT",
+        )
+    timeout_ms = setting_get("processes.query_timeout_ms")
+    try:
+        with _read_deadline(timeout_ms):
+            return rest_read(user=user, path_and_query=path_and_query.lstrip("/"),
+                             max_bytes=setting_get("processes.query_max_bytes"))
+    except Exception as exc:
+        if _is_timeout(exc):
+            raise QueryRefused(
+                f"the read passed processes.query_timeout_ms ({timeout_ms} ms) and was abandoned",
+                code="QUERY_TIMEOUT",
+            ) from exc
+        raise
+    finally:
+        pool.release()
+
+
+def _is_timeout(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return "statement timeout" in text or "canceling statement" in text or "interrupted" in text

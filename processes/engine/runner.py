@@ -1,0 +1,280 @@
+"""One delivery of a run: claim it, walk its steps from the first unrecorded one, leave it.
+
+A delivery holds the run's lease while it works. It ends the run, parks it on a wait (and gives
+the worker back), or — if the worker dies — leaves a lease that expires so the next delivery
+resumes at the first unrecorded step. Nothing here writes a record except through the boundary.
+"""
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.db.models import Q
+from django.utils import timezone
+
+from guardrails.settings import setting_get
+from extensions.store import module_version
+from processes.ceilings import ceilings_for
+from processes.engine.ending import lease_seconds, run_end, run_redeliver, run_wait
+from processes.engine.ledger import ledger_skip_rest, step_outcome, writes_count
+from processes.engine.plan import ForEachCapExceeded, PlannedStep, plan_build
+from processes.engine.rollback import rollback_continue
+from processes.engine.runtime import ModuleRuntime
+from processes.engine.steps import StepScope, step_execute
+from processes.engine.waits import verdict_pending, verdict_take
+from processes.engine.wakeups import wake_at
+from processes.errors import InputInvalid
+from processes.models import Disposition, Process, ProcessRun, ProcessRunStep, RunState
+from records.trail import Actor
+
+logger = logging.getLogger("turbobase.processes.engine")
+
+
+@dataclass(frozen=True)
+class Stop:
+    state: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Walk:
+    """Where a pass over the plan ended: done, or at ``position`` for ``status``."""
+
+    status: str  # done / stop / wait_source / wait_window / failed
+    position: int
+    planned: PlannedStep | None = None
+    stop: Stop | None = None
+    row: ProcessRunStep | None = None
+    result: Any = None
+
+
+def run_claim(run_id: str) -> tuple[ProcessRun, str] | None:
+    """Take the run's lease if it is free (or expired); None when another delivery has it or it ended."""
+    now, token = timezone.now(), uuid.uuid4().hex
+    claimed = ProcessRun.objects.filter(pk=run_id, state__in=[RunState.QUEUED, RunState.RUNNING]).filter(
+        Q(lease_until__isnull=True) | Q(lease_until__lt=now)
+    ).update(lease_owner=token, lease_until=now + timedelta(seconds=lease_seconds()))
+    if not claimed:
+        return None
+    run = ProcessRun.objects.select_related("invoked_by").get(pk=run_id)
+    run._lease_renewed_at = time.monotonic()
+    if run.started_at is not None:  # not a first delivery: the ledger is the truth, whatever a dead one left
+        run.writes = writes_count(run)
+    if run.state == RunState.QUEUED:
+        run.state, run.pending_reason = RunState.RUNNING, "running"
+        run.started_at = run.started_at or now
+        run.save(update_fields=["state", "pending_reason", "started_at", "updated_at"])
+    else:
+        ProcessRun.objects.filter(pk=run.pk).update(pending_reason="running")
+        run.pending_reason = "running"
+    return run, token
+
+
+def run_deliver(run_id: str, delivery: int | None = None) -> None:
+    """The lane task: perform one delivery of the run."""
+    claimed = run_claim(run_id)
+    if claimed is None:
+        return
+    run, token = claimed
+    runner = ChainRunner(run)
+    try:
+        runner.execute()
+    except Exception as exc:  # an engine fault ends the run rather than re-delivering it forever
+        logger.exception("run %s failed in the engine", run_id)
+        run.refresh_from_db()
+        if not run.is_terminal:
+            run_end(run, RunState.FAILED, reason=f"engine error: {type(exc).__name__}: {exc}")
+    finally:
+        runner.close()
+        ProcessRun.objects.filter(pk=run_id, lease_owner=token).update(
+            lease_owner="", lease_until=None, writes=run.writes)
+
+
+class ChainRunner:
+    """Walks a chain's plan for one delivery."""
+
+    def __init__(self, run: ProcessRun) -> None:
+        self.run = run
+        self.definition: dict[str, Any] = module_version(run.process_id, run.module_version).definition
+        self.actor = Actor(user=run.invoked_by, process_run_id=str(run.run_id))
+        self._runtime: ModuleRuntime | None = None
+        self._switch_read_at, self._switch_on = float("-inf"), True
+
+    def runtime(self) -> ModuleRuntime:
+        if self._runtime is None:
+            self._runtime = ModuleRuntime(
+                process_id=self.run.process_id, version=self.run.module_version,
+                user_id=self.run.invoked_by_id, fingerprint=self.run.access_fingerprint,
+            )
+        return self._runtime
+
+    def close(self) -> None:
+        if self._runtime is not None:
+            self._runtime.close()
+
+    def execute(self) -> None:
+        if self.run.rollback_requested:
+            rollback_continue(self.run, self.actor)
+            return
+        try:
+            plan = plan_build(self.definition, self.run.input,
+                              for_each_cap=setting_get("processes.for_each_max_items"))
+        except (ForEachCapExceeded, InputInvalid) as exc:
+            run_end(self.run, RunState.FAILED, reason=str(exc))
+            return
+        self.ceilings = ceilings_for(len(plan))
+        if self.definition.get("eachRow") is not None:
+            from processes.engine.migration import MigrationSlice
+
+            MigrationSlice(self, plan).perform()
+            return
+        self.walk(plan)
+
+    def _stop_check(self) -> Stop | None:
+        """At a step boundary: a cancel, an off switch or a per-run ceiling stops the run here."""
+        fresh = ProcessRun.objects.only("cancel_requested", "started_at").get(pk=self.run.pk)
+        if fresh.cancel_requested:
+            return Stop(RunState.CANCELLED, "cancelled on request")
+        if not setting_get("processes.enabled"):
+            return Stop(RunState.COMMITTED, "stopped: every process on the instance was switched off (processes.enabled)")
+        if not self._process_enabled():
+            return Stop(RunState.COMMITTED, f"stopped: an administrator switched {self.run.process_id} off")
+        if self.run.writes >= self.ceilings.max_writes:
+            return Stop(RunState.COMMITTED,
+                        f"stopped at the per-run write ceiling processes.max_writes_per_run ({self.ceilings.max_writes})")
+        elapsed_ms = (timezone.now() - fresh.started_at).total_seconds() * 1000
+        if elapsed_ms >= self.ceilings.max_run_ms:
+            return Stop(RunState.COMMITTED,
+                        f"stopped at the per-run runtime ceiling processes.max_run_ms ({self.ceilings.max_run_ms} ms)")
+        return None
+
+    def _process_enabled(self) -> bool:
+        """The process's switch, re-read at most once a second (as the settings are)."""
+        now = time.monotonic()
+        if now - self._switch_read_at >= 1.0:
+            self._switch_on = Process.objects.filter(pk=self.run.process_id, is_enabled=True).exists()
+            self._switch_read_at = now
+        return self._switch_on
+
+    def _renew_lease(self) -> None:
+        """Keep the lease well ahead of expiry; a write's ledger update renews it too."""
+        if time.monotonic() - getattr(self.run, "_lease_renewed_at", 0.0) < lease_seconds() / 3:
+            return
+        ProcessRun.objects.filter(pk=self.run.pk).update(
+            lease_until=timezone.now() + timedelta(seconds=lease_seconds()), writes=self.run.writes)
+        self.run._lease_renewed_at = time.monotonic()
+
+    def walk(self, plan: list[PlannedStep]) -> None:
+        """A chain: the plan once, stopping at any step boundary."""
+        if self.run.slices != 1:
+            self.run.slices = 1
+            ProcessRun.objects.filter(pk=self.run.pk).update(slices=1)
+        recorded = self.recorded(row_key="", visit=1)
+        # Every delivery starts at a step boundary: a run resumed past a ceiling stops here.
+        stop = self._stop_check()
+        if stop is not None:
+            unreached = sum(1 for planned in plan if planned.step_id not in recorded)
+            run_end(self.run, stop.state, reason=stop.reason, outstanding=unreached)
+            return
+        walk = self.walk_steps(plan, recorded, row_key="", visit=1, row=None, stop_between_steps=True)
+        if walk.status == "done":
+            run_end(self.run, RunState.COMMITTED)
+        elif walk.status == "stop":
+            run_end(self.run, walk.stop.state, reason=walk.stop.reason, outstanding=len(plan) - walk.position)
+        elif walk.status == "wait_source":
+            self._wait_source(walk.planned, walk.row, outstanding=len(plan) - walk.position - 1)
+        elif walk.status == "wait_window":
+            self._wait_window(walk.planned, walk.result, plan[walk.position:])
+        elif walk.status == "failed":
+            ledger_skip_rest(self.run, plan[walk.position + 1:])
+            self._fail(walk.planned, walk.row, outstanding=0)
+
+    def recorded(self, *, row_key: str, visit: int) -> dict[str, ProcessRunStep]:
+        rows = self.run.ledger.filter(row_key=row_key, visit=visit).exclude(skip_reason="not_reached")
+        return {row.step_id: row for row in rows}
+
+    def walk_steps(
+        self, plan: list[PlannedStep], recorded: dict[str, ProcessRunStep], *, row_key: str, visit: int,
+        row: dict | None, stop_between_steps: bool,
+    ) -> Walk:
+        """Perform the plan's unrecorded steps for one pass (a chain, or one row of a migration)."""
+        steps: dict[str, dict] = {}
+        for position, planned in enumerate(plan):
+            ledger_row = recorded.get(planned.step_id)
+            if ledger_row is None:
+                if stop_between_steps and position:
+                    stop = self._stop_check()
+                    if stop is not None:
+                        return Walk("stop", position, planned, stop=stop)
+                self._renew_lease()
+                ctx = {"input": self.run.input, "runId": str(self.run.run_id), "steps": steps,
+                       "item": planned.item, "index": planned.index, "row": row}
+                key = f"run:{self.run.run_id}:{planned.step_id}" if row is None else (
+                    f"row:{self.run.process_id}:{row_key}:{planned.step_id}")
+                scope = StepScope(run=self.run, actor=self.actor, idempotency_key=key, row_key=row_key,
+                                  slice_number=visit, visit=visit)
+                result = step_execute(scope, planned, ctx, self.runtime())
+                if result.status == "wait_window":
+                    return Walk("wait_window", position, planned, result=result)
+                ledger_row = result.row
+            if ledger_row.awaiting_verdict and verdict_take(ledger_row).status == "pending":
+                return Walk("wait_source", position, planned, row=ledger_row)
+            if ledger_row.disposition == Disposition.FAILED and not (
+                planned.kind == "delete" and planned.definition.get("onRefused") == "continue"
+            ):
+                return Walk("failed", position, planned, row=ledger_row)
+            steps[planned.step_id] = step_outcome(ledger_row)
+        return Walk("done", len(plan))
+
+    def _wait_source(self, planned: PlannedStep, row: ProcessRunStep, *, outstanding: int) -> None:
+        """Park on the source's verdict for ``row``, or end committed when the wait budget is spent."""
+        now = timezone.now()
+        budget_ms = setting_get("processes.await_source_budget_ms")
+        waiting_on = f"{row.row_key}/{planned.step_id}" if row.row_key else planned.step_id
+        deadline = self.run.wait_deadline if self.run.waiting_step == waiting_on and self.run.wait_deadline else (
+            now + timedelta(milliseconds=budget_ms))
+        if now >= deadline:
+            run_end(self.run, RunState.COMMITTED, outstanding=outstanding, reason=(
+                f"step {planned.step_id!r} is still waiting for the source's verdict after the wait budget "
+                f"({budget_ms} ms, processes.await_source_budget_ms); its record is kept — resume the run to wait again"))
+            return
+        run_wait(self.run, pending_reason="awaitingSource", deadline=deadline, waiting_step=waiting_on)
+        # The verdict may have landed while we were parking: then nobody else will wake us.
+        if not verdict_pending(row):
+            run_redeliver(self.run.pk)
+
+    def _wait_window(self, planned: PlannedStep, result, rest: list[PlannedStep], *, row_key: str = "",
+                     visit: int = 1, outstanding: int | None = None) -> None:
+        """Park until the delete window frees, or stop committed naming the cap when it will not in time."""
+        now = timezone.now()
+        budget_ms = setting_get("processes.delete_wait_budget_ms")
+        waiting_on = f"{row_key}/{planned.step_id}" if row_key else planned.step_id
+        deadline = self.run.wait_deadline if self.run.waiting_step == waiting_on and self.run.wait_deadline else (
+            now + timedelta(milliseconds=budget_ms))
+        if result.retry_at > deadline:
+            ledger_skip_rest(self.run, rest, row_key=row_key, slice_number=visit, visit=visit)
+            run_end(self.run, RunState.COMMITTED, outstanding=len(rest) if outstanding is None else outstanding, reason=(
+                f"step {planned.step_id!r} stopped on the delete cap {result.cap}: the window would not free "
+                f"within the step's wait budget ({budget_ms} ms); nothing was deleted at that step — invoke "
+                "the process again, or raise the cap in Settings → Write guardrails"))
+            return
+        run_wait(self.run, pending_reason="awaitingTime", deadline=deadline, wake_at=result.retry_at,
+                 waiting_step=waiting_on)
+        wake_at(self.run.pk, result.retry_at)
+
+    def _fail(self, planned: PlannedStep, row: ProcessRunStep, *, outstanding: int) -> None:
+        reason = f"step {planned.step_id!r} failed: {row.refusal_code}: {row.refusal_message}"
+        if row.row_key:
+            reason = f"row {row.row_key!r}: {reason}"
+        if self.definition.get("onFailure") == "rollback" and not planned.is_keep:
+            ProcessRun.objects.filter(pk=self.run.pk).update(
+                rollback_requested=True, rollback_cause=reason, outstanding=outstanding)
+            self.run.rollback_requested, self.run.rollback_cause = True, reason
+            self.run.outstanding = outstanding
+            rollback_continue(self.run, self.actor)
+            return
+        run_end(self.run, RunState.FAILED, reason=reason, outstanding=outstanding)

@@ -1,0 +1,182 @@
+"""One step: ``when`` → ``build`` (or the address) → the boundary → the ledger row, in one transaction.
+
+The author's functions run before the transaction opens (they may read, and they take time);
+the write and its ledger row then commit together, so a re-delivered slice finds the row and
+never writes twice. A create also carries an idempotency key that the boundary enforces.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+
+from processes.engine.ledger import Refused, ledger_write
+from processes.engine.plan import PlannedStep
+from processes.engine.runtime import ModuleRuntime, StepCodeFailed
+from processes.models import Disposition, ProcessRun, ProcessRunStep
+from records.boundary import DeleteWindowWait, WriteResult, record_create, record_delete, record_update
+from records.codes import RefusalCode
+from records.models import RecordWriteState
+from records.trail import Actor
+from turbobase.errors import NotFound, Refusal, TurbobaseError
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """``done`` (row written), ``failed`` (row written, refusal on it), or ``wait_window``."""
+
+    status: str
+    row: ProcessRunStep | None = None
+    cap: str | None = None
+    retry_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class StepScope:
+    """Where the step runs: the run, its ledger position, and the key its writes carry."""
+
+    run: ProcessRun
+    actor: Actor
+    idempotency_key: str
+    row_key: str = ""
+    slice_number: int = 1
+    visit: int = 1
+
+
+class Unresolved(Exception):
+    pass
+
+
+def _record(scope: StepScope, planned: PlannedStep, **fields: Any) -> ProcessRunStep:
+    return ledger_write(scope.run, planned, row_key=scope.row_key, slice_number=scope.slice_number,
+                        visit=scope.visit, **fields)
+
+
+def _fail(scope: StepScope, planned: PlannedStep, refusal: Refused, **fields: Any) -> StepResult:
+    with transaction.atomic():
+        return StepResult("failed", _record(scope, planned, disposition=Disposition.FAILED, refusal=refusal, **fields))
+
+
+def _unresolved(scope: StepScope, planned: PlannedStep, what: str) -> StepResult:
+    return _fail(scope, planned, Refused(
+        RefusalCode.STEP_ADDRESS_UNRESOLVED, what,
+        f"step {planned.step_id!r}: {what} did not resolve to a record; nothing was written",
+    ))
+
+
+def _address_value(runtime: ModuleRuntime, planned: PlannedStep, ctx: dict, section: str, key: str) -> Any:
+    value = runtime.call(planned.path + (section, key), ctx)
+    if value in (None, ""):
+        raise Unresolved(f"{section}.{key}")
+    return value
+
+
+def _update_address(runtime: ModuleRuntime, planned: PlannedStep, ctx: dict) -> dict[str, Any]:
+    update = planned.definition["update"]
+    address: dict[str, Any] = {}
+    if update.get("step") is not None:
+        outcome = ctx["steps"].get(update["step"])
+        if not outcome or not outcome.get("pgRowId"):
+            raise Unresolved(f"update.step {update['step']!r}")
+        address["pg_row_id"] = outcome["pgRowId"]
+    elif update.get("pgRowId") is not None:
+        address["pg_row_id"] = _address_value(runtime, planned, ctx, "update", "pgRowId")
+    else:
+        address["external_id"] = _address_value(runtime, planned, ctx, "update", "externalId")
+    if update.get("expectedSyncVersion") is not None:
+        version = runtime.call(planned.path + ("update", "expectedSyncVersion"), ctx)
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise Unresolved("update.expectedSyncVersion")
+        address["expected_sync_version"] = version
+    return address
+
+
+def _payload(value: Any) -> tuple[dict, list | None]:
+    if not isinstance(value, dict) or not isinstance(value.get("parent"), dict):
+        raise StepCodeFailed("BUILD_INVALID", "build must return { parent, lines? } or null")
+    lines = value.get("lines")
+    return value["parent"], lines  # keys other than parent and lines are not read
+
+
+def _latest_write_state(record_id: Any) -> int | None:
+    return RecordWriteState.objects.filter(record_id=record_id).order_by("-id").values_list("id", flat=True).first()
+
+
+def step_execute(scope: StepScope, planned: PlannedStep, ctx: dict, runtime: ModuleRuntime) -> StepResult:
+    """Perform one step and record it. Never raises for the author's or the boundary's refusals."""
+    step = planned.definition
+    try:
+        if step.get("when") is not None:
+            try:
+                proceed = runtime.call(planned.path + ("when",), ctx)
+            except StepCodeFailed as exc:
+                return _fail(scope, planned, Refused("WHEN_FAILED", "when", f"when threw: {exc.message}"))
+            if proceed is not True:
+                with transaction.atomic():
+                    return StepResult("done", _record(scope, planned, disposition=Disposition.SKIPPED, skip_reason="declined"))
+        if planned.kind == "delete":
+            return _delete(scope, planned, ctx, runtime)
+        built = runtime.call(planned.path + ("build",), ctx)
+        if built is None:
+            with transaction.atomic():
+                return StepResult("done", _record(scope, planned, disposition=Disposition.SKIPPED, skip_reason="declined"))
+        parent, lines = _payload(built)
+        address = _update_address(runtime, planned, ctx) if planned.kind == "update" else None
+    except Unresolved as exc:
+        return _unresolved(scope, planned, str(exc))
+    except StepCodeFailed as exc:
+        return _fail(scope, planned, Refused(exc.code, None, exc.message))
+    return _write(scope, planned, parent, lines, address)
+
+
+def _write(scope: StepScope, planned: PlannedStep, parent: dict, lines: list | None, address: dict | None) -> StepResult:
+    record_type = planned.definition["recordType"]
+    awaits = planned.definition.get("awaitSource") is True
+    with transaction.atomic():
+        try:
+            if address is None:
+                result: WriteResult = record_create(actor=scope.actor, record_type=record_type, parent=parent,
+                                                    lines=lines, idempotency_key=scope.idempotency_key)
+            else:
+                result = record_update(actor=scope.actor, record_type=record_type, parent=parent, **address)
+        except (Refusal, NotFound, TurbobaseError) as exc:
+            return StepResult("failed", _record(scope, planned, disposition=Disposition.FAILED,
+                                                 refusal=Refused.of(exc)))
+        record = result.record
+        reused = result.outcome == "duplicate" and scope.row_key != ""
+        write_state = _latest_write_state(record.pk) if awaits and record.source_system else None
+        row = _record(
+            scope, planned,
+            disposition=Disposition.SKIPPED if reused else Disposition.CONFIRMED,
+            skip_reason="reused" if reused else "",
+            pg_row_id=record.pk, external_id=record.external_id,
+            created_record=address is None and not reused,
+            awaiting=write_state is not None and not reused, write_state_id=write_state,
+            counts_write=result.outcome in ("created", "updated"),
+        )
+        return StepResult("done", row)
+
+
+def _delete(scope: StepScope, planned: PlannedStep, ctx: dict, runtime: ModuleRuntime) -> StepResult:
+    delete = planned.definition["delete"]
+    key = "pgRowId" if delete.get("pgRowId") is not None else "externalId"
+    value = _address_value(runtime, planned, ctx, "delete", key)
+    with transaction.atomic():
+        try:
+            result = record_delete(
+                actor=scope.actor, record_type=planned.definition["recordType"],
+                pg_row_id=value if key == "pgRowId" else None,
+                external_id=value if key == "externalId" else None,
+                source_system=delete.get("sourceSystem"), on_cap="wait",
+            )
+        except DeleteWindowWait as wait:
+            return StepResult("wait_window", cap=wait.cap, retry_at=wait.retry_at)
+        except (Refusal, NotFound, TurbobaseError) as exc:
+            return StepResult("failed", _record(scope, planned, disposition=Disposition.FAILED,
+                                                 refusal=Refused.of(exc)))
+        notice = Refused(result.code, None, result.message) if result.code else None
+        row = _record(scope, planned, disposition=Disposition.CONFIRMED, refusal=notice,
+                      pg_row_id=result.record.pk, external_id=result.record.external_id, counts_write=True)
+        return StepResult("done", row)

@@ -1,0 +1,61 @@
+"""awaitSource: take the outbound worker's verdict for a step's write, without holding a worker.
+
+A waiting run records why (``pending_reason``) and until when (``wait_deadline``) and gives its
+worker back. The verdict (``records.verdicts.source_verdict``) re-queues it; the sweeper
+re-queues waits whose time is up and any run whose wake-up was lost.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+
+from processes.engine.ledger import Refused
+from processes.models import Disposition, ProcessRunStep
+from records.codes import RefusalCode
+from records.models import Record, RecordWriteState, WriteStatus
+
+
+@dataclass(frozen=True)
+class VerdictOutcome:
+    status: str  # confirmed / failed / pending
+
+
+def verdict_take(row: ProcessRunStep) -> VerdictOutcome:
+    """Fold the write's verdict, if there is one, into the waiting ledger row."""
+    state = RecordWriteState.objects.filter(pk=row.write_state_id).first()
+    if state is None or state.status in (WriteStatus.PENDING, WriteStatus.HELD):
+        return VerdictOutcome("pending")
+    with transaction.atomic():
+        row.awaiting_verdict = False
+        if state.status in (WriteStatus.CONFIRMED, WriteStatus.SETTLED):
+            record = Record.unguarded.filter(pk=state.record_id).values("external_id").first()
+            row.external_id = (record or {}).get("external_id") or state.external_id
+            row.save(update_fields=["awaiting_verdict", "external_id", "updated_at"])
+            return VerdictOutcome("confirmed")
+        if state.status == WriteStatus.SETTLE_CONFLICT:
+            refusal = Refused(RefusalCode.SOURCE_APPLIED_UNLINKED, state.field or None,
+                              state.message or "the source created the record but linking it back failed")
+            row.external_id = state.external_id
+        else:
+            refusal = Refused(state.reason_code or RefusalCode.SOURCE_REFUSED, state.field or None,
+                              state.message or "the source refused the write")
+        row.disposition = Disposition.FAILED
+        row.refusal_code, row.refusal_field, row.refusal_message = refusal.code, refusal.field, refusal.message
+        row.save()
+        return VerdictOutcome("failed")
+
+
+def runs_waiting_on(write_state_id: int) -> list[Any]:
+    return list(
+        ProcessRunStep.objects.filter(write_state_id=write_state_id, awaiting_verdict=True)
+        .values_list("run_id", flat=True).distinct()
+    )
+
+
+def verdict_pending(row: ProcessRunStep) -> bool:
+    """Whether the write the row waits on has no verdict yet."""
+    return RecordWriteState.objects.filter(
+        pk=row.write_state_id, status__in=[WriteStatus.PENDING, WriteStatus.HELD]
+    ).exists()

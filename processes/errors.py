@@ -1,0 +1,85 @@
+"""Domain exceptions of the processes room, in the seed's bodies."""
+from __future__ import annotations
+
+from typing import Any
+
+from turbobase.errors import Conflict, Forbidden, InvalidRequest, NotFound, TurbobaseError
+
+
+class ProcessNotFound(NotFound):
+    """No deployed process of that id."""
+
+    error = "process_not_found"
+
+
+class InputInvalid(InvalidRequest):
+    """The body fails the process's input schema."""
+
+    error = "invalid_input"
+    code = "INPUT_INVALID"
+
+
+class ModeInvalid(InvalidRequest):
+    """?mode was neither sync nor async."""
+
+    error = "invalid_mode"
+    code = "INVALID_MODE"
+
+
+class ProcessDisabled(TurbobaseError):
+    """The process, or every process on the instance, is switched off."""
+
+    error = "process_disabled"
+    http_status = 409
+
+    def body(self) -> dict[str, Any]:
+        return {"error": self.error, **self.extra}
+
+
+class RunNotFound(NotFound):
+    """No run of that id that you can see."""
+
+    error = "process_run_not_found"
+
+
+class RunNotResumable(Conflict):
+    """Only a committed run with work outstanding can be resumed."""
+
+    error = "process_run_not_resumable"
+    code = "PROCESS_RUN_NOT_RESUMABLE"
+
+    def body(self) -> dict[str, Any]:
+        return {"error": self.error, "message": self.message, **self.extra}
+
+
+class ProcessIsMigration(Conflict):
+    """A migration is invoked again, not resumed."""
+
+    error = "process_is_a_migration"
+    code = "PROCESS_IS_A_MIGRATION"
+
+    def body(self) -> dict[str, Any]:
+        return {"error": self.error, "message": self.message, **self.extra}
+
+
+class RunNotRollbackable(Conflict):
+    """A run still queued or running cannot be rolled back: cancel it first."""
+
+    error = "process_run_not_rollbackable"
+    code = "PROCESS_RUN_NOT_ROLLBACKABLE"
+
+    def body(self) -> dict[str, Any]:
+        return {"error": self.error, "message": self.message, **self.extra}
+
+
+class InvokeForbidden(Forbidden):
+    """A token may invoke only with extensions:deploy and an administrator owner."""
+
+    error = "admin_required"
+
+
+class IllegalTransition(TurbobaseError):
+    """A run cannot move between those states."""
+
+    error = "illegal_transition"
+    http_status = 409

@@ -1,0 +1,22 @@
+"""The two lanes: separate django-q2 clusters (queues) with separate worker pools.
+
+``sync`` serves short interactive runs (``?mode=sync``); ``async`` serves everything else,
+migration slices included, so a long migration cannot starve the interactive lane.
+"""
+from __future__ import annotations
+
+from django.db import transaction
+from django_q.tasks import async_task
+
+LANE_CLUSTERS = {"sync": "tb_sync", "async": "tb_async"}
+
+
+def lane_enqueue(*, run_id: str, delivery: int, mode: str) -> None:
+    """Queue one delivery of the run on its lane, after the current transaction commits."""
+    cluster = LANE_CLUSTERS[mode]
+
+    def send() -> None:
+        async_task("processes.tasks.run_deliver", str(run_id), delivery, cluster=cluster,
+                   task_name=f"run {run_id} #{delivery}")
+
+    transaction.on_commit(send)

@@ -1,0 +1,173 @@
+"""Processes, their runs and the step ledger."""
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+
+class Process(models.Model):
+    """A deployed process (its code lives in the extension store) and its on/off switch."""
+
+    id = models.CharField(max_length=200, primary_key=True)
+    is_enabled = models.BooleanField(default=True)
+    disabled_reason = models.CharField(max_length=255, blank=True, default="")
+    description = models.TextField(blank=True, default="")
+    is_migration = models.BooleanField(default=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "process"
+        verbose_name_plural = "processes"
+
+    def __str__(self) -> str:
+        return self.id
+
+
+class RunState(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    COMMITTED = "committed"
+    FAILED = "failed"
+    ROLLED_BACK = "rolled_back"
+    CANCELLED = "cancelled"
+
+
+TERMINAL_STATES = (RunState.COMMITTED, RunState.FAILED, RunState.ROLLED_BACK, RunState.CANCELLED)
+
+
+class RunMode(models.TextChoices):
+    SYNC = "sync"
+    ASYNC = "async"
+
+
+class ProcessRun(models.Model):
+    run_id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    process_id = models.CharField(max_length=200, db_index=True)
+    mode = models.CharField(max_length=8, choices=RunMode.choices, default=RunMode.ASYNC)
+    state = models.CharField(max_length=16, choices=RunState.choices, default=RunState.QUEUED)
+    reason = models.TextField(null=True, blank=True)
+    outstanding = models.PositiveIntegerField(default=0)
+    # Why a non-terminal run is not moving: queued / running / awaitingSource / awaitingTime / …
+    pending_reason = models.CharField(max_length=32, blank=True, default="queued")
+    wait_deadline = models.DateTimeField(null=True, blank=True)
+    waiting_step = models.CharField(max_length=255, blank=True, default="")
+    wake_at = models.DateTimeField(null=True, blank=True)
+    invoked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    schedule_name = models.CharField(max_length=200, blank=True, default="")
+    input = models.JSONField(default=dict)
+    module_version = models.PositiveIntegerField()
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    slices = models.PositiveIntegerField(default=0)
+    writes = models.PositiveIntegerField(default=0)
+    # Bumped on every enqueue; a delivery carrying an older number is stale and does nothing.
+    delivery = models.PositiveIntegerField(default=0)
+    # Who holds the run now (a worker's token) and until when; an expired lease is re-claimable.
+    lease_owner = models.CharField(max_length=64, blank=True, default="")
+    lease_until = models.DateTimeField(null=True, blank=True)
+    access_fingerprint = models.CharField(max_length=64, blank=True, default="")
+    cancel_requested = models.BooleanField(default=False)
+    rollback_requested = models.BooleanField(default=False)
+    # Why a rollback started (the failed step, or a request); the ending reason is built from it.
+    rollback_cause = models.TextField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "process_run"
+        indexes = [
+            models.Index(fields=["process_id", "created_at"]),
+            models.Index(fields=["state", "pending_reason"]),
+            models.Index(fields=["invoked_by", "created_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.process_id} {self.run_id} ({self.state})"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.state in TERMINAL_STATES
+
+
+class Disposition(models.TextChoices):
+    CONFIRMED = "confirmed"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    ROLLED_BACK = "rolled_back"
+
+
+class ProcessRunStep(models.Model):
+    """One ledger row: what one step did on one visit. Unique per (run, step path, row key, visit)."""
+
+    id = models.BigAutoField(primary_key=True)
+    run = models.ForeignKey(ProcessRun, on_delete=models.CASCADE, related_name="ledger")
+    sequence = models.PositiveIntegerField()
+    step_id = models.CharField(max_length=255)
+    record_type = models.CharField(max_length=64)
+    action = models.CharField(max_length=8, default="create")  # create / update / delete
+    pg_row_id = models.UUIDField(null=True, blank=True)
+    external_id = models.CharField(max_length=255, null=True, blank=True)
+    disposition = models.CharField(max_length=16, choices=Disposition.choices)
+    row_key = models.CharField(max_length=255, blank=True, default="")
+    slice = models.PositiveIntegerField(default=1)
+    visit = models.PositiveIntegerField(default=1)
+    # True when this step created the record (a rollback may delete it), false for reuse/update.
+    created_record = models.BooleanField(default=False)
+    # The step wrote (created, changed or deleted a record): what the per-run write ceiling counts.
+    counts_write = models.BooleanField(default=False)
+    rollback_keep = models.BooleanField(default=False)
+    # awaitSource: the write landed but its verdict has not been taken yet.
+    awaiting_verdict = models.BooleanField(default=False)
+    # For skipped rows: 'declined' (when false / build null) or 'not_reached' (the run stopped first).
+    skip_reason = models.CharField(max_length=16, blank=True, default="")
+    write_state_id = models.BigIntegerField(null=True, blank=True)
+    refusal_code = models.CharField(max_length=64, null=True, blank=True)
+    refusal_field = models.CharField(max_length=255, null=True, blank=True)
+    refusal_message = models.TextField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "process_run_step"
+        ordering = ["sequence"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "step_id", "row_key", "visit"], name="run_step_unique"),
+        ]
+        indexes = [models.Index(fields=["run", "sequence"])]
+
+    def __str__(self) -> str:
+        return f"{self.run_id} #{self.sequence} {self.step_id} {self.disposition}"
+
+    @property
+    def refusal(self) -> dict | None:
+        if not self.refusal_code:
+            return None
+        return {"code": self.refusal_code, "field": self.refusal_field, "message": self.refusal_message}
+
+
+class ProcessRunSlice(models.Model):
+    """One slice of a migration: the rows its one outstanding read offered (up to the slice's row
+    budget) and how many that read returned. A crash re-delivery works through the same rows."""
+
+    id = models.BigAutoField(primary_key=True)
+    run = models.ForeignKey(ProcessRun, on_delete=models.CASCADE, related_name="slice_log")
+    number = models.PositiveIntegerField()
+    rows = models.JSONField(default=list)
+    total_read = models.PositiveIntegerField(default=0)
+    is_open = models.BooleanField(default=True)
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "process_run_slice"
+        constraints = [models.UniqueConstraint(fields=["run", "number"], name="run_slice_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.run_id} slice {self.number}"
+
+
+from processes.schedules.models import ProcessSchedule  # noqa: E402,F401  (the schedules' table)

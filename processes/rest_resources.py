@@ -1,0 +1,68 @@
+"""``process_run`` and ``process_run_step`` as PostgREST resources of ``/v1/rest``.
+
+Scoped by the same row-level security as ``GET /v1/processes/runs/:runId``: the invoker sees their
+runs and those runs' ledger rows, an administrator every one. Importing this module registers
+both (``ProcessesConfig.ready`` imports it, the Django idiom for signal modules).
+"""
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import QuerySet
+
+from processes.models import ProcessRunStep
+from processes.steering import runs_visible
+from records.rest.resources import Column, ColumnKind, Resource, resource_register
+
+K = ColumnKind
+
+RUN_COLUMNS = (
+    Column("run_id", "run_id", K.UUID),
+    Column("process_id", "process_id", K.TEXT),
+    Column("mode", "mode", K.TEXT),
+    Column("state", "state", K.TEXT),
+    Column("reason", "reason", K.TEXT),
+    Column("outstanding", "outstanding", K.INTEGER),
+    Column("pending_reason", "pending_reason", K.TEXT),
+    Column("invoked_by", "invoked_by_id", K.INTEGER),
+    Column("schedule_name", "schedule_name", K.TEXT),
+    Column("input", "input", K.JSON),
+    Column("module_version", "module_version", K.INTEGER),
+    Column("started_at", "started_at", K.DATETIME),
+    Column("finished_at", "finished_at", K.DATETIME),
+    Column("slices", "slices", K.INTEGER),
+    Column("writes", "writes", K.INTEGER),
+    Column("created_at", "created_at", K.DATETIME),
+    Column("updated_at", "updated_at", K.DATETIME),
+)
+
+STEP_COLUMNS = (
+    Column("id", "id", K.INTEGER),
+    Column("run_id", "run_id", K.UUID),
+    Column("sequence", "sequence", K.INTEGER),
+    Column("step_id", "step_id", K.TEXT),
+    Column("record_type", "record_type", K.TEXT),
+    Column("action", "action", K.TEXT),
+    Column("pg_row_id", "pg_row_id", K.UUID),
+    Column("external_id", "external_id", K.TEXT),
+    Column("disposition", "disposition", K.TEXT),
+    Column("row_key", "row_key", K.TEXT),
+    Column("slice", "slice", K.INTEGER),
+    Column("visit", "visit", K.INTEGER),
+    Column("refusal_code", "refusal_code", K.TEXT),
+    Column("refusal_field", "refusal_field", K.TEXT),
+    Column("refusal_message", "refusal_message", K.TEXT),
+    Column("created_at", "created_at", K.DATETIME),
+    Column("updated_at", "updated_at", K.DATETIME),
+)
+
+
+def steps_visible(user: AbstractBaseUser) -> QuerySet[ProcessRunStep]:
+    """Ledger rows of the runs the user may see."""
+    steps = ProcessRunStep.objects.all()
+    return steps if user.is_staff else steps.filter(run__in=runs_visible(user))
+
+
+resource_register(Resource(name="process_run", columns=RUN_COLUMNS, rows_visible=runs_visible,
+                           order_default=("created_at",), tiebreaker="run_id"))
+resource_register(Resource(name="process_run_step", columns=STEP_COLUMNS, rows_visible=steps_visible,
+                           order_default=("run_id", "sequence"), tiebreaker="id"))

@@ -1,0 +1,39 @@
+"""Refusals of the schedules: each names the ``schedules[i].<field>`` of ``turbobase/schedules.json``."""
+from __future__ import annotations
+
+from extensions.errors import ExtensionInUse
+from turbobase.errors import Forbidden, InvalidRequest
+
+
+class ScheduleInvalid(InvalidRequest):
+    """A schedules.json entry is not a schedule this instance can run."""
+
+    error = "invalid_schedule"
+    code = "SCHEDULE_INVALID"
+
+
+class ScheduleProcessNotDeployed(InvalidRequest):
+    """The schedule names a process that neither is deployed nor is declared in the same deploy."""
+
+    error = "invalid_schedule"
+    code = "SCHEDULE_PROCESS_NOT_DEPLOYED"
+
+
+class ScheduleNameReserved(InvalidRequest):
+    """Names beginning ``system.`` are the platform's own recurring jobs."""
+
+    error = "invalid_schedule"
+    code = "SCHEDULE_NAME_RESERVED"
+
+
+class ScheduleForbidden(Forbidden):
+    """Only an administrator deploys a schedule."""
+
+    error = "admin_required"
+
+
+class ProcessScheduled(ExtensionInUse):
+    """A schedule that survives this change still runs the process; remove both in one deploy,
+    or point the schedule at another process."""
+
+    code = "PROCESS_SCHEDULED"

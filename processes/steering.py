@@ -1,0 +1,115 @@
+"""Steering a run from outside: cancel, resume, roll back. Open to the invoker and administrators."""
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import F, Q, QuerySet
+from django.utils import timezone
+
+from processes.catalog import definition_at_version
+from processes.engine.ending import run_end
+from processes.engine.plan import ForEachCapExceeded, plan_build
+from processes.errors import InputInvalid, ProcessIsMigration, RunNotFound, RunNotResumable, RunNotRollbackable
+from processes.lanes import lane_enqueue
+from processes.models import ProcessRun, RunState
+
+
+def runs_visible(user: AbstractBaseUser) -> QuerySet[ProcessRun]:
+    """Runs the user may see: their own; an administrator sees every run."""
+    runs = ProcessRun.objects.all()
+    return runs if user.is_staff else runs.filter(invoked_by=user)
+
+
+def run_get(*, user: AbstractBaseUser, run_id: str) -> ProcessRun:
+    try:
+        run = runs_visible(user).filter(pk=run_id).first()
+    except Exception:  # a malformed UUID is simply not a run
+        run = None
+    if run is None:
+        raise RunNotFound(f"no run {run_id!r} that you can see", runId=str(run_id))
+    return run
+
+
+def _unreached(run: ProcessRun) -> int:
+    """Steps the run never reached: the plan less what its ledger recorded."""
+    definition = definition_at_version(run.process_id, run.module_version)
+    if definition.get("eachRow") is not None:
+        return run.outstanding  # rows the last outstanding read listed that no slice finished
+    try:
+        planned = len(plan_build(definition, run.input, for_each_cap=10**9))
+    except (ForEachCapExceeded, InputInvalid):
+        return 0
+    recorded = run.ledger.filter(row_key="").exclude(skip_reason="not_reached").values("step_id").distinct().count()
+    return max(planned - recorded, 0)
+
+
+@transaction.atomic
+def run_cancel(*, user: AbstractBaseUser, run_id: str) -> ProcessRun:
+    """A queued run never executes; a parked one ends now; a working one stops at its next boundary."""
+    run = run_get(user=user, run_id=run_id)
+    run = ProcessRun.objects.select_for_update().get(pk=run.pk)
+    if run.is_terminal:
+        return run
+    now = timezone.now()
+    if run.state == RunState.QUEUED or not run.lease_until or run.lease_until < now:
+        return run_end(run, RunState.CANCELLED, reason=f"cancelled by {user.get_username()}", outstanding=_unreached(run))
+    run.cancel_requested = True
+    run.save(update_fields=["cancel_requested", "updated_at"])
+    return run
+
+
+def process_cancel_queued(*, user: AbstractBaseUser, process_id: str) -> int:
+    """Cancel every queued run of one process (the caller's own; an administrator's: all)."""
+    cancelled = 0
+    for run_id in runs_visible(user).filter(process_id=process_id, state=RunState.QUEUED).values_list("pk", flat=True):
+        with transaction.atomic():
+            run = ProcessRun.objects.select_for_update().get(pk=run_id)
+            if run.state == RunState.QUEUED:
+                run_end(run, RunState.CANCELLED, reason=f"cancelled by {user.get_username()}",
+                        outstanding=_unreached(run))
+                cancelled += 1
+    return cancelled
+
+
+def run_resume(*, user: AbstractBaseUser, run_id: str) -> ProcessRun:
+    """Put a run that stopped with work left back on the queue at the step it stopped on."""
+    run = run_get(user=user, run_id=run_id)
+    definition = definition_at_version(run.process_id, run.module_version)
+    if definition.get("eachRow") is not None:
+        raise ProcessIsMigration(
+            "a migration is invoked again rather than resumed: its writes are keyed by source row",
+            runId=str(run.pk), state=run.state)
+    with transaction.atomic():
+        # One conditional update: of two quick resumes, exactly one finds the run committed.
+        resumed = ProcessRun.objects.filter(pk=run.pk, state=RunState.COMMITTED, outstanding__gt=0).update(
+            state=RunState.QUEUED, pending_reason="queued", reason=None, finished_at=None,
+            wait_deadline=None, wake_at=None, waiting_step="", delivery=F("delivery") + 1,
+            updated_at=timezone.now())
+        run.refresh_from_db()
+        if not resumed:
+            raise RunNotResumable(
+                f"only a committed run with work outstanding can be resumed; this run is {run.state}"
+                + (" with nothing outstanding" if run.state == RunState.COMMITTED else ""),
+                runId=str(run.pk), state=run.state)
+        run.ledger.filter(skip_reason="not_reached").delete()
+        lane_enqueue(run_id=run.pk, delivery=run.delivery, mode=run.mode)
+    return run
+
+
+def run_rollback(*, user: AbstractBaseUser, run_id: str) -> tuple[ProcessRun, bool]:
+    """Queue the undo of a stopped run. Returns (run, queued): already rolled back → not queued."""
+    run = run_get(user=user, run_id=run_id)
+    if run.state == RunState.ROLLED_BACK:
+        return run, False
+    with transaction.atomic():
+        updated = ProcessRun.objects.filter(
+            Q(state__in=[RunState.COMMITTED, RunState.FAILED, RunState.CANCELLED]), pk=run.pk
+        ).update(state=RunState.RUNNING, pending_reason="queued", rollback_requested=True, outstanding=0,
+                 rollback_cause=f"rolled back on request by {user.get_username()}",
+                 delivery=F("delivery") + 1, lease_owner="", lease_until=None, updated_at=timezone.now())
+        run.refresh_from_db()
+        if not updated:
+            raise RunNotRollbackable(
+                f"a run still {run.state} cannot be rolled back: cancel it first", runId=str(run.pk), state=run.state)
+        lane_enqueue(run_id=run.pk, delivery=run.delivery, mode=run.mode)
+    return run, True

@@ -1,0 +1,20 @@
+"""django-q2 entry points of the processes room (kept thin: the engine does the work)."""
+from __future__ import annotations
+
+
+def run_deliver(run_id: str, delivery: int | None = None) -> None:
+    from processes.engine.runner import run_deliver as deliver
+
+    deliver(run_id, delivery)
+
+
+def run_wake(run_id: str) -> None:
+    from processes.engine.ending import run_redeliver
+
+    run_redeliver(run_id)
+
+
+def runs_sweep() -> int:
+    from processes.engine.wakeups import waits_sweep
+
+    return waits_sweep()

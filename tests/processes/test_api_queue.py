@@ -1,0 +1,128 @@
+"""``GET /v1/processes/queue`` and ``GET /v1/processes``: all six buckets, failures with their
+runs, the lane filter, the process list's trigger, switch and last five runs — all scoped."""
+from __future__ import annotations
+
+import pytest
+
+from guardrails.settings import setting_set
+from processes.api import reads
+from processes.invoke import run_invoke
+from processes.models import Process
+from processes.steering import run_cancel
+from tests.processes.conftest import FAILS_AT_SECOND, drain_runs
+
+pytestmark = pytest.mark.django_db
+
+ZERO = {"queued": 0, "running": 0, "committed": 0, "failed": 0, "rolled_back": 0, "cancelled": 0}
+
+
+def test_an_empty_queue_reports_every_bucket(alice_api):
+    res = alice_api.get("/v1/processes/queue")
+    assert res.status_code == 200
+    assert res.json() == {"runs": [], "counts": ZERO, "truncated": False}
+
+
+def test_the_queue_carries_each_failure_with_its_run(alice, alice_api, deploy, two_notes):
+    deploy(FAILS_AT_SECOND, "fails.ts")
+    ok = run_invoke(process_id="acme:two-notes", body={"memo": "a"}, user=alice)
+    bad = run_invoke(process_id="acme:fails-at-second", body={}, user=alice)
+    drain_runs()
+    waiting = run_invoke(process_id="acme:two-notes", body={"memo": "b"}, user=alice)
+    stopped = run_invoke(process_id="acme:two-notes", body={"memo": "c"}, user=alice, mode="sync")
+    run_cancel(user=alice, run_id=str(stopped.run_id))
+    body = alice_api.get("/v1/processes/queue").json()
+    assert body["counts"] == {**ZERO, "queued": 1, "committed": 1, "failed": 1, "cancelled": 1}
+    assert body["truncated"] is False
+    assert body["runs"] == [
+        {"runId": str(stopped.run_id), "processId": "acme:two-notes", "mode": "sync", "state": "cancelled",
+         "outstanding": 2, "failure": None},
+        {"runId": str(waiting.run_id), "processId": "acme:two-notes", "mode": "async", "state": "queued",
+         "outstanding": 0, "failure": None},
+        {"runId": str(bad.run_id), "processId": "acme:fails-at-second", "mode": "async", "state": "failed",
+         "outstanding": 0,
+         "failure": {"stepId": "item", "code": "REQUIRED_FIELD_MISSING", "message": "legacy_id is required"}},
+        {"runId": str(ok.run_id), "processId": "acme:two-notes", "mode": "async", "state": "committed",
+         "outstanding": 0, "failure": None},
+    ]
+
+
+def test_mode_async_is_the_async_lane_alone(alice, alice_api, two_notes):
+    run_invoke(process_id="acme:two-notes", body={"memo": "a"}, user=alice, mode="sync")
+    lane = run_invoke(process_id="acme:two-notes", body={"memo": "b"}, user=alice)
+    body = alice_api.get("/v1/processes/queue?mode=async").json()
+    assert [r["runId"] for r in body["runs"]] == [str(lane.run_id)]
+    assert body["counts"] == {**ZERO, "queued": 1}
+    assert alice_api.get("/v1/processes/queue?mode=sync").json()["counts"] == {**ZERO, "queued": 1}
+
+
+def test_an_unknown_queue_mode_is_400_invalid_mode(alice_api):
+    res = alice_api.get("/v1/processes/queue?mode=fast")
+    assert res.status_code == 400
+    assert res.json()["error"] == "invalid_mode"
+
+
+def test_the_queue_is_scoped_like_the_single_run_read(alice, bob, alice_api, bob_api, admin_api, two_notes):
+    run_invoke(process_id="acme:two-notes", body={"memo": "a"}, user=alice)
+    run_invoke(process_id="acme:two-notes", body={"memo": "b"}, user=alice)
+    theirs = run_invoke(process_id="acme:two-notes", body={"memo": "c"}, user=bob)
+    bob_body = bob_api.get("/v1/processes/queue").json()
+    assert [r["runId"] for r in bob_body["runs"]] == [str(theirs.run_id)]
+    assert bob_body["counts"] == {**ZERO, "queued": 1}
+    assert alice_api.get("/v1/processes/queue").json()["counts"] == {**ZERO, "queued": 2}
+    assert admin_api.get("/v1/processes/queue").json()["counts"] == {**ZERO, "queued": 3}
+
+
+def test_the_list_is_bounded_but_the_counts_are_not(alice, alice_api, two_notes, settings):
+    settings.PROCESS_QUEUE_MAX_RUNS = 2  # the shipped bound of 500 is the same code with more rows
+    runs = [run_invoke(process_id="acme:two-notes", body={"memo": str(i)}, user=alice) for i in range(3)]
+    body = alice_api.get("/v1/processes/queue").json()
+    assert [r["runId"] for r in body["runs"]] == [str(runs[2].run_id), str(runs[1].run_id)]
+    assert (body["counts"]["queued"], body["truncated"]) == (3, True)
+
+
+def test_processes_lists_every_deployed_process_with_trigger_switch_and_last_five_runs(
+        alice, bob, alice_api, bob_api, admin_api, deploy, two_notes):
+    deploy(FAILS_AT_SECOND, "fails.ts")
+    mine = [run_invoke(process_id="acme:two-notes", body={"memo": str(i)}, user=alice) for i in range(6)]
+    theirs = run_invoke(process_id="acme:two-notes", body={"memo": "b"}, user=bob)
+    failed = run_invoke(process_id="acme:fails-at-second", body={}, user=alice)
+    drain_runs()
+    Process.objects.filter(pk="acme:fails-at-second").update(is_enabled=False, disabled_reason="under repair")
+    res = alice_api.get("/v1/processes")
+    assert res.status_code == 200
+    fails, notes = res.json()["processes"]
+    assert {k: fails[k] for k in ("id", "trigger", "enabled", "disabledReason", "isMigration", "description")} == {
+        "id": "acme:fails-at-second", "trigger": {"kind": "manual"}, "enabled": False,
+        "disabledReason": "under repair", "isMigration": False, "description": ""}
+    assert [(r["runId"], r["state"], r["failure"]) for r in fails["lastRuns"]] == [
+        (str(failed.run_id), "failed",
+         {"stepId": "item", "code": "REQUIRED_FIELD_MISSING", "message": "legacy_id is required"})]
+    assert (notes["id"], notes["enabled"], notes["disabledReason"], notes["description"]) == (
+        "acme:two-notes", True, None, "Two sales orders, the second naming the first")
+    assert [r["runId"] for r in notes["lastRuns"]] == [str(r.run_id) for r in reversed(mine[1:])]
+    assert set(notes["lastRuns"][0]) == {"runId", "processId", "mode", "state", "outstanding", "failure",
+                                         "reason", "startedAt", "finishedAt"}
+    bob_notes = bob_api.get("/v1/processes").json()["processes"][1]
+    assert [r["runId"] for r in bob_notes["lastRuns"]] == [str(theirs.run_id)]
+    admin_notes = admin_api.get("/v1/processes").json()["processes"][1]
+    assert admin_notes["lastRuns"][0]["runId"] == str(theirs.run_id)
+    assert len(admin_notes["lastRuns"]) == 5
+
+
+def test_processes_show_the_instance_switch(alice_api, two_notes):
+    setting_set("processes.enabled", 0)
+    (notes,) = alice_api.get("/v1/processes").json()["processes"]
+    assert (notes["enabled"], notes["disabledReason"]) == (
+        False, "every process on the instance is switched off (processes.enabled)")
+
+
+def test_a_trigger_provider_answers_for_a_scheduled_process(alice_api, two_notes):
+    def provider(process_id: str):
+        return {"kind": "schedule", "cron": "0 6 * * *", "timezone": "Europe/Paris"} if process_id == "acme:two-notes" else None
+
+    reads.trigger_provider_register(provider)
+    try:
+        (notes,) = alice_api.get("/v1/processes").json()["processes"]
+    finally:
+        reads._trigger_providers.remove(provider)
+    assert notes["trigger"] == {"kind": "schedule", "cron": "0 6 * * *", "timezone": "Europe/Paris"}

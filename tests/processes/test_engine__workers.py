@@ -1,0 +1,74 @@
+"""The engine in real django-q2 workers: lanes, and the SIGKILL durability test."""
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from processes.models import ProcessRun
+from records.models import Record
+from tests.processes.engine_support import deploy
+from processes.invoke import run_invoke
+from tests.workers import QCluster, wait_until
+
+pytestmark = [pytest.mark.workers, pytest.mark.django_db(transaction=True)]
+
+SLOW_CHAIN = """import { defineProcess } from '@turbobase/extensions';
+export default defineProcess({
+  id: 't:slow-chain',
+  input: { type: 'object' },
+  steps: [%s],
+});
+"""
+STEP = """{ id: 's%d', recordType: 'legacy_customer', build: (ctx) => {
+    const until = Date.now() + 120; while (Date.now() < until) { /* a step that takes a while */ }
+    return { parent: { run: ctx.runId, step: %d } };
+  } }"""
+STEPS = 6
+FAST_LEASE = {"TURBOBASE_RUN_LEASE_S": "3", "TURBOBASE_TASK_TIMEOUT": "20", "TURBOBASE_TASK_RETRY": "8"}
+
+
+def _terminal(run_ids) -> bool:
+    return ProcessRun.objects.filter(pk__in=run_ids, state__in=["committed", "failed", "rolled_back", "cancelled"]).count() == len(run_ids)
+
+
+def test_a_worker_killed_mid_run_resumes_and_writes_nothing_twice(admin_user, alice, tmp_path):
+    deploy(SLOW_CHAIN % ",".join(STEP % (n, n) for n in range(STEPS)), by=admin_user)
+    run_ids = [run_invoke(process_id="t:slow-chain", body={}, user=alice).pk for _ in range(4)]
+    cluster = QCluster(workers=2, log_path=tmp_path / "q.log", extra_env=FAST_LEASE)
+    for kill_after in (3, 10):
+        cluster.start()
+        wait_until(lambda: Record.unguarded.count() >= kill_after, timeout=60, message=f"{kill_after} records")
+        cluster.kill()
+    with cluster:
+        wait_until(lambda: _terminal(run_ids), timeout=120, message="every run terminal")
+    runs = ProcessRun.objects.filter(pk__in=run_ids)
+    assert sorted(runs.values_list("state", flat=True)) == ["committed"] * 4
+    for run in runs:
+        steps = list(run.ledger.order_by("sequence").values_list("step_id", "disposition"))
+        assert steps == [(f"s{n}", "confirmed") for n in range(STEPS)], steps
+        created = Record.unguarded.filter(fields__run=str(run.pk))
+        assert created.count() == STEPS
+        assert sorted(r.fields["step"] for r in created) == list(range(STEPS))
+    assert Record.unguarded.count() == 4 * STEPS
+
+
+def test_the_seed_chain_runs_in_the_lanes_with_the_sandbox_source(admin_user, alice, tmp_path):
+    from pathlib import Path
+
+    fixture = Path(__file__).parent.parent / "extensions" / "fixtures" / "processes" / "raise-po-and-bill.ts"
+    deploy(fixture.read_text(), by=admin_user)
+    with QCluster(workers=2, log_path=tmp_path / "q.log"):
+        sync_run = run_invoke(process_id="acme:raise-po-and-bill", body={"vendorId": "V", "amount": 1},
+                              user=alice, mode="sync")
+        async_run = run_invoke(process_id="acme:raise-po-and-bill", body={"vendorId": "W", "amount": 2},
+                               user=alice)
+        wait_until(lambda: _terminal([sync_run.pk, async_run.pk]), timeout=60, message="both runs terminal")
+    for run in (sync_run, async_run):
+        run.refresh_from_db()
+        assert run.state == "committed", run.reason
+        po, bill = run.ledger.order_by("sequence")
+        assert Record.unguarded.get(pk=bill.pg_row_id).fields["created_from_id"] == po.external_id
+    from django_q.models import Task
+
+    lanes = set(Task.objects.filter(func="processes.tasks.run_deliver").values_list("cluster", flat=True))
+    assert {"tb_sync", "tb_async"} <= lanes

@@ -1,0 +1,193 @@
+"""``turbobase processes …``: list, history, one run, invoke, cancel, resume, roll back.
+
+``invoke`` sends the input — a JSON object from ``--input`` or ``--input-file`` — as the whole
+request body, exactly as an app does. Queued, it prints the run id and the ``turbobase logs``
+line that follows it; ``--sync`` prints the settled state, anything outstanding and each step,
+or — past the instance's budget — that the run is still going and how to watch it.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from turbobase.cli.base import CliError, emit
+from turbobase.cli.client import Client
+
+HISTORY_PAGE = 200
+# A sync invoke waits on the instance up to its budget (processes.sync_budget_ms, 30 s by
+# default); the client must not give up first.
+SYNC_TIMEOUT_S = 15 * 60.0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    group = subparsers.add_parser("processes", help="processes: list, runs, run, invoke, cancel, resume, rollback")
+    group.set_defaults(group_parser=group)
+    verbs = group.add_subparsers(dest="processes_command", metavar="VERB")
+
+    verbs.add_parser("list", help="what is deployed, how it fires, and its last runs").set_defaults(
+        handler=processes_list)
+
+    runs = verbs.add_parser("runs", help="one process's whole history (your runs; an admin's: all)")
+    runs.add_argument("process_id", metavar="ID")
+    runs.set_defaults(handler=processes_runs)
+
+    run = verbs.add_parser("run", help="one run and its step ledger")
+    run.add_argument("run_id", metavar="RUN_ID")
+    run.set_defaults(handler=processes_run)
+
+    invoke = verbs.add_parser("invoke", help="start a run (queued), or wait for it with --sync")
+    invoke.add_argument("process_id", metavar="ID")
+    source = invoke.add_mutually_exclusive_group(required=True)
+    source.add_argument("--input", metavar="JSON", help="the input, a JSON object, sent as the body")
+    source.add_argument("--input-file", metavar="FILE", help="a file holding the input JSON object")
+    invoke.add_argument("--sync", action="store_true", help="wait for the run to settle (bounded)")
+    invoke.set_defaults(handler=processes_invoke)
+
+    for verb, text in (("cancel", "stop a run, queued or running"),
+                       ("resume", "carry on a run that stopped on a wait"),
+                       ("rollback", "undo what a finished run created")):
+        steer = verbs.add_parser(verb, help=text)
+        steer.add_argument("run_id", metavar="RUN_ID")
+        steer.set_defaults(handler=processes_steer, verb=verb)
+
+
+# --- printing ----------------------------------------------------------------------------------
+
+
+def step_line(step: dict[str, Any]) -> str:
+    """``#1 po purchaseOrder confirmed pgRowId=… externalId=PO-1`` and the refusal, if any."""
+    parts = [f"#{step['sequence']}", step["stepId"], step["recordType"], step["disposition"]]
+    if step.get("rowKey"):
+        parts.append(f"row={step['rowKey']} slice={step['slice']}")
+    if step.get("pgRowId"):
+        parts.append(f"pgRowId={step['pgRowId']}")
+    if step.get("externalId"):
+        parts.append(f"externalId={step['externalId']}")
+    refusal = step.get("refusal")
+    if refusal:
+        field = f" ({refusal['field']})" if refusal.get("field") else ""
+        parts.append(f"— {refusal['code']}{field}: {refusal['message']}")
+    return "  " + " ".join(parts)
+
+
+def run_lines(run: dict[str, Any], steps: list[dict[str, Any]]) -> list[str]:
+    lines = [f"{run['processId']} {run['runId']}: {run['state']}"]
+    if run.get("reason"):
+        lines.append(f"  reason: {run['reason']}")
+    if run.get("outstanding"):
+        lines.append(f"  outstanding: {run['outstanding']}")
+    if run.get("pendingReason") and run["pendingReason"] not in ("queued", "running"):
+        lines.append(f"  waiting: {run['pendingReason']}")
+    for key, label in (("invokedBy", "invoked by"), ("startedAt", "started"), ("finishedAt", "finished")):
+        if run.get(key):
+            lines.append(f"  {label}: {run[key]}")
+    lines.extend(step_line(step) for step in steps)
+    return lines
+
+
+def follow_hint(run_id: str) -> str:
+    return f"turbobase logs --process-run {run_id} --follow"
+
+
+def trigger_text(trigger: dict[str, Any]) -> str:
+    if trigger.get("kind") == "schedule":
+        return f"schedule {trigger.get('cron')} ({trigger.get('timezone')})"
+    return str(trigger.get("kind", "manual"))
+
+
+# --- verbs -------------------------------------------------------------------------------------
+
+
+def processes_list(args: argparse.Namespace, client: Client) -> int:
+    body = client.get("/v1/processes")
+    lines: list[str] = []
+    for process in body["processes"]:
+        switch = "on" if process["enabled"] else f"off ({process.get('disabledReason')})"
+        kind = " migration" if process.get("isMigration") else ""
+        lines.append(f"{process['id']}{kind}  trigger={trigger_text(process['trigger'])}  {switch}")
+        if process.get("description"):
+            lines.append(f"  {process['description']}")
+        for run in process["lastRuns"]:
+            failure = run.get("failure")
+            why = f"  {failure['stepId']}: {failure['code']}: {failure['message']}" if failure else ""
+            lines.append(f"  {run['runId']}  {run['state']}  outstanding={run['outstanding']}{why}")
+    emit(args, body, "\n".join(lines) if lines else "no processes are deployed")
+    return 0
+
+
+def processes_runs(args: argparse.Namespace, client: Client) -> int:
+    runs: list[dict[str, Any]] = []
+    offset = 0
+    while True:  # the whole history, a page at a time, through the scoped process_run resource
+        page = client.get("/v1/rest/process_run", params={
+            "select": "run_id,mode,state,outstanding,reason,started_at,finished_at",
+            "process_id": f"eq.{args.process_id}", "order": "created_at.desc",
+            "limit": HISTORY_PAGE, "offset": offset})
+        runs.extend(page)
+        if len(page) < HISTORY_PAGE:
+            break
+        offset += HISTORY_PAGE
+    lines = [f"{run['run_id']}  {run['mode']}  {run['state']}  outstanding={run['outstanding']}  "
+             f"started={run['started_at'] or '-'}" + (f"  {run['reason']}" if run.get("reason") else "")
+             for run in runs]
+    emit(args, runs, "\n".join(lines) if lines else f"no runs of {args.process_id} that you can see")
+    return 0
+
+
+def processes_run(args: argparse.Namespace, client: Client) -> int:
+    body = client.get(f"/v1/processes/runs/{quote(args.run_id, safe='')}")
+    emit(args, body, "\n".join(run_lines(body["run"], body["steps"])))
+    return 0
+
+
+def input_read(args: argparse.Namespace) -> Any:
+    if args.input_file is not None:
+        try:
+            text = Path(args.input_file).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise CliError(f"--input-file {args.input_file}: {exc.strerror or exc}") from exc
+        origin = args.input_file
+    else:
+        text, origin = args.input, "--input"
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise CliError(f"{origin} is not JSON: {exc}") from exc
+    if not isinstance(value, dict):
+        raise CliError(f"{origin} must hold a JSON object (the process's input), not {type(value).__name__}")
+    return value
+
+
+def processes_invoke(args: argparse.Namespace, client: Client) -> int:
+    body = input_read(args)
+    path = f"/v1/processes/{quote(args.process_id, safe=':')}"
+    if not args.sync:
+        answer = client.post(path, body)
+        emit(args, answer, f"queued {answer['runId']}\nfollow it: {follow_hint(answer['runId'])}")
+        return 0
+    client.timeout = max(client.timeout, SYNC_TIMEOUT_S)
+    answer = client.post(path, body, params={"mode": "sync"})
+    if answer.get("error") == "sync_budget_exceeded":
+        emit(args, answer, f"{answer['processId']} {answer['runId']} is still going ({answer['state']}): "
+                           f"it did not settle within the instance's synchronous budget\n"
+                           f"watch it: {follow_hint(answer['runId'])}")
+        return 0
+    emit(args, answer, "\n".join(run_lines(answer, answer.get("steps") or [])))
+    return 0 if answer["state"] == "committed" else 1
+
+
+def processes_steer(args: argparse.Namespace, client: Client) -> int:
+    answer = client.post(f"/v1/processes/runs/{quote(args.run_id, safe='')}/{args.verb}")
+    if args.verb == "cancel":
+        text = f"{answer['runId']}: {answer['state']}"
+        if answer["state"] == "running":
+            text += " (it stops at its next step boundary)"
+    elif answer.get("queued"):
+        text = f"{args.verb} of {answer['runId']} queued ({answer['state']})\nwatch it: {follow_hint(answer['runId'])}"
+    else:
+        text = f"{answer['runId']} is already {answer['state']}; nothing queued"
+    emit(args, answer, text)
+    return 0

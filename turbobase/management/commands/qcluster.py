@@ -1,0 +1,63 @@
+"""``manage.py qcluster``: start the workers of every lane, each its own django-q2 cluster.
+
+Lanes are separate clusters (queues) with separate worker pools, so a long async run cannot
+starve interactive ones: ``turbobase`` (outbound writes, sweeps), ``tb_sync`` and ``tb_async``.
+With ``Q_CLUSTER_NAME`` set (or ``--cluster-name``) this is django-q2's own command for that one
+cluster. Each child dies with this process (PR_SET_PDEATHSIG), so a SIGKILL leaves no orphans.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from django_q.management.commands.qcluster import Command as DjangoQCommand
+
+LANES = ("turbobase", "tb_sync", "tb_async")
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except OSError:  # not Linux: children are still stopped on SIGTERM/SIGINT below
+        pass
+
+
+class Command(DjangoQCommand):
+    help = "Start the django-q2 workers of every lane (turbobase, tb_sync, tb_async)."
+
+    def handle(self, *args, **options):
+        if options.get("cluster_name") or os.environ.get("Q_CLUSTER_NAME") or options.get("run_once"):
+            return super().handle(*args, **options)
+        manage = Path(__file__).resolve().parents[3] / "manage.py"
+        children = [
+            subprocess.Popen([sys.executable, str(manage), "qcluster"], env={**os.environ, "Q_CLUSTER_NAME": lane},
+                             preexec_fn=_die_with_parent)
+            for lane in LANES
+        ]
+        stopping = False
+
+        def stop(signum, frame):
+            nonlocal stopping
+            stopping = True
+            for child in children:
+                if child.poll() is None:
+                    child.send_signal(signal.SIGTERM)
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+        while True:
+            codes = [child.poll() for child in children]
+            if all(code is not None for code in codes):
+                break
+            if not stopping and any(code is not None for code in codes):
+                self.stderr.write(f"a lane's cluster exited ({codes}); stopping the others")
+                stop(signal.SIGTERM, None)
+            time.sleep(0.2)
+        if not stopping:
+            sys.exit(1)
