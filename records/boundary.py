@@ -117,7 +117,7 @@ def _rule_check(rt: RecordType, action: str) -> str:
     return decision
 
 
-def _record_dict(record: Record) -> dict[str, Any]:
+def record_snapshot(record: Record) -> dict[str, Any]:
     return {
         "pgRowId": str(record.pg_row_id), "externalId": record.external_id,
         "parent": dict(record.fields), "lines": list(record.lines), "syncVersion": record.sync_version,
@@ -154,7 +154,7 @@ def record_create(
             source_system=rt.source or "",
             sync_state=SyncState.PENDING if rt.is_connected else SyncState.LOCAL,
         )
-        hooks_run(HookContext("before_save", rt.name, "create", _record_dict(record), dict(parent),
+        hooks_run(HookContext("before_save", rt.name, "create", record_snapshot(record), dict(parent),
                               actor=actor.user.get_username(), process_run_id=actor.process_run_id or None))
         try:
             with transaction.atomic():
@@ -221,7 +221,7 @@ def record_update(
                 f"expected sync version {expected_sync_version}, the record is at {record.sync_version}",
                 field="expectedSyncVersion",
             )
-        merged = _record_dict(record)
+        merged = record_snapshot(record)
         merged["parent"].update(parent)
         hooks_run(HookContext("before_save", rt.name, "update", merged, dict(parent),
                               actor=actor.user.get_username(), process_run_id=actor.process_run_id or None))
@@ -253,16 +253,16 @@ def record_delete(
         write_entitlement_check(user=actor.user, record_type=rt)
         decision = _rule_check(rt, "delete")
         record = _address(actor, rt, pg_row_id=pg_row_id, external_id=external_id, source_system=source_system)
-        hooks_run(HookContext("before_delete", rt.name, "delete", _record_dict(record),
+        hooks_run(HookContext("before_delete", rt.name, "delete", record_snapshot(record),
                               actor=actor.user.get_username(), process_run_id=actor.process_run_id or None))
         if not rt.is_connected:
-            snapshot = _record_dict(record)
+            snapshot = record_snapshot(record)
             pk = record.pk
             record.delete()
             record.pk = pk  # Django clears the pk on delete; the answer and the trail still name the row
             trail_write(actor=actor, action="delete", record_type=rt.name, outcome=TrailOutcome.ALLOWED,
                         pg_row_id=record.pk)
-            _after_delete(actor, rt.name, snapshot)
+            after_delete_schedule(actor, rt.name, snapshot)
             return WriteResult(record, "deleted")
         _charge_delete(rt, record, rollback=rollback, on_cap=on_cap)
         prior = record.sync_state
@@ -273,7 +273,7 @@ def record_delete(
         _queue_outbound(record, WriteOperation.DELETE, {"prior_state": prior})
         trail_write(actor=actor, action="delete", record_type=rt.name, outcome=TrailOutcome.ALLOWED,
                     pg_row_id=record.pg_row_id, code="ALLOW_WITH_AUDIT" if decision == Decision.ALLOW_WITH_AUDIT else "")
-        _after_delete(actor, rt.name, _record_dict(record))
+        after_delete_schedule(actor, rt.name, record_snapshot(record))
         return WriteResult(record, "queued")
 
 
@@ -304,7 +304,8 @@ def _hold(actor: Actor, rt: RecordType, record: Record, prior: str) -> WriteResu
     return WriteResult(record, "held", code=RefusalCode.SOURCE_AWAITING_CONFIRMATION, message=message)
 
 
-def _after_delete(actor: Actor, record_type: str, snapshot: dict) -> None:
+def after_delete_schedule(actor: Actor, record_type: str, snapshot: dict) -> None:
+    """Run the after_delete hooks once the delete has committed (they cannot refuse it)."""
     context = HookContext("after_delete", record_type, "delete", snapshot,
                           actor=actor.user.get_username(), process_run_id=actor.process_run_id or None)
     transaction.on_commit(lambda: _run_after_delete(context))
@@ -327,6 +328,7 @@ def record_settle(*, actor: Actor, record_type: str, pg_row_id: Any) -> WriteRes
     """
     rt = record_type_get(record_type)
     with _refusing(actor, "settle", rt.name, pg_row_id):
+        write_entitlement_check(user=actor.user, record_type=rt)
         record = _address(actor, rt, pg_row_id=pg_row_id, external_id=None)
         state = (
             RecordWriteState.objects.select_for_update()

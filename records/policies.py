@@ -50,5 +50,10 @@ def write_entitlement_check(*, user: AbstractBaseUser, record_type: RecordType) 
 
 
 def default_group(user: AbstractBaseUser) -> Group | None:
-    """The group a new record is filed under: the user's first group by name."""
-    return user.groups.order_by("name").first()
+    """The group a new record is filed under: the user's first group by name.
+
+    Remembered on the user object, which lives for one request or one run delivery.
+    """
+    if not hasattr(user, "_tb_default_group"):
+        user._tb_default_group = user.groups.order_by("name").first()
+    return user._tb_default_group

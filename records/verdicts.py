@@ -129,9 +129,14 @@ def held_delete_decide(*, held_id: int, approve: bool, by: AbstractBaseUser, not
         .filter(record_id=held.pg_row_id, operation=WriteOperation.DELETE, status=WriteStatus.HELD)
         .order_by("-id").first()
     )
-    record = Record.unguarded.select_for_update().get(pk=held.pg_row_id)
+    record = Record.unguarded.select_for_update().filter(pk=held.pg_row_id).first()
+    if record is None:  # removed by other means meanwhile: nothing left to approve or bring back
+        raise HeldDeleteNotPending(f"the record of held delete #{held_id} no longer exists", field="id")
     if approve:
+        from records.boundary import after_delete_schedule, record_snapshot
+
         record.sync_state = SyncState.DELETING
+        after_delete_schedule(Actor(user=by), record.record_type, record_snapshot(record))
         if state is not None:
             state.status = WriteStatus.PENDING
             state.save(update_fields=["status", "updated_at"])

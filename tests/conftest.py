@@ -12,9 +12,14 @@ from records.trail import Actor
 
 @pytest.fixture(autouse=True)
 def _fresh_catalog():
-    catalog_reset()
+    from guardrails.rules import _rules
+    from guardrails.settings import _rows
+
+    for reset in (catalog_reset, _rows.clear, _rules.clear):
+        reset()
     yield
-    catalog_reset()
+    for reset in (catalog_reset, _rows.clear, _rules.clear):
+        reset()
 
 
 def make_user(username: str, *, admin: bool = False, groups: tuple[str, ...] = ()):

@@ -1,6 +1,7 @@
 """Turn DATABASE_URL into a Django DATABASES entry (SQLite or PostgreSQL only)."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlparse
 
@@ -36,6 +37,9 @@ def database_from_url(url: str, *, base_dir: Path) -> dict:
             "HOST": parsed.hostname or "127.0.0.1",
             "PORT": str(parsed.port or 5432),
             "OPTIONS": options,
-            "CONN_MAX_AGE": 0,
+            # Persistent connections: django-q2's ORM broker closes "old" connections on every
+            # enqueue, which with CONN_MAX_AGE=0 means a reconnect after every committed write.
+            "CONN_MAX_AGE": int(os.environ.get("CONN_MAX_AGE", "60")),
+            "CONN_HEALTH_CHECKS": True,
         }
     raise ValueError(f"DATABASE_URL scheme {parsed.scheme!r} is not supported (sqlite or postgres)")

@@ -32,8 +32,9 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI served from our own static files: /api/docs works offline
-    "django_q",
+    # Before django_q: our ``qcluster`` command starts every lane's cluster.
     "turbobase",
+    "django_q",
     "extensions",
     "guardrails",
     "guardrails.instance_settings",  # the admin's "Settings" section (Settings → Write guardrails)
@@ -132,6 +133,9 @@ if _BROKER.startswith("redis://"):
     Q_CLUSTER["redis"] = _BROKER
 else:
     Q_CLUSTER["orm"] = "default"
+
+# How long a delivery holds a run before another may take it over (its worker died).
+PROCESS_RUN_LEASE_S = int(os.environ.get("TURBOBASE_RUN_LEASE_S", "120"))
 
 LOGGING = {
     "version": 1,

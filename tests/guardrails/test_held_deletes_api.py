@@ -57,10 +57,19 @@ def test_list_refuses_an_unknown_status(admin_api):
 def test_approve_sends_the_delete_and_keeps_the_record_hidden(alice, admin_user, admin_api,
                                                               django_capture_on_commit_callbacks):
     record, held = _held(alice)
-    with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        res = admin_api.post(f"{BASE}/{held.pk}/approve", {"note": "ok by finance"}, format="json")
+    from records.hooks import hook_register
+
+    seen = []
+    unregister = hook_register(slot="after_delete", record_type="customer", hook=lambda ctx: seen.append(ctx.record))
+    try:
+        with django_capture_on_commit_callbacks(execute=True) as callbacks:
+            res = admin_api.post(f"{BASE}/{held.pk}/approve", {"note": "ok by finance"}, format="json")
+    finally:
+        unregister()
     assert res.status_code == 200, res.content
-    assert len(callbacks) == 1  # the outbound worker is woken after commit
+    # After commit: the outbound worker is woken, and the after_delete hooks run on the approval.
+    assert len(callbacks) == 2
+    assert [r["pgRowId"] for r in seen] == [str(record.pk)]
     body = res.json()
     assert (body["status"], body["decidedBy"], body["note"]) == ("approved", "root", "ok by finance")
     record.refresh_from_db()

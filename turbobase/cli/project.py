@@ -1,0 +1,127 @@
+"""The project a ``turbobase ext deploy --to <env>`` ships: its config file and its bundle.
+
+A project is a folder holding ``turbobase.config.json``::
+
+    {
+      "environments": {
+        "staging": {"url": "https://staging.example.com", "tokenEnv": "TURBOBASE_TOKEN_STAGING"},
+        "prod":    {"url": "https://tb.example.com"}
+      }
+    }
+
+``url`` is the instance; ``tokenEnv`` names the environment variable holding that instance's
+personal access token (default ``TURBOBASE_TOKEN_<ENV>``, upper-cased, ``-`` as ``_``) — the file
+names where a token is, never a token, so it can be committed. The folder's ``processes/`` and
+``hooks/`` hold the extensions (every file with a ``defineProcess``/``defineHook`` default export
+is one module; the others are siblings it may import) and ``turbobase/schedules.json`` the
+schedules. The config is found from the working directory upwards, as git finds ``.git``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from turbobase.cli.base import CliError
+from turbobase.cli.client import Client
+
+CONFIG_NAME = "turbobase.config.json"
+SCHEDULES_PATH = Path("turbobase") / "schedules.json"
+PROJECT_FOLDERS = ("processes", "hooks")
+SOURCE_SUFFIXES = (".ts", ".js", ".mts", ".mjs")
+DEFINES = re.compile(r"\bdefine(Process|Hook|Conduit)\s*\(")
+
+
+@dataclass(frozen=True)
+class Environment:
+    """One named instance from the config file, with the token read from its variable."""
+
+    name: str
+    url: str
+    token_env: str
+
+    def client(self, environ: Mapping[str, str] | None = None) -> Client:
+        environ = os.environ if environ is None else environ
+        token = environ.get(self.token_env)
+        if not token:
+            raise CliError(f"{self.token_env} is not set: export the {self.name} instance's token in it "
+                           "(python manage.py tb_token <admin> --scope extensions:deploy)", exit_code=2)
+        return Client(url=self.url, token=token)
+
+
+def project_root(start: Path | None = None) -> Path:
+    """The nearest folder, from ``start`` (the working directory) upwards, holding the config."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / CONFIG_NAME).is_file():
+            return folder
+    raise CliError(f"no {CONFIG_NAME} in {here} or above it; create one naming your environments, "
+                   'e.g. {"environments": {"prod": {"url": "https://…"}}}', exit_code=2)
+
+
+def _config_read(root: Path) -> dict[str, Any]:
+    path = root / CONFIG_NAME
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise CliError(f"{path}: not readable JSON ({exc})", exit_code=2) from exc
+    if not isinstance(config, dict) or not isinstance(config.get("environments"), dict):
+        raise CliError(f'{path}: needs an "environments" object', exit_code=2)
+    return config
+
+
+def environment_get(root: Path, name: str) -> Environment:
+    """The environment ``name`` of the project at ``root``."""
+    environments = _config_read(root)["environments"]
+    entry = environments.get(name)
+    if not isinstance(entry, dict):
+        known = ", ".join(sorted(environments)) or "none"
+        raise CliError(f"{CONFIG_NAME} names no environment {name!r} (it has: {known})", exit_code=2)
+    url = entry.get("url")
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        raise CliError(f'{CONFIG_NAME}: environments.{name}.url must be an http(s) URL', exit_code=2)
+    default_env = "TURBOBASE_TOKEN_" + re.sub(r"[^A-Za-z0-9]", "_", name).upper()
+    token_env = entry.get("tokenEnv", default_env)
+    if not isinstance(token_env, str) or not token_env:
+        raise CliError(f"{CONFIG_NAME}: environments.{name}.tokenEnv must name a variable", exit_code=2)
+    return Environment(name=name, url=url.rstrip("/"), token_env=token_env)
+
+
+def _module_entries(root: Path) -> list[Path]:
+    entries = []
+    for folder in PROJECT_FOLDERS:
+        base = root / folder
+        for path in sorted(base.rglob("*")) if base.is_dir() else []:
+            relative = path.relative_to(root)
+            if (not path.is_file() or not path.name.endswith(SOURCE_SUFFIXES) or path.name.endswith(".d.ts")
+                    or "node_modules" in relative.parts or any(p.startswith(".") for p in relative.parts)):
+                continue
+            if DEFINES.search(path.read_text(encoding="utf-8", errors="replace")):
+                entries.append(path)
+    return entries
+
+
+def project_bundle(root: Path) -> dict[str, Any]:
+    """The body of ``/v1/extensions/bundle/{plan,apply}`` for the project at ``root``.
+
+    ``schedules`` is sent only when ``turbobase/schedules.json`` exists (then it is the whole set:
+    ``[]`` removes every schedule); without the file the instance's schedules are left alone.
+    """
+    from turbobase.cli.ext import extension_files
+
+    modules = []
+    for path in _module_entries(root):
+        entry, files = extension_files(str(path))
+        modules.append({"entry": entry, "files": files})
+    body: dict[str, Any] = {"modules": modules}
+    schedules = root / SCHEDULES_PATH
+    if schedules.is_file():
+        try:
+            body["schedules"] = json.loads(schedules.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise CliError(f"{schedules}: not readable JSON ({exc})") from exc
+    return body
