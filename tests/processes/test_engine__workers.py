@@ -72,3 +72,25 @@ def test_the_seed_chain_runs_in_the_lanes_with_the_sandbox_source(admin_user, al
 
     lanes = set(Task.objects.filter(func="processes.tasks.run_deliver").values_list("cluster", flat=True))
     assert {"tb_sync", "tb_async"} <= lanes
+
+
+def test_sync_invoke_over_http_is_answered_by_the_sync_lane_workers(admin_user, alice, tmp_path):
+    from pathlib import Path
+
+    from rest_framework.test import APIClient
+
+    fixture = Path(__file__).parent.parent / "extensions" / "fixtures" / "processes" / "raise-po-and-bill.ts"
+    deploy(fixture.read_text(), by=admin_user)
+    client = APIClient()
+    client.force_authenticate(user=alice)
+    with QCluster(workers=2, log_path=tmp_path / "q.log"):
+        answer = client.post("/v1/processes/acme:raise-po-and-bill?mode=sync", {"vendorId": "V-3", "amount": 5},
+                             format="json")
+    assert answer.status_code == 200, answer.content
+    body = answer.json()
+    assert (body["state"], body["reason"], body["outstanding"]) == ("committed", None, 0)
+    po, bill = body["steps"]
+    assert po["externalId"].startswith("PO-") and po["disposition"] == "confirmed"
+    assert Record.unguarded.get(pk=bill["pgRowId"]).fields["created_from_id"] == po["externalId"]
+    run = ProcessRun.objects.get(pk=body["runId"])
+    assert (run.mode, run.invoked_by) == ("sync", alice)
