@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 import pytest
-from django.db import connection
 
+from processes.invoke import run_invoke
 from processes.models import ProcessRun
 from records.models import Record
 from tests.processes.engine_support import deploy
-from processes.invoke import run_invoke
 from tests.workers import QCluster, wait_until
 
 pytestmark = [pytest.mark.workers, pytest.mark.django_db(transaction=True)]
