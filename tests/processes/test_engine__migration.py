@@ -135,3 +135,28 @@ def test_a_row_that_fails_ends_the_run_with_the_rest_outstanding(tracked, alice)
     assert (failed.disposition, failed.refusal_code, failed.refusal_field) == ("failed", "BLOCKED", "parent.company_name")
     assert run.ledger.get(step_id="mark", row_key="L00001").disposition == "skipped"
     assert Record.unguarded.filter(record_type="customer").count() == 1
+
+
+def test_cancel_during_a_slice_stops_after_the_row_it_is_on(tracked, alice):
+    from records.hooks import hook_register
+
+    setting_set("PROCESS_SLICE_MAX_ROWS", 10)
+    _items(alice, 6)
+    run = invoke(tracked, {"batch": "2026-10"}, alice)
+
+    def cancel_on_the_third_row(ctx):
+        if ctx.record["parent"].get("company_name") == "Company 2":
+            assert run_cancel(user=alice, run_id=str(run.pk)).cancel_requested  # the slice holds the run
+    unregister = hook_register(slot="before_save", record_type="customer", hook=cancel_on_the_third_row)
+    try:
+        pump()
+    finally:
+        unregister()
+    run.refresh_from_db()
+    assert (run.state, run.outstanding) == ("cancelled", 3)
+    # The row in hand finished both its steps; the rows never started are outstanding.
+    assert run.ledger.get(step_id="mark", row_key="L00002").disposition == "confirmed"
+    assert not run.ledger.filter(row_key="L00003").exists()
+    assert Record.unguarded.filter(record_type="customer").count() == 3
+    pump()
+    assert ProcessRun.objects.get(pk=run.pk).state == "cancelled"
