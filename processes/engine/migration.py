@@ -11,7 +11,7 @@ a separate job on the async lane, until nothing is outstanding or the slice cap.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from django.db import transaction
 from django.utils import timezone
@@ -93,7 +93,7 @@ class MigrationSlice:
                 elapsed_ms = (time.monotonic() - started) * 1000
                 if position >= self.runner.ceilings.slice_max_rows or elapsed_ms >= self.runner.ceilings.slice_max_ms:
                     break
-                stop = self.runner._stop_check()
+                stop = self.runner.stop_check()
                 if stop is not None:
                     self._close(current)
                     run_end(self.run, stop.state, reason=stop.reason, outstanding=remaining)
@@ -106,15 +106,15 @@ class MigrationSlice:
                 continue
             left = current.total_read - finished - 1
             if walk.status == "wait_source":
-                self.runner._wait_source(walk.planned, walk.row, outstanding=left + 1)
+                self.runner.wait_source(walk.planned, walk.row, outstanding=left + 1)
             elif walk.status == "wait_window":
-                self.runner._wait_window(walk.planned, walk.result, self.plan[walk.position:], row_key=row_key,
+                self.runner.wait_window(walk.planned, walk.result, self.plan[walk.position:], row_key=row_key,
                                          visit=current.number, outstanding=left + 1)
             elif walk.status == "failed":
                 ledger_skip_rest(self.run, self.plan[walk.position + 1:], row_key=row_key,
                                  slice_number=current.number, visit=current.number)
                 self._close(current)
-                self.runner._fail(walk.planned, walk.row, outstanding=left)
+                self.runner.fail(walk.planned, walk.row, outstanding=left)
             return
         self._finish(current, finished)
 

@@ -134,7 +134,7 @@ class ChainRunner:
             return
         self.walk(plan)
 
-    def _stop_check(self) -> Stop | None:
+    def stop_check(self) -> Stop | None:
         """At a step boundary: a cancel, an off switch or a per-run ceiling stops the run here."""
         fresh = ProcessRun.objects.only("cancel_requested", "started_at").get(pk=self.run.pk)
         if fresh.cancel_requested:
@@ -175,7 +175,7 @@ class ChainRunner:
             ProcessRun.objects.filter(pk=self.run.pk).update(slices=1)
         recorded = self.recorded(row_key="", visit=1)
         # Every delivery starts at a step boundary: a run resumed past a ceiling stops here.
-        stop = self._stop_check()
+        stop = self.stop_check()
         if stop is not None:
             unreached = sum(1 for planned in plan if planned.step_id not in recorded)
             run_end(self.run, stop.state, reason=stop.reason, outstanding=unreached)
@@ -186,12 +186,12 @@ class ChainRunner:
         elif walk.status == "stop":
             run_end(self.run, walk.stop.state, reason=walk.stop.reason, outstanding=len(plan) - walk.position)
         elif walk.status == "wait_source":
-            self._wait_source(walk.planned, walk.row, outstanding=len(plan) - walk.position - 1)
+            self.wait_source(walk.planned, walk.row, outstanding=len(plan) - walk.position - 1)
         elif walk.status == "wait_window":
-            self._wait_window(walk.planned, walk.result, plan[walk.position:])
+            self.wait_window(walk.planned, walk.result, plan[walk.position:])
         elif walk.status == "failed":
             ledger_skip_rest(self.run, plan[walk.position + 1:])
-            self._fail(walk.planned, walk.row, outstanding=0)
+            self.fail(walk.planned, walk.row, outstanding=0)
 
     def recorded(self, *, row_key: str, visit: int) -> dict[str, ProcessRunStep]:
         rows = self.run.ledger.filter(row_key=row_key, visit=visit).exclude(skip_reason="not_reached")
@@ -207,7 +207,7 @@ class ChainRunner:
             ledger_row = recorded.get(planned.step_id)
             if ledger_row is None:
                 if stop_between_steps and position:
-                    stop = self._stop_check()
+                    stop = self.stop_check()
                     if stop is not None:
                         return Walk("stop", position, planned, stop=stop)
                 self._renew_lease()
@@ -230,7 +230,7 @@ class ChainRunner:
             steps[planned.step_id] = step_outcome(ledger_row)
         return Walk("done", len(plan))
 
-    def _wait_source(self, planned: PlannedStep, row: ProcessRunStep, *, outstanding: int) -> None:
+    def wait_source(self, planned: PlannedStep, row: ProcessRunStep, *, outstanding: int) -> None:
         """Park on the source's verdict for ``row``, or end committed when the wait budget is spent."""
         now = timezone.now()
         budget_ms = setting_get("processes.await_source_budget_ms")
@@ -247,7 +247,7 @@ class ChainRunner:
         if not verdict_pending(row):
             run_redeliver(self.run.pk)
 
-    def _wait_window(self, planned: PlannedStep, result, rest: list[PlannedStep], *, row_key: str = "",
+    def wait_window(self, planned: PlannedStep, result, rest: list[PlannedStep], *, row_key: str = "",
                      visit: int = 1, outstanding: int | None = None) -> None:
         """Park until the delete window frees, or stop committed naming the cap when it will not in time."""
         now = timezone.now()
@@ -266,7 +266,7 @@ class ChainRunner:
                  waiting_step=waiting_on)
         wake_at(self.run.pk, result.retry_at)
 
-    def _fail(self, planned: PlannedStep, row: ProcessRunStep, *, outstanding: int) -> None:
+    def fail(self, planned: PlannedStep, row: ProcessRunStep, *, outstanding: int) -> None:
         reason = f"step {planned.step_id!r} failed: {row.refusal_code}: {row.refusal_message}"
         if row.row_key:
             reason = f"row {row.row_key!r}: {reason}"

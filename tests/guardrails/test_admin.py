@@ -73,7 +73,7 @@ def test_guardrails_list_shows_pending_first(alice, admin_user, operator):
 
 
 def test_approve_action_through_the_changelist(alice, admin_user, operator):
-    (r1, h1), (r2, h2), (r3, h3) = _held(alice, "A"), _held(alice, "B"), _held(alice, "C")
+    (r1, h1), (r2, h2), (_r3, h3) = _held(alice, "A"), _held(alice, "B"), _held(alice, "C")
     res = operator.post(GUARDRAILS, {"action": "approve_selected", ACTION_CHECKBOX_NAME: [h1.pk, h2.pk]},
                         follow=True)
     assert res.status_code == 200

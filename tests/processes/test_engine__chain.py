@@ -5,7 +5,6 @@ from pathlib import Path
 
 import pytest
 
-from processes.models import ProcessRun
 from records.models import Record
 from sources.scripting import sandbox_script_set
 from tests.processes.engine_support import deploy, invoke, ledger, pump

@@ -7,7 +7,6 @@ import pytest
 
 from guardrails.rules import rule_set
 from guardrails.settings import setting_set
-from processes.models import ProcessRun
 from records.boundary import record_create
 from records.errors import HookRejection
 from records.hooks import hook_register
