@@ -1,8 +1,6 @@
 """Where the processes room reads deployed process definitions (the extension store)."""
 from __future__ import annotations
 
-from typing import Any
-
 from extensions.models import ExtensionKind, ExtensionModule, ExtensionStatus
 from processes.errors import ProcessNotFound
 
@@ -15,12 +13,3 @@ def process_module_get(process_id: str) -> ExtensionModule:
     if module is None:
         raise ProcessNotFound(f"no deployed process has the id {process_id!r}", id=process_id)
     return module
-
-
-def definition_at_version(process_id: str, version: int) -> dict[str, Any]:
-    """The described definition the run pinned."""
-    from extensions.models import ExtensionVersion
-
-    return ExtensionVersion.objects.values_list("definition", flat=True).get(
-        module_id=process_id, version=version
-    )

@@ -6,10 +6,16 @@ from django.db import transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
-from processes.catalog import definition_at_version
+from extensions.store import module_version
 from processes.engine.ending import run_end
 from processes.engine.plan import ForEachCapExceeded, plan_build
-from processes.errors import InputInvalid, ProcessIsMigration, RunNotFound, RunNotResumable, RunNotRollbackable
+from processes.errors import (
+    InputInvalid,
+    ProcessIsMigration,
+    RunNotFound,
+    RunNotResumable,
+    RunNotRollbackable,
+)
 from processes.lanes import lane_enqueue
 from processes.models import ProcessRun, RunState
 
@@ -32,7 +38,7 @@ def run_get(*, user: AbstractBaseUser, run_id: str) -> ProcessRun:
 
 def _unreached(run: ProcessRun) -> int:
     """Steps the run never reached: the plan less what its ledger recorded."""
-    definition = definition_at_version(run.process_id, run.module_version)
+    definition = module_version(run.process_id, run.module_version).definition
     if definition.get("eachRow") is not None:
         return run.outstanding  # rows the last outstanding read listed that no slice finished
     try:
@@ -74,7 +80,7 @@ def process_cancel_queued(*, user: AbstractBaseUser, process_id: str) -> int:
 def run_resume(*, user: AbstractBaseUser, run_id: str) -> ProcessRun:
     """Put a run that stopped with work left back on the queue at the step it stopped on."""
     run = run_get(user=user, run_id=run_id)
-    definition = definition_at_version(run.process_id, run.module_version)
+    definition = module_version(run.process_id, run.module_version).definition
     if definition.get("eachRow") is not None:
         raise ProcessIsMigration(
             "a migration is invoked again rather than resumed: its writes are keyed by source row",
