@@ -32,16 +32,22 @@ def _customers() -> int:
     return Record.unguarded.filter(record_type="customer").count()
 
 
-def _sweep_until_terminal(run_id, timeout: float) -> None:
+def _sweeping_until(predicate, *, timeout: float, message: str) -> None:
     """The broker re-delivers a killed slice only after its retry window; the engine's own sweep
-    (every minute in production) re-queues a run whose lease expired — run it here, faster."""
+    (a django-q2 schedule every minute in production — the test database's schedule rows are
+    flushed by earlier transactional tests) re-queues a run whose lease expired: run it here."""
     from processes.engine.wakeups import waits_sweep
 
-    def done() -> bool:
+    def swept() -> bool:
         waits_sweep()
-        return ProcessRun.objects.get(pk=run_id).state not in ("queued", "running")
+        return predicate()
 
-    wait_until(done, timeout=timeout, interval=2.0, message="the migration to end")
+    wait_until(swept, timeout=timeout, interval=2.0, message=message)
+
+
+def _sweep_until_terminal(run_id, timeout: float) -> None:
+    _sweeping_until(lambda: ProcessRun.objects.get(pk=run_id).state not in ("queued", "running"),
+                    timeout=timeout, message="the migration to end")
 
 
 def test_twelve_thousand_rows_survive_two_sigkills_and_a_rerun_writes_nothing(admin_user, alice, tmp_path):
@@ -51,7 +57,7 @@ def test_twelve_thousand_rows_survive_two_sigkills_and_a_rerun_writes_nothing(ad
     cluster = QCluster(workers=2, log_path=tmp_path / "q.log", extra_env=FAST_RECOVERY, ready_timeout=60)
     for kill_at in (1_700, 6_300):  # mid-slice: slices are 500 rows
         cluster.start()
-        wait_until(lambda: _customers() >= kill_at, timeout=600, interval=0.5, message=f"{kill_at} customers")
+        _sweeping_until(lambda: _customers() >= kill_at, timeout=600, message=f"{kill_at} customers")
         cluster.kill()
     with cluster:
         _sweep_until_terminal(run.pk, timeout=900)
