@@ -156,14 +156,19 @@ def record_create(
         )
         hooks_run(HookContext("before_save", rt.name, "create", record_snapshot(record), dict(parent),
                               actor=actor.user.get_username(), process_run_id=actor.process_run_id or None))
-        try:
-            with transaction.atomic():
-                record.save(force_insert=True)
-        except IntegrityError:
-            existing = Record.unguarded.filter(idempotency_key=idempotency_key).first() if idempotency_key else None
-            if existing is None:
-                raise
-            return _duplicate(actor, rt, existing)
+        if not idempotency_key:
+            record.save(force_insert=True)
+        else:
+            # A concurrent writer with the same key may commit first: the savepoint lets this
+            # transaction survive the unique violation and answer with that writer's record.
+            try:
+                with transaction.atomic():
+                    record.save(force_insert=True)
+            except IntegrityError:
+                existing = Record.unguarded.filter(idempotency_key=idempotency_key).first()
+                if existing is None:
+                    raise
+                return _duplicate(actor, rt, existing)
         if rt.is_connected:
             _queue_outbound(record, WriteOperation.CREATE, {"parent": parent, "lines": lines or []})
         trail_write(actor=actor, action="create", record_type=rt.name, outcome=TrailOutcome.ALLOWED,
