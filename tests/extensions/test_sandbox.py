@@ -7,6 +7,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,44 +29,8 @@ from extensions.sandbox import (
 )
 from extensions.transpile import transpile
 
-# The seed's `defineProcess` contract example, verbatim.
-# A backslash-newline splits the one long line in source only; the text is unchanged.
-SEED_PROCESS = """import { defineProcess } from '@turbobase/extensions';
-
-export default defineProcess({
-  id: 'acme:raise-po-and-bill',            // the :id an app invokes
-  input: {                                 // JSON Schema — validated at invoke
-    type: 'object',
-    properties: { vendorId: { type: 'string' }, amount: { type: 'number' } },
-    required: ['vendorId', 'amount'],
-  },
-  steps: [
-    {
-      id: 'po',
-      recordType: 'purchaseOrder',
-      awaitSource: true,                   // hold the next step for the source's verdict
-      build: (ctx) => ({ parent: { entity_id: ctx.input.vendorId } }),
-    },
-    {
-      id: 'bill',
-      recordType: 'vendorBill',
-      build: async (ctx) => {
-        // a read, as the invoking user — exactly what POST /v1/batch does
-        const [vendor] = await ctx.query(`entity?select=terms_id&entity_type=eq.vendor&\
-external_id=eq.${ctx.input.vendorId}`);
-        return {
-          parent: {
-            created_from_id: ctx.steps.po?.externalId,   // the id the source minted for step one
-            entity_id: ctx.input.vendorId,
-            terms_id: vendor?.terms_id ?? null,
-          },
-        };
-      },
-    },
-  ],
-  onFailure: 'rollback',                   // undo what landed when a step fails
-});
-"""
+# The seed's `defineProcess` contract example, verbatim (the demo ships it; the fixture links it).
+SEED_PROCESS = (Path(__file__).parent / "fixtures" / "processes" / "raise-po-and-bill.ts").read_text()
 
 MIGRATION = """import { defineProcess } from '@turbobase/extensions/process';
 
