@@ -18,15 +18,14 @@ every call, so nothing one write's hook leaves behind is seen by the next.
 """
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from typing import Any
 
 from django.conf import settings
 
 from extensions.errors import ExtensionInvalid, ExtensionNotFound
-from extensions.sandbox import Sandbox, SandboxError, SandboxLimits, SandboxTimeout
-from extensions.store import ServedModule, hooks_served, module_load, store_forget
+from extensions.pool import sandbox_pooled
+from extensions.sandbox import SandboxError, SandboxLimits, SandboxTimeout
+from extensions.store import ServedModule, hooks_served, store_forget
 from records.catalog import catalog_load
 from records.codes import RefusalCode
 from records.errors import HookRejection
@@ -34,7 +33,6 @@ from records.hooks import SLOTS, Hook, HookContext
 
 HOOK_FAILED = RefusalCode.HOOK_FAILED
 HOOK_TIMEOUT = RefusalCode.HOOK_TIMEOUT
-MAX_SANDBOXES_PER_THREAD = 16
 
 
 class HookContractInvalid(ExtensionInvalid):
@@ -68,43 +66,9 @@ def hook_contract_check(definition: Any) -> dict:
 
 
 def hook_limits() -> SandboxLimits:
-    """One hook call's CPU budget (read at call time); a thread's sandbox is renewed before
-    its slice budget runs out, so a long-lived web thread never exhausts it."""
+    """One hook call's CPU budget (read at call time); every call starts the budget afresh."""
     cpu_ms = int(getattr(settings, "EXTENSIONS_HOOK_CPU_MS", 500))
     return SandboxLimits(call_budget_ms=cpu_ms, slice_budget_ms=max(cpu_ms * 100, 30_000))
-
-
-_local = threading.local()
-
-
-def _sandbox_for(hook: ServedModule) -> Sandbox:
-    boxes: OrderedDict[tuple[str, int], Sandbox] | None = getattr(_local, "boxes", None)
-    if boxes is None:
-        boxes = _local.boxes = OrderedDict()
-    key = (hook.id, hook.version)
-    box = boxes.get(key)
-    if box is not None and box.limits.slice_budget_ms - box.cpu_used_ms > 2 * box.limits.call_budget_ms:
-        boxes.move_to_end(key)
-        return box
-    for stale in [k for k in boxes if k[0] == hook.id]:  # an older version, or a spent budget
-        boxes.pop(stale).close()
-    box = Sandbox(limits=hook_limits())
-    try:
-        module_load(box, module_id=hook.id, version=hook.version)
-    except BaseException:
-        box.close()
-        raise
-    boxes[key] = box
-    while len(boxes) > MAX_SANDBOXES_PER_THREAD:
-        boxes.popitem(last=False)[1].close()
-    return box
-
-
-def sandboxes_close() -> None:
-    """End this thread's hook sandboxes (tests, and a worker shutting down)."""
-    boxes = getattr(_local, "boxes", None) or {}
-    while boxes:
-        boxes.popitem()[1].close()
 
 
 def _context_json(context: HookContext) -> dict[str, Any]:
@@ -143,7 +107,7 @@ class DeployedHook:
 
     def __call__(self, context: HookContext) -> None:
         try:
-            box = _sandbox_for(self.hook)
+            box = sandbox_pooled(module_id=self.hook.id, version=self.hook.version, limits=hook_limits())
         except ExtensionNotFound:
             # The index outlived the stored version (it is ≤30 s stale): no such hook any more.
             store_forget()
@@ -152,6 +116,7 @@ class DeployedHook:
             code = HOOK_TIMEOUT if isinstance(exc, SandboxTimeout) else HOOK_FAILED
             raise HookRejection(f"hook {self.hook.id} failed to load ({exc.code}): {exc}", code=code) from exc
         try:
+            box.slice_start()
             box.new_run()
             result = box.call(["run"], [], ctx=_context_json(context))
         except SandboxTimeout as exc:

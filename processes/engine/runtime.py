@@ -6,13 +6,11 @@ call, that read's code and sentence.
 """
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from typing import Any
 
-from extensions.sandbox import Sandbox, SandboxError, SandboxLimits
+from extensions.pool import sandbox_pooled
+from extensions.sandbox import SandboxError, SandboxLimits
 from guardrails.settings import setting_get
-from extensions.store import module_load, module_version
 from processes.engine.query import query_run
 
 
@@ -22,39 +20,6 @@ class StepCodeFailed(Exception):
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code, self.message = code, message
-
-
-# One interpreter per (module version, thread) is kept warm between deliveries: spawning the
-# sandbox child and evaluating the module costs more than a short chain's steps. Each delivery
-# starts a fresh JS context (new_run) and a fresh CPU budget (slice_start), so nothing leaks.
-_POOL_SIZE = 8
-_pool = threading.local()
-
-
-def _pooled(process_id: str, version: int, limits: SandboxLimits) -> Sandbox:
-    pool: OrderedDict[tuple[str, int, str], Sandbox] = getattr(_pool, "sandboxes", None) or OrderedDict()
-    _pool.sandboxes = pool
-    # The content hash is in the key: a database restored (or a test rolled back) can reuse a
-    # version number for other code, and a pooled interpreter must never serve stale code.
-    key = (process_id, version, module_version(process_id, version).sha256)
-    sandbox = pool.pop(key, None)
-    if sandbox is None or sandbox.limits != limits:
-        if sandbox is not None:
-            sandbox.close()
-        sandbox = Sandbox(limits=limits)
-        module_load(sandbox, module_id=process_id, version=version)
-    pool[key] = sandbox
-    while len(pool) > _POOL_SIZE:
-        pool.popitem(last=False)[1].close()
-    return sandbox
-
-
-def pool_close() -> None:
-    """End every pooled interpreter of this thread (tests; a worker shutting down)."""
-    pool = getattr(_pool, "sandboxes", None) or {}
-    for sandbox in pool.values():
-        sandbox.close()
-    _pool.sandboxes = OrderedDict()
 
 
 class ModuleRuntime:
@@ -68,7 +33,8 @@ class ModuleRuntime:
             slice_budget_ms=max(60_000, setting_get("PROCESS_SLICE_MAX_MS")),
             bridge_budget_ms=bridge_ms + 5_000,
         )
-        self.sandbox = _pooled(process_id, version, limits)
+        # A warm interpreter (extensions.pool); a fresh budget and JS context for this delivery.
+        self.sandbox = sandbox_pooled(module_id=process_id, version=version, limits=limits)
         self.sandbox.slice_start()
         self.sandbox.new_run(bridge={"query": self._query})
 

@@ -13,8 +13,8 @@ import requests
 
 from extensions.deploy import extension_deploy
 from extensions.models import ExtensionModule, ExtensionVersion
+from extensions.pool import pool_close
 from extensions.store import store_forget
-from records.extension_hooks import sandboxes_close
 from records.models import Record
 from tests.conftest import make_user
 from turbobase.models import token_issue
@@ -30,7 +30,7 @@ def project(tmp_path, settings) -> Iterator[Path]:
     shutil.copytree(FIXTURES, tmp_path, dirs_exist_ok=True)
     yield tmp_path
     store_forget()
-    sandboxes_close()
+    pool_close()
 
 
 @pytest.fixture

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from extensions.deploy import extension_deploy, extension_remove
+from extensions.pool import pool_close
 from extensions.store import store_forget
 from records.boundary import record_create
-from records.extension_hooks import sandboxes_close
 from records.models import Record, RecordWriteState, WriteTrail
 from records.trail import Actor
 
@@ -27,7 +27,7 @@ def _isolated(settings) -> Iterator[None]:
     settings.EXTENSIONS_HOOK_CPU_MS = 200
     yield
     store_forget()
-    sandboxes_close()
+    pool_close()
 
 
 def deploy_memo_hook(by) -> None:
