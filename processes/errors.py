@@ -42,34 +42,32 @@ class RunNotFound(NotFound):
     error = "process_run_not_found"
 
 
-class RunNotResumable(Conflict):
+class RunStateConflict(Conflict):
+    """The run is not in a state that allows this; the body names the state, no rejection."""
+
+    def body(self) -> dict[str, Any]:
+        return {"error": self.error, "message": self.message, **self.extra}
+
+
+class RunNotResumable(RunStateConflict):
     """Only a committed run with work outstanding can be resumed."""
 
     error = "process_run_not_resumable"
     code = "PROCESS_RUN_NOT_RESUMABLE"
 
-    def body(self) -> dict[str, Any]:
-        return {"error": self.error, "message": self.message, **self.extra}
 
-
-class ProcessIsMigration(Conflict):
+class ProcessIsMigration(RunStateConflict):
     """A migration is invoked again, not resumed."""
 
     error = "process_is_a_migration"
     code = "PROCESS_IS_A_MIGRATION"
 
-    def body(self) -> dict[str, Any]:
-        return {"error": self.error, "message": self.message, **self.extra}
 
-
-class RunNotRollbackable(Conflict):
+class RunNotRollbackable(RunStateConflict):
     """A run still queued or running cannot be rolled back: cancel it first."""
 
     error = "process_run_not_rollbackable"
     code = "PROCESS_RUN_NOT_ROLLBACKABLE"
-
-    def body(self) -> dict[str, Any]:
-        return {"error": self.error, "message": self.message, **self.extra}
 
 
 class InvokeForbidden(Forbidden):
