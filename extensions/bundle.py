@@ -42,7 +42,7 @@ from extensions.bundle_parts import bundle_parts
 from extensions.deploy import PreparedExtension, extension_prepare, extension_remove, extension_store
 from extensions.errors import ExtensionInvalid, ExtensionNotFound
 from extensions.models import ExtensionModule, ExtensionStatus, ExtensionVersion
-from turbobase.errors import TurbobaseError
+from kernel.errors import TurbobaseError
 
 MAX_MODULES = 200
 CORE_KEYS = ("modules", "removes")

@@ -1,7 +1,7 @@
 """Domain exceptions of the extensions room."""
 from __future__ import annotations
 
-from turbobase.errors import Forbidden, InvalidRequest, NotFound
+from kernel.errors import Forbidden, InvalidRequest, NotFound
 
 
 class ExtensionInvalid(InvalidRequest):

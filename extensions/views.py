@@ -13,7 +13,7 @@ from extensions.bundle import bundle_apply, bundle_plan
 from extensions.deploy import extension_deploy, extension_lint, extension_remove
 from extensions.errors import DeployForbidden, ExtensionInvalid
 from extensions.store import extensions_list
-from turbobase.models import AccessToken
+from kernel.models import AccessToken
 
 DEPLOY_SCOPE = "extensions:deploy"
 

@@ -12,7 +12,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from records.catalog import catalog_load
-from turbobase.errors import InvalidRequest
+from kernel.errors import InvalidRequest
 
 FOR_EACH_MAX_ITEMS = 100  # DEFAULT_PROCESS_FOR_EACH_MAX_ITEMS
 

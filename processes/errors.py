@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from turbobase.errors import Conflict, Forbidden, InvalidRequest, NotFound, TurbobaseError
+from kernel.errors import Conflict, Forbidden, InvalidRequest, NotFound, TurbobaseError
 
 
 class ProcessNotFound(NotFound):

@@ -49,3 +49,7 @@ class WriteTrailAdmin(ReadOnlyAdmin):
     search_fields = ("=pg_row_id", "code", "actor__username", "process_run_id")
     date_hierarchy = "at"
     list_select_related = ("actor",)
+
+
+# Compliance → Guardrails: held deletes and rules register from here (they act through this room).
+from records.held_deletes import admin as _held_deletes_admin  # noqa: E402,F401

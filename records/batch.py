@@ -17,7 +17,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from guardrails.settings import setting_get
 from records.rest.execute import rows_stream
 from records.rest.parser import query_parse
-from turbobase.errors import InvalidRequest, TurbobaseError
+from kernel.errors import InvalidRequest, TurbobaseError
 
 DEFAULT_BATCH_MAX_READS = 50
 

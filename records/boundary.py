@@ -36,7 +36,7 @@ from records.models import Record, RecordWriteState, SyncState, TrailOutcome, Wr
 from records.policies import default_group, records_writable, write_entitlement_check
 from records.signals import outbound_write_queued
 from records.trail import Actor, trail_write
-from turbobase.errors import Refusal, TurbobaseError
+from kernel.errors import Refusal, TurbobaseError
 
 
 class DeleteWindowWait(TurbobaseError):

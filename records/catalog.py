@@ -12,7 +12,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from turbobase.errors import NotFound
+from kernel.errors import NotFound
 
 READ_POLICIES = ("all", "group", "owner")
 

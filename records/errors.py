@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from records.codes import RefusalCode
-from turbobase.errors import Conflict, Forbidden, InvalidRequest, NotFound, Refusal
+from kernel.errors import Conflict, Forbidden, InvalidRequest, NotFound, Refusal
 
 
 class PayloadInvalid(InvalidRequest):

@@ -16,7 +16,7 @@ from guardrails.models import HeldDelete, HeldStatus
 from records.models import Record, RecordWriteState, SyncState, TrailOutcome, WriteOperation, WriteStatus
 from records.signals import outbound_write_queued
 from records.trail import Actor, trail_write
-from turbobase.errors import Conflict, NotFound
+from kernel.errors import Conflict, NotFound
 
 # Sent after commit with write_state_id=…, record_id=…, verdict=confirmed|refused|settle_conflict.
 source_verdict = Signal()

@@ -5,7 +5,7 @@ exception never escapes into the worker; ``SourceAdapter.send`` turns them into 
 """
 from __future__ import annotations
 
-from turbobase.errors import Refusal, TurbobaseError
+from kernel.errors import Refusal, TurbobaseError
 
 
 class SourceUnavailable(TurbobaseError):

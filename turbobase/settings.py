@@ -32,6 +32,7 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI served from our own static files: /api/docs works offline
+    "kernel",
     # Before django_q: our ``qcluster`` command starts every lane's cluster.
     "turbobase",
     "django_q",
@@ -87,12 +88,12 @@ STATIC_ROOT = VAR_DIR / "static"
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "turbobase.auth.BearerTokenAuthentication",
-        "turbobase.auth.CsrfSessionAuthentication",
+        "kernel.auth.BearerTokenAuthentication",
+        "kernel.auth.CsrfSessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "turbobase.errors.exception_handler",
+    "EXCEPTION_HANDLER": "kernel.errors.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 SPECTACULAR_SETTINGS = {

@@ -14,8 +14,8 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
-from turbobase.errors import InvalidRequest, TurbobaseError
-from turbobase.models import AccessToken
+from kernel.errors import InvalidRequest, TurbobaseError
+from kernel.models import AccessToken
 
 
 class SignInFailed(TurbobaseError):

@@ -24,7 +24,7 @@ from processes.errors import InvokeForbidden
 from processes.invoke import mode_parse, run_invoke
 from processes.models import ProcessRun, RunMode
 from processes.steering import process_cancel_queued, run_cancel, run_get, run_resume, run_rollback
-from turbobase.models import AccessToken
+from kernel.models import AccessToken
 
 SYNC_POLL_SECONDS = 0.05
 SYNC_POLL_MAX_SECONDS = 0.5

@@ -17,7 +17,7 @@ from django.db import connection, transaction
 
 from guardrails.settings import setting_get
 from records.rest.execute import rest_read
-from turbobase.errors import TurbobaseError
+from kernel.errors import TurbobaseError
 
 _slots_lock = threading.Lock()
 _slots: threading.BoundedSemaphore | None = None

@@ -16,7 +16,7 @@ from records.codes import RefusalCode
 from records.errors import RecordNotFound
 from records.models import RecordWriteState, WriteOperation, WriteStatus
 from records.trail import Actor
-from turbobase.errors import TurbobaseError
+from kernel.errors import TurbobaseError
 
 
 def rollback_targets(run: ProcessRun):

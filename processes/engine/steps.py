@@ -20,7 +20,7 @@ from records.boundary import DeleteWindowWait, WriteResult, record_create, recor
 from records.codes import RefusalCode
 from records.models import RecordWriteState
 from records.trail import Actor
-from turbobase.errors import NotFound, Refusal, TurbobaseError
+from kernel.errors import NotFound, Refusal, TurbobaseError
 
 
 @dataclass(frozen=True)

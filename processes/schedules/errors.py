@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from extensions.errors import ExtensionInUse
-from turbobase.errors import Forbidden, InvalidRequest
+from kernel.errors import Forbidden, InvalidRequest
 
 
 class ScheduleInvalid(InvalidRequest):

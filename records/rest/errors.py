@@ -1,8 +1,8 @@
-"""Domain exceptions of the PostgREST-syntax read; ``turbobase.errors`` renders them."""
+"""Domain exceptions of the PostgREST-syntax read; ``kernel.errors`` renders them."""
 from __future__ import annotations
 
 from records.rest.codes import ReadCode
-from turbobase.errors import InvalidRequest, Refusal
+from kernel.errors import InvalidRequest, Refusal
 
 
 class InvalidQuery(InvalidRequest):

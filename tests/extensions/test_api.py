@@ -12,7 +12,7 @@ from extensions.models import ExtensionModule, ExtensionVersion
 from extensions.signals import extension_removing
 from extensions.store import store_forget
 from tests.conftest import make_user
-from turbobase.models import token_issue
+from kernel.models import token_issue
 
 pytestmark = pytest.mark.django_db
 

@@ -17,7 +17,7 @@ from extensions.pool import pool_close
 from extensions.store import store_forget
 from records.models import Record
 from tests.conftest import make_user
-from turbobase.models import token_issue
+from kernel.models import token_issue
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SCRIPT = Path(sys.executable).with_name("turbobase")

@@ -9,7 +9,7 @@ from processes.models import Process, ProcessRun
 from records.models import Record
 from tests.conftest import make_user
 from tests.processes.conftest import drain_runs
-from turbobase.models import token_issue
+from kernel.models import token_issue
 
 pytestmark = pytest.mark.django_db
 

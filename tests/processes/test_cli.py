@@ -10,7 +10,7 @@ from processes.models import ProcessRun
 from tests.conftest import make_user
 from tests.processes.conftest import FAILS_AT_SECOND, TWO_NOTES, drain_runs, process_deploy
 from turbobase.cli.main import main
-from turbobase.models import token_issue
+from kernel.models import token_issue
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from records.models import Record, RecordWriteState, SyncState, WriteStatus
 from records.trail import Actor
 from tests.conftest import make_user
 from turbobase.cli.main import main
-from turbobase.models import token_issue
+from kernel.models import token_issue
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from extensions.store import store_forget
 from processes.schedules.models import ProcessSchedule
 from tests.conftest import make_user
 from turbobase.cli.main import main
-from turbobase.models import token_issue
+from kernel.models import token_issue
 
 FIXTURES = Path(__file__).parent.parent / "extensions" / "fixtures"
 TRACKED = "acme:migrate-customers-tracked"

@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
 from records.models import Record, RecordWriteState
-from turbobase.models import AccessToken, token_hash
+from kernel.models import AccessToken, token_hash
 
 pytestmark = pytest.mark.django_db
 User = get_user_model()

@@ -4,7 +4,7 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from turbobase.models import SCOPES, ScopeUnknown, token_issue
+from kernel.models import SCOPES, ScopeUnknown, token_issue
 
 
 class Command(BaseCommand):

@@ -9,7 +9,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from turbobase.models import AccessToken, token_revoke
+from kernel.models import AccessToken, token_revoke
 
 
 @admin.register(AccessToken)

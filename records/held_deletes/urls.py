@@ -1,6 +1,6 @@
 from django.urls import path
 
-from guardrails.views import HeldDeleteDecideView, HeldDeleteListView
+from records.held_deletes.views import HeldDeleteDecideView, HeldDeleteListView
 
 urlpatterns = [
     path("guardrails/held-deletes", HeldDeleteListView.as_view(), name="held-delete-list"),

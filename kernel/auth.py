@@ -4,17 +4,17 @@ Two ways in, tried in this order by every DRF view (settings ``DEFAULT_AUTHENTIC
 ``Authorization: Bearer <token>`` (``request.auth`` is the ``AccessToken``), then the session cookie
 from ``POST /v1/auth/session`` (``request.auth`` is ``None``; unsafe methods need ``X-CSRFToken``).
 Bearer comes first so that its ``WWW-Authenticate`` header turns "no credentials" into a 401
-rather than DRF's 403. Scope checks live in ``turbobase.scopes``.
+rather than DRF's 403. Scope checks live in ``kernel.scopes``.
 
-This module must not import ``turbobase.errors``: DRF imports it while loading its settings, which
-``turbobase.errors`` itself triggers, and the cycle would break start-up.
+This module must not import ``kernel.errors``: DRF imports it while loading its settings, which
+``kernel.errors`` itself triggers, and the cycle would break start-up.
 """
 from __future__ import annotations
 
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
-from turbobase.models import AccessToken, token_hash
+from kernel.models import AccessToken, token_hash
 
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):

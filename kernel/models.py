@@ -15,8 +15,8 @@ SCOPES = ("extensions:deploy", "data:read", "data:write")
 class ScopeUnknown(ValueError):
     """That scope does not exist."""
 
-    # A ValueError, not a turbobase.errors class: models load before DRF's settings may import
-    # turbobase.errors (which imports DRF, which imports turbobase.auth, which imports this).
+    # A ValueError, not a kernel.errors class: models load before DRF's settings may import
+    # kernel.errors (which imports DRF, which imports kernel.auth, which imports this).
 
 
 def token_hash(raw: str) -> str:

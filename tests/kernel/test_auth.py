@@ -9,8 +9,8 @@ from rest_framework.test import APIClient
 
 from records.models import Record
 from tests.conftest import make_user
-from turbobase.models import AccessToken, token_issue, token_revoke
-from turbobase.scopes import ScopeMissing, scope_check
+from kernel.models import AccessToken, token_issue, token_revoke
+from kernel.scopes import ScopeMissing, scope_check
 
 pytestmark = pytest.mark.django_db
 

@@ -1,5 +1,8 @@
 """Compliance → Guardrails: held deletes to approve or reject, and the rules that decide writes.
 
+Registered from ``records.admin``: the models are guardrails', the screens act through the records
+door and validate against the records catalog, which guardrails may not import.
+
 Approval and rejection go through ``records.verdicts.held_delete_decide`` — the same service the
 API calls — so the admin never edits a held delete or its record by hand.
 """
@@ -13,7 +16,7 @@ from django.http import HttpRequest
 from guardrails.models import Guardrail, GuardrailRule, HeldStatus
 from records.catalog import catalog_load
 from records.verdicts import held_delete_decide
-from turbobase.errors import TurbobaseError
+from kernel.errors import TurbobaseError
 
 
 @admin.register(Guardrail)

@@ -1,7 +1,7 @@
 """Token scopes: what a personal access token may do.
 
 A session is the person themself and carries every scope; a token carries only the scopes it was
-issued with (``turbobase.models.SCOPES``). A view that needs a scope lists it in
+issued with (``kernel.models.SCOPES``). A view that needs a scope lists it in
 ``required_scopes`` and adds ``TokenHasScope`` to its permissions, or calls ``scope_check``.
 """
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Any
 
 from rest_framework import permissions
 
-from turbobase.errors import Forbidden
-from turbobase.models import AccessToken
+from kernel.errors import Forbidden
+from kernel.models import AccessToken
 
 
 class ScopeMissing(Forbidden):

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from guardrails.models import HeldDelete
-from turbobase.errors import InvalidRequest
+from kernel.errors import InvalidRequest
 
 
 def held_delete_out(held: HeldDelete) -> dict[str, Any]:
