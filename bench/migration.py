@@ -13,7 +13,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+# support sets up Django first: the imports below need it.
 from support import ROOT, bench_database, ratio_line, timed
+
+# isort: split
 
 from django.contrib.auth import get_user_model  # noqa: E402
 

@@ -39,7 +39,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from extensions.bundle_parts import bundle_parts
-from extensions.deploy import PreparedExtension, extension_prepare, extension_remove, extension_store
+from extensions.deploy import (
+    PreparedExtension,
+    extension_prepare,
+    extension_remove,
+    extension_store,
+)
 from extensions.errors import ExtensionInvalid, ExtensionNotFound
 from extensions.models import ExtensionModule, ExtensionStatus, ExtensionVersion
 from kernel.errors import TurbobaseError

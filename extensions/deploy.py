@@ -27,7 +27,14 @@ from extensions.errors import (
 )
 from extensions.idliteral import first_id_literal
 from extensions.kinds import kind_validator, kinds_known
-from extensions.lint import Bundle, BundleInvalid, LintReport, bundle_compile, bundle_evaluate, lint_bundle
+from extensions.lint import (
+    Bundle,
+    BundleInvalid,
+    LintReport,
+    bundle_compile,
+    bundle_evaluate,
+    lint_bundle,
+)
 from extensions.models import ExtensionModule, ExtensionStatus, ExtensionVersion
 from extensions.sandbox import LoadedModule, SandboxError, SandboxLimits
 from extensions.siblings import SiblingImportRefused

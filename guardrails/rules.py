@@ -4,7 +4,6 @@ from __future__ import annotations
 from guardrails.cache import TableCache
 from guardrails.models import Decision, GuardrailRule
 
-
 _rules = TableCache(lambda: {
     (record_type, action): decision
     for record_type, action, decision in GuardrailRule.objects.values_list("record_type", "action", "decision")

@@ -11,8 +11,8 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from records.catalog import catalog_load
 from kernel.errors import InvalidRequest
+from records.catalog import catalog_load
 
 FOR_EACH_MAX_ITEMS = 100  # DEFAULT_PROCESS_FOR_EACH_MAX_ITEMS
 

@@ -15,9 +15,9 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 
 from guardrails.settings import setting_get
+from kernel.errors import InvalidRequest, TurbobaseError
 from records.rest.execute import rows_stream
 from records.rest.parser import query_parse
-from kernel.errors import InvalidRequest, TurbobaseError
 
 DEFAULT_BATCH_MAX_READS = 50
 

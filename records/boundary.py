@@ -18,6 +18,7 @@ from django.utils import timezone
 from guardrails.models import Decision, HeldDelete, WindowKind
 from guardrails.rules import rule_decide
 from guardrails.windows import window_admit
+from kernel.errors import Refusal, TurbobaseError
 from records.catalog import RecordType, record_type_get
 from records.codes import RefusalCode
 from records.errors import (
@@ -32,11 +33,17 @@ from records.errors import (
     SyncVersionMoved,
 )
 from records.hooks import HookContext, hooks_run
-from records.models import Record, RecordWriteState, SyncState, TrailOutcome, WriteOperation, WriteStatus
+from records.models import (
+    Record,
+    RecordWriteState,
+    SyncState,
+    TrailOutcome,
+    WriteOperation,
+    WriteStatus,
+)
 from records.policies import default_group, records_writable, write_entitlement_check
 from records.signals import outbound_write_queued
 from records.trail import Actor, trail_write
-from kernel.errors import Refusal, TurbobaseError
 
 
 class DeleteWindowWait(TurbobaseError):

@@ -1,8 +1,8 @@
 """Domain exceptions of the records room."""
 from __future__ import annotations
 
-from records.codes import RefusalCode
 from kernel.errors import Conflict, Forbidden, InvalidRequest, NotFound, Refusal
+from records.codes import RefusalCode
 
 
 class PayloadInvalid(InvalidRequest):

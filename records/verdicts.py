@@ -13,10 +13,17 @@ from django.dispatch import Signal
 from django.utils import timezone
 
 from guardrails.models import HeldDelete, HeldStatus
-from records.models import Record, RecordWriteState, SyncState, TrailOutcome, WriteOperation, WriteStatus
+from kernel.errors import Conflict, NotFound
+from records.models import (
+    Record,
+    RecordWriteState,
+    SyncState,
+    TrailOutcome,
+    WriteOperation,
+    WriteStatus,
+)
 from records.signals import outbound_write_queued
 from records.trail import Actor, trail_write
-from kernel.errors import Conflict, NotFound
 
 # Sent after commit with write_state_id=…, record_id=…, verdict=confirmed|refused|settle_conflict.
 source_verdict = Signal()

@@ -4,8 +4,8 @@ from __future__ import annotations
 from django.contrib.auth import authenticate, login, logout
 from django.db import connection
 from django.middleware.csrf import get_token
-from django.views.decorators.csrf import ensure_csrf_cookie
 from django.utils.decorators import method_decorator
+from django.views.decorators.csrf import ensure_csrf_cookie
 from drf_spectacular.utils import extend_schema
 from rest_framework.exceptions import NotAuthenticated
 from rest_framework.permissions import AllowAny

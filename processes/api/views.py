@@ -17,6 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from guardrails.settings import setting_get
+from kernel.models import AccessToken
 from processes import serializers as out
 from processes.api.reads import processes_list, queue_read, run_ledger
 from processes.catalog import process_module_get
@@ -24,7 +25,6 @@ from processes.errors import InvokeForbidden
 from processes.invoke import mode_parse, run_invoke
 from processes.models import ProcessRun, RunMode
 from processes.steering import process_cancel_queued, run_cancel, run_get, run_resume, run_rollback
-from kernel.models import AccessToken
 
 SYNC_POLL_SECONDS = 0.05
 SYNC_POLL_MAX_SECONDS = 0.5

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 
 from guardrails.settings import setting_get
-from records.rest.execute import rest_read
 from kernel.errors import TurbobaseError
+from records.rest.execute import rest_read
 
 _slots_lock = threading.Lock()
 _slots: threading.BoundedSemaphore | None = None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from kernel.errors import TurbobaseError
 from processes.engine.ending import run_end, run_wait
 from processes.models import Disposition, ProcessRun, RunState
 from records.boundary import DeleteWindowWait, record_delete
@@ -16,7 +17,6 @@ from records.codes import RefusalCode
 from records.errors import RecordNotFound
 from records.models import RecordWriteState, WriteOperation, WriteStatus
 from records.trail import Actor
-from kernel.errors import TurbobaseError
 
 
 def rollback_targets(run: ProcessRun):

@@ -16,8 +16,8 @@ from typing import Any
 from django.db.models import Q
 from django.utils import timezone
 
-from guardrails.settings import setting_get
 from extensions.store import module_version
+from guardrails.settings import setting_get
 from processes.ceilings import ceilings_for
 from processes.engine.ending import lease_seconds, run_end, run_redeliver, run_wait
 from processes.engine.ledger import ledger_skip_rest, step_outcome, writes_count

@@ -12,15 +12,21 @@ from typing import Any
 
 from django.db import transaction
 
+from kernel.errors import NotFound, Refusal, TurbobaseError
 from processes.engine.ledger import Refused, ledger_write
 from processes.engine.plan import PlannedStep
 from processes.engine.runtime import ModuleRuntime, StepCodeFailed
 from processes.models import Disposition, ProcessRun, ProcessRunStep
-from records.boundary import DeleteWindowWait, WriteResult, record_create, record_delete, record_update
+from records.boundary import (
+    DeleteWindowWait,
+    WriteResult,
+    record_create,
+    record_delete,
+    record_update,
+)
 from records.codes import RefusalCode
 from records.models import RecordWriteState
 from records.trail import Actor
-from kernel.errors import NotFound, Refusal, TurbobaseError
 
 
 @dataclass(frozen=True)

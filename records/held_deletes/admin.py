@@ -14,9 +14,9 @@ from django.db.models import Case, IntegerField, QuerySet, Value, When
 from django.http import HttpRequest
 
 from guardrails.models import Guardrail, GuardrailRule, HeldStatus
+from kernel.errors import TurbobaseError
 from records.catalog import catalog_load
 from records.verdicts import held_delete_decide
-from kernel.errors import TurbobaseError
 
 
 @admin.register(Guardrail)

@@ -7,10 +7,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from guardrails.models import HeldDelete, HeldStatus
-from records.held_deletes.serializers import decision_note_in, held_delete_out
-from records.errors import AdminRequired
-from records.verdicts import held_delete_decide
 from kernel.errors import InvalidRequest
+from records.errors import AdminRequired
+from records.held_deletes.serializers import decision_note_in, held_delete_out
+from records.verdicts import held_delete_decide
 
 
 def _admin_check(request: Request) -> None:

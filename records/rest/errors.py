@@ -1,8 +1,8 @@
 """Domain exceptions of the PostgREST-syntax read; ``kernel.errors`` renders them."""
 from __future__ import annotations
 
-from records.rest.codes import ReadCode
 from kernel.errors import InvalidRequest, Refusal
+from records.rest.codes import ReadCode
 
 
 class InvalidQuery(InvalidRequest):

@@ -307,5 +307,5 @@ def _datetime_parse(raw: str) -> dt.datetime:
             raise ValueError(raw)
         value = dt.datetime.combine(day, dt.time())
     if timezone.is_naive(value):
-        value = timezone.make_aware(value, dt.timezone.utc)
+        value = timezone.make_aware(value, dt.UTC)
     return value

@@ -30,7 +30,13 @@ from sources.adapters.base import (
     transient,
 )
 from sources.codes import SourceCode
-from sources.models import SandboxCounter, SandboxDocument, SandboxInFlight, SandboxScript, SandboxSend
+from sources.models import (
+    SandboxCounter,
+    SandboxDocument,
+    SandboxInFlight,
+    SandboxScript,
+    SandboxSend,
+)
 from sources.scripting import sandbox_script_for
 
 FIRST_NUMBER = 1041

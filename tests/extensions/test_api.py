@@ -11,8 +11,8 @@ from extensions.errors import ExtensionInUse
 from extensions.models import ExtensionModule, ExtensionVersion
 from extensions.signals import extension_removing
 from extensions.store import store_forget
-from tests.conftest import make_user
 from kernel.models import token_issue
+from tests.conftest import make_user
 
 pytestmark = pytest.mark.django_db
 

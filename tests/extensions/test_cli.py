@@ -15,9 +15,9 @@ from extensions.deploy import extension_deploy
 from extensions.models import ExtensionModule, ExtensionVersion
 from extensions.pool import pool_close
 from extensions.store import store_forget
+from kernel.models import token_issue
 from records.models import Record
 from tests.conftest import make_user
-from kernel.models import token_issue
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SCRIPT = Path(sys.executable).with_name("turbobase")

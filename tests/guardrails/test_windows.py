@@ -1,7 +1,7 @@
 """Rolling delete windows: the ordinary and the rollback window, with explicit clocks."""
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from django.db import transaction
@@ -12,7 +12,7 @@ from guardrails.windows import window_admit
 
 pytestmark = pytest.mark.django_db
 
-T0 = datetime(2030, 1, 1, 12, 0, 0, tzinfo=timezone.utc)
+T0 = datetime(2030, 1, 1, 12, 0, 0, tzinfo=UTC)
 SECOND = timedelta(seconds=1)
 
 

@@ -7,10 +7,10 @@ from types import SimpleNamespace
 import pytest
 from rest_framework.test import APIClient
 
-from records.models import Record
-from tests.conftest import make_user
 from kernel.models import AccessToken, token_issue, token_revoke
 from kernel.scopes import ScopeMissing, scope_check
+from records.models import Record
+from tests.conftest import make_user
 
 pytestmark = pytest.mark.django_db
 

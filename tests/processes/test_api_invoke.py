@@ -5,11 +5,11 @@ import pytest
 from rest_framework.test import APIClient
 
 from guardrails.settings import setting_set
+from kernel.models import token_issue
 from processes.models import Process, ProcessRun
 from records.models import Record
 from tests.conftest import make_user
 from tests.processes.conftest import drain_runs
-from kernel.models import token_issue
 
 pytestmark = pytest.mark.django_db
 

@@ -6,11 +6,11 @@ import json
 import pytest
 
 from guardrails.settings import setting_set
+from kernel.models import token_issue
 from processes.models import ProcessRun
 from tests.conftest import make_user
 from tests.processes.conftest import FAILS_AT_SECOND, TWO_NOTES, drain_runs, process_deploy
 from turbobase.cli.main import main
-from kernel.models import token_issue
 
 
 @pytest.fixture

@@ -13,7 +13,12 @@ from django_q.models import Schedule
 from extensions.bundle import bundle_apply
 from guardrails.settings import setting_set
 from processes.models import Process, ProcessRun
-from processes.schedules.firing import SCHEDULER_USERNAME, schedule_fire, schedule_resume, schedules_fire_due
+from processes.schedules.firing import (
+    SCHEDULER_USERNAME,
+    schedule_fire,
+    schedule_resume,
+    schedules_fire_due,
+)
 from processes.schedules.models import ProcessSchedule, ProcessScheduleFiring
 from records.boundary import record_create
 from records.models import Record

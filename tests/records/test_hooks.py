@@ -6,11 +6,11 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from records.boundary import record_create
+from records.catalog import record_type_get
 from records.errors import HookRejection
 from records.hooks import HookContext, hook_register
 from records.models import Record, RecordWriteState, WriteTrail
 from records.policies import records_visible
-from records.catalog import record_type_get
 from records.trail import Actor
 
 pytestmark = pytest.mark.django_db

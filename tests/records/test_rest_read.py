@@ -363,7 +363,13 @@ def test_rest_read_takes_its_own_budget(alice, rows):
 # --- the resource registry -------------------------------------------------------------------
 
 def test_a_registered_resource_is_read_with_its_own_closed_columns(alice, bob, alice_api, rows):
-    from records.rest.resources import Column, ColumnKind, Resource, resource_register, resource_unregister
+    from records.rest.resources import (
+        Column,
+        ColumnKind,
+        Resource,
+        resource_register,
+        resource_unregister,
+    )
 
     resource_register(Resource(
         name="my_trail",

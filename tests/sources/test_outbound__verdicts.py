@@ -11,9 +11,9 @@ from guardrails.models import HeldDelete
 from guardrails.rules import rule_set
 from guardrails.settings import setting_set
 from records.boundary import record_create, record_delete, record_update
+from records.catalog import record_type_get
 from records.models import Record, RecordWriteState, WriteTrail
 from records.policies import records_visible
-from records.catalog import record_type_get
 from records.trail import Actor
 from records.verdicts import held_delete_decide, source_verdict
 from sources.models import SandboxCounter, SandboxDocument, SandboxSend

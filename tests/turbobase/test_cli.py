@@ -5,12 +5,12 @@ import json
 
 import pytest
 
+from kernel.models import token_issue
 from records.boundary import record_create
 from records.models import Record, RecordWriteState, SyncState, WriteStatus
 from records.trail import Actor
 from tests.conftest import make_user
 from turbobase.cli.main import main
-from kernel.models import token_issue
 
 
 @pytest.fixture

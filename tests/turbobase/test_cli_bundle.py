@@ -10,10 +10,10 @@ import pytest
 
 from extensions.models import ExtensionModule, ExtensionStatus, ExtensionVersion
 from extensions.store import store_forget
+from kernel.models import token_issue
 from processes.schedules.models import ProcessSchedule
 from tests.conftest import make_user
 from turbobase.cli.main import main
-from kernel.models import token_issue
 
 FIXTURES = Path(__file__).parent.parent / "extensions" / "fixtures"
 TRACKED = "acme:migrate-customers-tracked"

@@ -8,8 +8,8 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
-from records.models import Record, RecordWriteState
 from kernel.models import AccessToken, token_hash
+from records.models import Record, RecordWriteState
 
 pytestmark = pytest.mark.django_db
 User = get_user_model()

@@ -4,7 +4,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from turbobase.cli.client import Client, ClientError
 

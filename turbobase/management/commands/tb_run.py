@@ -13,10 +13,10 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Callable
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
