@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         engine_s = bare_s = 0.0
         for r in range(args.runs):
             engine_s += timed(engine_run)
-            bare_s += timed(lambda: bare_run(r))
+            bare_s += timed(lambda r=r: bare_run(r))
         states = set(ProcessRun.objects.values_list("state", flat=True))
         assert states == {"committed"}, states
         steps = args.steps * args.runs

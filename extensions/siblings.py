@@ -57,9 +57,7 @@ def _resolve(importer: str, specifier: str, files: dict[str, str], root: str) ->
 
 
 _NODE_BUILTINS = frozenset(
-    "assert buffer child_process cluster crypto dgram dns events fs http http2 https module net os path "
-    "perf_hooks process querystring readline stream string_decoder timers tls tty url util v8 vm "
-    "worker_threads zlib".split()
+    ["assert", "buffer", "child_process", "cluster", "crypto", "dgram", "dns", "events", "fs", "http", "http2", "https", "module", "net", "os", "path", "perf_hooks", "process", "querystring", "readline", "stream", "string_decoder", "timers", "tls", "tty", "url", "util", "v8", "vm", "worker_threads", "zlib"]
 )
 
 

@@ -58,6 +58,9 @@ class WindowLock(models.Model):
         db_table = "guardrails_window_lock"
         constraints = [models.UniqueConstraint(fields=["kind", "source_system"], name="window_lock_unique")]
 
+    def __str__(self) -> str:
+        return f"{self.kind} window lock: {self.source_system}"
+
 
 class WindowEvent(models.Model):
     """One delete charged to a rolling window."""
@@ -70,6 +73,9 @@ class WindowEvent(models.Model):
     class Meta:
         db_table = "guardrails_window_event"
         indexes = [models.Index(fields=["kind", "source_system", "at"])]
+
+    def __str__(self) -> str:
+        return f"{self.kind} on {self.source_system} at {self.at.isoformat()}"
 
 
 class HeldStatus(models.TextChoices):

@@ -58,6 +58,9 @@ class SandboxCounter(models.Model):
     class Meta:
         db_table = "sandbox_counter"
 
+    def __str__(self) -> str:
+        return f"next {self.prefix}-{self.next_number}"
+
 
 class SandboxDocument(models.Model):
     """A document as the simulated system holds it."""
@@ -72,6 +75,9 @@ class SandboxDocument(models.Model):
 
     class Meta:
         db_table = "sandbox_document"
+
+    def __str__(self) -> str:
+        return f"{self.record_type} {self.external_id}"
 
 
 class SandboxSend(models.Model):
@@ -92,6 +98,9 @@ class SandboxSend(models.Model):
         db_table = "sandbox_send"
         indexes = [models.Index(fields=["record_type", "id"])]
 
+    def __str__(self) -> str:
+        return f"{self.operation} {self.record_type} (write {self.write_state_id})"
+
 
 class SandboxInFlight(models.Model):
     """Writes of one type the sandbox is handling right now (an honest gauge for the ordering tests)."""
@@ -101,3 +110,6 @@ class SandboxInFlight(models.Model):
 
     class Meta:
         db_table = "sandbox_in_flight"
+
+    def __str__(self) -> str:
+        return f"{self.count} {self.record_type} in flight"

@@ -15,6 +15,7 @@ it has not gone within ``stop_timeout`` seconds.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -117,20 +118,17 @@ class QCluster:
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)  # the group is ours: start_new_session above
             process.wait(timeout=10)
-        try:  # a worker child the cluster left behind would keep the test database open
+        # A worker child the cluster left behind would keep the test database open.
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
     def kill(self) -> None:
         """SIGKILL the whole cluster at once, as a crashed machine would: no task is finished."""
         process, self.process = self.process, None
         if process is None:
             return
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         process.wait(timeout=10)
 
     def log_text(self) -> str:

@@ -120,7 +120,7 @@ def rows_stream(
     stream = rows.values_list(*fetched).iterator(chunk_size=CHUNK_SIZE)
     try:
         for count, values in enumerate(stream):
-            record = dict(zip(fetched, values))
+            record = dict(zip(fetched, values, strict=True))
             row = _row_build(select, record, resource, is_every_key=is_every_key)
             encoded = json.dumps(row, separators=(",", ":"), ensure_ascii=False).encode()
             size += len(encoded) + (1 if count else 0)

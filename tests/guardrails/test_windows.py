@@ -1,7 +1,7 @@
 """Rolling delete windows: the ordinary and the rollback window, with explicit clocks."""
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.db import transaction

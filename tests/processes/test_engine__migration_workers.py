@@ -57,7 +57,7 @@ def test_twelve_thousand_rows_survive_two_sigkills_and_a_rerun_writes_nothing(ad
     cluster = QCluster(workers=2, log_path=tmp_path / "q.log", extra_env=FAST_RECOVERY, ready_timeout=60)
     for kill_at in (1_700, 6_300):  # mid-slice: slices are 500 rows
         cluster.start()
-        _sweeping_until(lambda: _customers() >= kill_at, timeout=600, message=f"{kill_at} customers")
+        _sweeping_until(lambda kill_at=kill_at: _customers() >= kill_at, timeout=600, message=f"{kill_at} customers")
         cluster.kill()
     with cluster:
         _sweep_until_terminal(run.pk, timeout=900)

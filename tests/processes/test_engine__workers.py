@@ -36,7 +36,7 @@ def test_a_worker_killed_mid_run_resumes_and_writes_nothing_twice(admin_user, al
     cluster = QCluster(workers=2, log_path=tmp_path / "q.log", extra_env=FAST_LEASE)
     for kill_after in (3, 10):
         cluster.start()
-        wait_until(lambda: Record.unguarded.count() >= kill_after, timeout=60, message=f"{kill_after} records")
+        wait_until(lambda kill_after=kill_after: Record.unguarded.count() >= kill_after, timeout=60, message=f"{kill_after} records")
         cluster.kill()
     with cluster:
         wait_until(lambda: _terminal(run_ids), timeout=120, message="every run terminal")

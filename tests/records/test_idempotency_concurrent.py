@@ -56,7 +56,7 @@ def test_two_writers_with_one_key_make_one_record(alice):
     actor = Actor(user=alice)
     for round_ in range(ROUNDS):
         key = f"race:{round_}"
-        results = _race(2, lambda i: record_create(
+        results = _race(2, lambda i, key=key: record_create(
             actor=actor, record_type="customer", parent={"company_name": f"writer {i}"}, idempotency_key=key))
         assert not [r for r in results if isinstance(r, Exception)], results
         assert sorted(r.outcome for r in results) == ["created", "duplicate"]

@@ -6,6 +6,8 @@ held up behind them.
 """
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 
 from records.boundary import record_create
@@ -41,7 +43,7 @@ def test_fifty_writes_of_one_type_reach_the_source_in_commit_order_never_two_in_
     sends = list(SandboxSend.objects.filter(record_type="purchaseOrder").order_by("started_at", "id"))
     assert [s.write_state_id for s in sends] == write_ids  # commit order, each exactly once
     assert {s.in_flight for s in sends} == {1}
-    for before, after in zip(sends, sends[1:]):
+    for before, after in pairwise(sends):
         assert after.started_at >= before.finished_at, "two writes of one type were in flight together"
     for i, order in enumerate(orders):
         order.refresh_from_db()
