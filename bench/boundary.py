@@ -37,6 +37,7 @@ from django.db import connection  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
 from records.boundary import record_create  # noqa: E402
+from records.door import door_open  # noqa: E402
 from records.models import Record, SyncState  # noqa: E402
 from records.signals import outbound_write_queued  # noqa: E402
 from records.trail import Actor  # noqa: E402
@@ -62,10 +63,11 @@ def series_build(actor: Actor, *, run_id: str) -> list[Series]:
     user = actor.user
 
     def raw(i: int) -> object:
-        return Record.unguarded.create(
-            record_type="legacy_customer", fields={"company_name": f"Raw {i}", "legacy_id": f"R-{i}"},
-            owner=user, sync_state=SyncState.LOCAL,
-        )
+        with door_open():
+            return Record.objects.create(
+                record_type="legacy_customer", fields={"company_name": f"Raw {i}", "legacy_id": f"R-{i}"},
+                owner=user, sync_state=SyncState.LOCAL,
+            )
 
     def app_owned(i: int) -> object:
         return record_create(actor=actor, record_type="legacy_customer",
@@ -80,7 +82,7 @@ def series_build(actor: Actor, *, run_id: str) -> list[Series]:
         return record_create(actor=actor, record_type="customer", parent={"company_name": f"Customer {i}"})
 
     return [
-        Series("raw ORM create (Record.unguarded.create)", raw),
+        Series("raw ORM create (Record.objects.create in the door)", raw),
         Series("boundary create, legacy_customer (app-owned)", app_owned),
         Series("boundary create, legacy_customer + idempotency key", app_owned_keyed),
         Series("boundary create, customer (connected: queues outbound)", connected),

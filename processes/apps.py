@@ -12,6 +12,7 @@ class ProcessesConfig(AppConfig):
         from extensions.bundle_parts import bundle_part_register
         from extensions.kinds import kind_register
         from extensions.signals import extension_deployed, extension_removing
+        from kernel.system_schedules import system_schedule_declare
         from processes.api.reads import trigger_provider_register
         from processes.contract import process_contract_check
         from processes.engine.wakeups import on_source_verdict
@@ -27,3 +28,7 @@ class ProcessesConfig(AppConfig):
         source_verdict.connect(on_source_verdict, dispatch_uid="processes.wake_on_verdict")
         trigger_provider_register(schedule_trigger_for)
         bundle_part_register(SchedulesPart())
+        # Every minute: re-queue parked runs that are due and runs whose worker died; fire the
+        # bundle schedules that are due.
+        system_schedule_declare("system.processes.sweep", "processes.tasks.runs_sweep")
+        system_schedule_declare("system.processes.schedules", "processes.schedules.firing.schedules_tick")

@@ -40,7 +40,7 @@ def migration_batch_generate(*, user: Any, batch: str = DEMO_BATCH, rows: int = 
     answer how many were new."""
     actor = Actor(user=user)
     keys = [f"demo:migration_item:{batch}:{n:04d}" for n in range(1, rows + 1)]
-    existing = set(Record.unguarded.filter(idempotency_key__in=keys).values_list("idempotency_key", flat=True))
+    existing = set(Record.reads.filter(idempotency_key__in=keys).values_list("idempotency_key", flat=True))
     created = 0
     for n, key in enumerate(keys, start=1):
         if key in existing:

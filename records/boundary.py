@@ -21,6 +21,7 @@ from guardrails.windows import window_admit
 from kernel.errors import Refusal, TurbobaseError
 from records.catalog import RecordType, record_type_get
 from records.codes import RefusalCode
+from records.door import door_opened
 from records.errors import (
     AtomicWriteRequired,
     DeleteCapExceeded,
@@ -142,6 +143,7 @@ def _queue_outbound(record: Record, operation: str, payload: dict, *, status: st
     return state
 
 
+@door_opened
 def record_create(
     *, actor: Actor, record_type: str, parent: Any, lines: Any = None, idempotency_key: str | None = None
 ) -> WriteResult:
@@ -152,7 +154,7 @@ def record_create(
         write_entitlement_check(user=actor.user, record_type=rt)
         _rule_check(rt, "create")
         if idempotency_key:
-            existing = Record.unguarded.filter(idempotency_key=idempotency_key).first()
+            existing = Record.objects.filter(idempotency_key=idempotency_key).first()
             if existing is not None:
                 return _duplicate(actor, rt, existing)
         record = Record(
@@ -172,7 +174,7 @@ def record_create(
                 with transaction.atomic():
                     record.save(force_insert=True)
             except IntegrityError:
-                existing = Record.unguarded.filter(idempotency_key=idempotency_key).first()
+                existing = Record.objects.filter(idempotency_key=idempotency_key).first()
                 if existing is None:
                     raise
                 return _duplicate(actor, rt, existing)
@@ -217,6 +219,7 @@ def _address(
     return found
 
 
+@door_opened
 def record_update(
     *, actor: Actor, record_type: str, parent: Any, pg_row_id: Any = None, external_id: Any = None,
     expected_sync_version: int | None = None,
@@ -238,7 +241,7 @@ def record_update(
         hooks_run(HookContext("before_save", rt.name, "update", merged, dict(parent),
                               actor=actor.user.get_username(), process_run_id=actor.process_run_id or None))
         record.fields = merged["parent"]
-        Record.unguarded.filter(pk=record.pk).update(
+        Record.objects.filter(pk=record.pk).update(
             fields=record.fields, sync_version=F("sync_version") + 1, updated_at=timezone.now()
         )
         record.refresh_from_db()
@@ -249,6 +252,7 @@ def record_update(
         return WriteResult(record, "updated")
 
 
+@door_opened
 def record_delete(
     *, actor: Actor, record_type: str, pg_row_id: Any = None, external_id: Any = None,
     source_system: str | None = None, rollback: bool = False, on_cap: str = "refuse",
@@ -280,7 +284,7 @@ def record_delete(
         prior = record.sync_state
         if decision == Decision.HOLD and not rollback:
             return _hold(actor, rt, record, prior)
-        Record.unguarded.filter(pk=record.pk).update(sync_state=SyncState.DELETING, updated_at=timezone.now())
+        Record.objects.filter(pk=record.pk).update(sync_state=SyncState.DELETING, updated_at=timezone.now())
         record.sync_state = SyncState.DELETING
         _queue_outbound(record, WriteOperation.DELETE, {"prior_state": prior})
         trail_write(actor=actor, action="delete", record_type=rt.name, outcome=TrailOutcome.ALLOWED,
@@ -302,7 +306,7 @@ def _charge_delete(rt: RecordType, record: Record, *, rollback: bool, on_cap: st
 
 
 def _hold(actor: Actor, rt: RecordType, record: Record, prior: str) -> WriteResult:
-    Record.unguarded.filter(pk=record.pk).update(sync_state=SyncState.DELETE_HELD, updated_at=timezone.now())
+    Record.objects.filter(pk=record.pk).update(sync_state=SyncState.DELETE_HELD, updated_at=timezone.now())
     record.sync_state = SyncState.DELETE_HELD
     _queue_outbound(record, WriteOperation.DELETE, {"prior_state": prior}, status=WriteStatus.HELD)
     HeldDelete.objects.create(
@@ -332,6 +336,7 @@ def _run_after_delete(context: HookContext) -> None:
         logging.getLogger(__name__).exception("after_delete hook failed for %s", context.record_type)
 
 
+@door_opened
 def record_settle(*, actor: Actor, record_type: str, pg_row_id: Any) -> WriteResult:
     """Link a row whose upstream create landed but whose link back failed (write_settle_conflict).
 
@@ -352,11 +357,11 @@ def record_settle(*, actor: Actor, record_type: str, pg_row_id: Any) -> WriteRes
                 f"{rt.name} {record.pg_row_id} is {record.sync_state}, not waiting to be settled",
                 field="pgRowId",
             )
-        Record.unguarded.filter(
+        Record.objects.filter(
             record_type=rt.name, source_system=record.source_system, external_id=state.external_id
         ).exclude(pk=record.pk).delete()
         now = timezone.now()
-        Record.unguarded.filter(pk=record.pk).update(
+        Record.objects.filter(pk=record.pk).update(
             external_id=state.external_id, sync_state=SyncState.SYNCED, synced_at=now, updated_at=now
         )
         state.status = WriteStatus.SETTLED

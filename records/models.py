@@ -6,6 +6,8 @@ import uuid
 from django.conf import settings
 from django.db import models
 
+from records.door import DoorGuarded
+
 
 class SyncState(models.TextChoices):
     LOCAL = "local"  # app-owned type: no connected system
@@ -21,18 +23,9 @@ class SyncState(models.TextChoices):
 HIDDEN_STATES = (SyncState.DELETE_HELD, SyncState.DELETING, SyncState.DELETED)
 
 
-class GuardedRecordManager(models.Manager):
-    """Reads are fine anywhere; writes go through ``records.boundary``.
+class Record(DoorGuarded):
+    """A record; written only through the door (``records/door.py``), read through ``Record.reads``."""
 
-    ``bulk_create``/``update`` on the manager are refused so a stray write outside the door fails
-    loudly. The boundary (and tests that build fixtures) use ``Record.unguarded``.
-    """
-
-    def bulk_create(self, *args, **kwargs):  # pragma: no cover - guard
-        raise RuntimeError("records are written only through records.boundary (Record.unguarded)")
-
-
-class Record(models.Model):
     pg_row_id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     record_type = models.CharField(max_length=64)
     fields = models.JSONField(default=dict)
@@ -52,12 +45,8 @@ class Record(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
-    objects = GuardedRecordManager()
-    unguarded = models.Manager()
-
-    class Meta:
+    class Meta(DoorGuarded.Meta):
         db_table = "record"
-        base_manager_name = "unguarded"
         indexes = [
             models.Index(fields=["record_type", "created_at"]),
             models.Index(fields=["record_type", "external_id"]),
@@ -95,7 +84,7 @@ class WriteStatus(models.TextChoices):
     CANCELLED = "cancelled"  # a held delete rejected, or superseded
 
 
-class RecordWriteState(models.Model):
+class RecordWriteState(DoorGuarded):
     """One outbound write of one record. The id orders writes of one record type."""
 
     id = models.BigAutoField(primary_key=True)
@@ -114,7 +103,7 @@ class RecordWriteState(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
-    class Meta:
+    class Meta(DoorGuarded.Meta):
         db_table = "record_write_state"
         indexes = [models.Index(fields=["record_type", "status", "id"])]
 
@@ -132,7 +121,7 @@ class TrailOutcome(models.TextChoices):
     SETTLED = "settled"
 
 
-class WriteTrail(models.Model):
+class WriteTrail(DoorGuarded):
     """One row per boundary decision: who, what, on which record, with what outcome, and why."""
 
     id = models.BigAutoField(primary_key=True)
@@ -150,6 +139,6 @@ class WriteTrail(models.Model):
     process_run_id = models.CharField(max_length=64, blank=True, default="")
     process_step = models.CharField(max_length=255, blank=True, default="")
 
-    class Meta:
+    class Meta(DoorGuarded.Meta):
         db_table = "write_trail"
         indexes = [models.Index(fields=["record_type", "at"]), models.Index(fields=["pg_row_id"])]

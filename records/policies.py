@@ -25,7 +25,7 @@ def _policy_q(user: AbstractBaseUser, policy: str) -> Q:
 def records_visible(*, user: AbstractBaseUser, record_type: RecordType) -> QuerySet[Record]:
     """Records of ``record_type`` the user may read (hidden ones never)."""
     return (
-        Record.unguarded.filter(record_type=record_type.name)
+        Record.reads.filter(record_type=record_type.name)
         .exclude(sync_state__in=HIDDEN_STATES)
         .filter(_policy_q(user, record_type.read_policy))
     )

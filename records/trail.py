@@ -6,6 +6,7 @@ from uuid import UUID
 
 from django.contrib.auth.models import AbstractBaseUser
 
+from records.door import door_opened
 from records.models import WriteTrail
 
 
@@ -22,6 +23,7 @@ class Actor:
         return bool(getattr(self.user, "is_staff", False))
 
 
+@door_opened
 def trail_write(
     *,
     actor: Actor | None,

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from guardrails.models import HeldDelete, HeldStatus
 from kernel.errors import Conflict, NotFound
+from records.door import door_opened
 from records.models import (
     Record,
     RecordWriteState,
@@ -48,10 +49,11 @@ def _announce(state: RecordWriteState, kind: str) -> None:
 
 
 @transaction.atomic
+@door_opened
 def verdict_apply(*, write_state_id: int, verdict: Verdict) -> RecordWriteState:
     """Apply a source's verdict to the write and its record, in one transaction, and announce it."""
     state = RecordWriteState.objects.select_for_update().get(pk=write_state_id)
-    record = Record.unguarded.select_for_update().get(pk=state.record_id)
+    record = Record.objects.select_for_update().get(pk=state.record_id)
     now = timezone.now()
     state.reason_code, state.field, state.message = verdict.code, verdict.field or "", verdict.message
     if verdict.kind == "confirmed":
@@ -102,6 +104,7 @@ def _delete_prior_state_set(record: Record, prior_state: str) -> None:
         pending.save(update_fields=["payload", "updated_at"])
 
 
+@door_opened
 def verdict_transient(*, write_state_id: int, message: str, next_attempt_at) -> RecordWriteState:
     """Count a failed attempt; the write stays at the head of its type's queue."""
     state = RecordWriteState.objects.get(pk=write_state_id)
@@ -124,6 +127,7 @@ class HeldDeleteNotFound(NotFound):
 
 
 @transaction.atomic
+@door_opened
 def held_delete_decide(*, held_id: int, approve: bool, by: AbstractBaseUser, note: str = "") -> HeldDelete:
     """An operator approves (the delete is sent) or rejects (the record comes back) a held delete."""
     held = HeldDelete.objects.select_for_update().filter(pk=held_id).first()
@@ -136,7 +140,7 @@ def held_delete_decide(*, held_id: int, approve: bool, by: AbstractBaseUser, not
         .filter(record_id=held.pg_row_id, operation=WriteOperation.DELETE, status=WriteStatus.HELD)
         .order_by("-id").first()
     )
-    record = Record.unguarded.select_for_update().filter(pk=held.pg_row_id).first()
+    record = Record.objects.select_for_update().filter(pk=held.pg_row_id).first()
     if record is None:  # removed by other means meanwhile: nothing left to approve or bring back
         raise HeldDeleteNotPending(f"the record of held delete #{held_id} no longer exists", field="id")
     if approve:

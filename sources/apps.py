@@ -9,7 +9,13 @@ class SourcesConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from kernel.system_schedules import system_schedule_declare
         from records.signals import outbound_write_queued
+        from sources.wakeups import SWEEP_SCHEDULE, SWEEP_TASK
+
+        # Every minute: wake any lane with due work and nobody draining it (a lost wake-up, a
+        # broker that was down at commit, a worker that died holding a lane).
+        system_schedule_declare(SWEEP_SCHEDULE, SWEEP_TASK)
 
         outbound_write_queued.connect(_on_outbound_write_queued, dispatch_uid="sources.outbound_wake")
 

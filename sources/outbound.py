@@ -76,7 +76,7 @@ class DrainReport:
 def outbound_head(*, record_type: str) -> RecordWriteState | None:
     """The write of ``record_type`` that goes next: the lowest-numbered pending one."""
     return (
-        RecordWriteState.objects.filter(record_type=record_type, status=WriteStatus.PENDING)
+        RecordWriteState.reads.filter(record_type=record_type, status=WriteStatus.PENDING)
         .order_by("id").first()
     )
 
@@ -143,7 +143,7 @@ def _look_again(record_type: str) -> None:
 
 def outbound_send(*, state: RecordWriteState) -> Outcome:
     """Hand one write to its source's adapter and bring back the answer (never raises for the source)."""
-    record = Record.unguarded.filter(pk=state.record_id).first()
+    record = Record.reads.filter(pk=state.record_id).first()
     if record is None:  # removed meanwhile, and its write states with it: nothing to apply to
         return transient("the record no longer exists")
     try:
@@ -175,7 +175,7 @@ def outbound_send(*, state: RecordWriteState) -> Outcome:
 def _unlinked(state: RecordWriteState, record: Record) -> Outcome | str:
     """An update or delete of a record with no upstream id: an outcome, or the id to address it by."""
     create = (
-        RecordWriteState.objects.filter(record_id=record.pk, operation=WriteOperation.CREATE)
+        RecordWriteState.reads.filter(record_id=record.pk, operation=WriteOperation.CREATE)
         .order_by("-id").first()
     )
     create_status = create.status if create else None
@@ -193,7 +193,7 @@ def _unlinked(state: RecordWriteState, record: Record) -> Outcome | str:
 
 def outbound_outcome_apply(*, state: RecordWriteState, outcome: Outcome) -> None:
     """Record the source's answer through ``records.verdicts`` (the only code that moves a record)."""
-    if not RecordWriteState.objects.filter(pk=state.pk, status=WriteStatus.PENDING).exists():
+    if not RecordWriteState.reads.filter(pk=state.pk, status=WriteStatus.PENDING).exists():
         return  # decided meanwhile (a lease that ran out mid-send): the first verdict stands
     if outcome.kind == TRANSIENT:
         attempts = state.attempts + 1
@@ -226,12 +226,12 @@ def outbound_sweep() -> list[str]:
     """
     now = timezone.now()
     heads = (
-        RecordWriteState.objects.filter(status=WriteStatus.PENDING)
+        RecordWriteState.reads.filter(status=WriteStatus.PENDING)
         .values("record_type").annotate(head_id=Min("id"))
     )
     woken = []
     for row in heads:
-        head = RecordWriteState.objects.only("next_attempt_at").get(pk=row["head_id"])
+        head = RecordWriteState.reads.only("next_attempt_at").get(pk=row["head_id"])
         if head.next_attempt_at is not None and head.next_attempt_at > now:
             continue
         if lane_is_held(record_type=row["record_type"]):

@@ -1,8 +1,10 @@
 """Settings → Write guardrails: every delete cap with its default and the value in force, editable.
 
-The changelist is one form over ``guardrails.settings.DEFAULTS`` rather than a list of rows, because
-an unset cap has no row and an operator must still see (and raise) it. A blank override drops the
-row, so the Django setting or the shipped default is in force again.
+The changelist is one form over the registry (``guardrails.registry``) rather than a list of rows,
+because an unset cap has no row and an operator must still see (and raise) it. A blank override
+drops the row, so the Django setting or the shipped default is in force again. The inputs are text,
+not ``type=number``: a browser turns a typo such as ``5e`` in a number input into an empty value,
+which would silently drop the override; as text it reaches the registry's parser and is refused.
 """
 from __future__ import annotations
 
@@ -14,26 +16,45 @@ from django.template.response import TemplateResponse
 
 from guardrails.instance_settings.models import WriteGuardrail
 from guardrails.models import InstanceSetting
-from guardrails.settings import DEFAULTS, setting_clear, setting_get, setting_set
+from guardrails.registry import REGISTRY, SettingInvalid, SettingSpec
+from guardrails.settings import setting_clear, setting_get, setting_set
 
 PREFIX = "guardrails."
 
 
 def write_guardrail_keys() -> list[str]:
-    return [key for key in DEFAULTS if key.startswith(PREFIX)]
+    return [key for key in REGISTRY if key.startswith(PREFIX)]
 
 
 def _field_name(key: str) -> str:
     return key.replace(".", "__")
 
 
+class SettingField(forms.CharField):
+    """One registry setting as text, parsed (type and bounds) by the registry itself."""
+
+    def __init__(self, spec: SettingSpec, **kwargs) -> None:
+        self.spec = spec
+        super().__init__(label=spec.key, required=False, help_text=spec.description, **kwargs)
+
+    def clean(self, value: str | None) -> int | None:
+        text = super().clean(value)
+        if not text:
+            return None
+        try:
+            return self.spec.parse(text)
+        except SettingInvalid as exc:
+            raise forms.ValidationError(exc.message) from exc
+
+
 class WriteGuardrailsForm(forms.Form):
     def __init__(self, *args, overrides: dict[str, int], **kwargs) -> None:
         super().__init__(*args, **kwargs)
         for key in write_guardrail_keys():
-            self.fields[_field_name(key)] = forms.IntegerField(
-                label=key, required=False, min_value=0, initial=overrides.get(key),
-                widget=forms.NumberInput(attrs={"placeholder": str(setting_get(key)), "style": "width: 9em"}),
+            self.fields[_field_name(key)] = SettingField(
+                REGISTRY[key], initial=overrides.get(key),
+                widget=forms.TextInput(attrs={"placeholder": str(setting_get(key)), "inputmode": "numeric",
+                                              "style": "width: 9em"}),
             )
 
     def overrides(self) -> dict[str, int | None]:
@@ -64,7 +85,7 @@ class WriteGuardrailAdmin(admin.ModelAdmin):
                               + (f": {', '.join(changed)}" if changed else ""), messages.SUCCESS)
             return HttpResponseRedirect(request.get_full_path())
         rows = [
-            {"key": key, "default": DEFAULTS[key], "in_force": setting_get(key),
+            {"key": key, "default": REGISTRY[key].default, "spec": REGISTRY[key], "in_force": setting_get(key),
              "field": form[_field_name(key)], "is_overridden": key in overrides}
             for key in write_guardrail_keys()
         ]

@@ -31,7 +31,7 @@ def rollback_targets(run: ProcessRun):
 def deletes_in_flight(run: ProcessRun) -> int:
     """Rollback deletes accepted here and not yet confirmed by the source."""
     rows = run.ledger.filter(disposition=Disposition.ROLLED_BACK).values_list("pg_row_id", flat=True)
-    return RecordWriteState.objects.filter(
+    return RecordWriteState.reads.filter(
         record_id__in=list(rows), operation=WriteOperation.DELETE, status=WriteStatus.PENDING
     ).count()
 

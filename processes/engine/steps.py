@@ -107,7 +107,7 @@ def _payload(value: Any) -> tuple[dict, list | None]:
 
 
 def _latest_write_state(record_id: Any) -> int | None:
-    return RecordWriteState.objects.filter(record_id=record_id).order_by("-id").values_list("id", flat=True).first()
+    return RecordWriteState.reads.filter(record_id=record_id).order_by("-id").values_list("id", flat=True).first()
 
 
 def step_execute(scope: StepScope, planned: PlannedStep, ctx: dict, runtime: ModuleRuntime) -> StepResult:

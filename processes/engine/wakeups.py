@@ -21,7 +21,7 @@ def on_source_verdict(sender: Any = None, *, write_state_id: int, record_id: Any
     keep a rolled-back run honest about the deletes it sent."""
     for run_id in runs_waiting_on(write_state_id):
         run_redeliver(run_id)
-    state = RecordWriteState.objects.filter(pk=write_state_id).only("operation", "message", "reason_code").first()
+    state = RecordWriteState.reads.filter(pk=write_state_id).only("operation", "message", "reason_code").first()
     if state is None or state.operation != WriteOperation.DELETE:
         return
     for row in ProcessRunStep.objects.filter(pg_row_id=record_id, disposition=Disposition.ROLLED_BACK).select_related("run"):

@@ -154,7 +154,7 @@ class SandboxAdapter(SourceAdapter):
             # Already gone: a delete re-sent after a crash must not fail the second time.
             return confirmed(write.external_id)
         referrer = (
-            Record.unguarded.filter(fields__created_from_id=document.external_id)
+            Record.reads.filter(fields__created_from_id=document.external_id)
             .exclude(sync_state__in=HIDDEN_STATES)
             .exclude(pk=write.pg_row_id)
             .order_by("created_at")

@@ -31,7 +31,7 @@ def test_the_demo_deploys_once_generates_a_batch_once_and_the_migration_moves_it
     demo_load(admin=admin, user=demo, write=again.append)
     assert again == []  # unchanged code, keyed rows: nothing new on the next start
     assert ExtensionVersion.objects.count() == 2
-    items = Record.unguarded.filter(record_type="migration_item", fields__batch="2026-10")
+    items = Record.reads.filter(record_type="migration_item", fields__batch="2026-10")
     assert items.count() == DEMO_BATCH_ROWS
     assert set(items.values_list("owner__username", flat=True)) == {"demo"}
 
@@ -40,7 +40,7 @@ def test_the_demo_deploys_once_generates_a_batch_once_and_the_migration_moves_it
     pump()
     run.refresh_from_db()
     assert (run.state, run.outstanding, run.slices) == ("committed", 0, 4)
-    assert Record.unguarded.filter(record_type="customer").count() == DEMO_BATCH_ROWS
+    assert Record.reads.filter(record_type="customer").count() == DEMO_BATCH_ROWS
     assert set(items.values_list("fields__status", flat=True)) == {"sent"}
 
 
@@ -49,4 +49,4 @@ def test_tb_demo_finds_the_processes_demo(settings):
     call_command("tb_demo", stdout=io.StringIO())
     assert sorted(ExtensionModule.objects.values_list("id", flat=True)) == [
         "acme:migrate-customers-tracked", "acme:raise-po-and-bill"]
-    assert Record.unguarded.filter(record_type="migration_item", fields__batch="2026-10").count() == DEMO_BATCH_ROWS
+    assert Record.reads.filter(record_type="migration_item", fields__batch="2026-10").count() == DEMO_BATCH_ROWS

@@ -61,7 +61,7 @@ def test_hook_deployed_through_the_cli_rejects_a_data_write_with_its_own_code(in
     assert refused.status_code == 422
     assert refused.json() == {"error": "write_refused", "rejection": {
         "code": "MEMO_REQUIRED", "field": "parent.memo", "message": "a memo is required on every customer"}}
-    assert Record.unguarded.count() == 0
+    assert Record.reads.count() == 0
     allowed = requests.post(f"{live_server.url}/v1/data/customer",
                             json={"parent": {"company_name": "A", "memo": "ok"}}, headers=headers, timeout=30)
     assert allowed.status_code == 201, allowed.text

@@ -57,9 +57,9 @@ def test_before_save_hook_rejects_a_create_with_its_own_code_and_field(admin_use
     res = alice_api.post("/v1/data/customer", {"parent": {"company_name": "A"}}, format="json")
     assert res.status_code == 422, res.content
     assert res.json() == MEMO_REFUSAL
-    assert Record.unguarded.count() == 0
-    assert RecordWriteState.objects.count() == 0
-    trail = WriteTrail.objects.get()
+    assert Record.reads.count() == 0
+    assert RecordWriteState.reads.count() == 0
+    trail = WriteTrail.reads.get()
     assert (trail.action, trail.outcome, trail.code, trail.field) == (
         "create", "refused", "MEMO_REQUIRED", "parent.memo")
 
@@ -68,7 +68,7 @@ def test_before_save_hook_lets_a_valid_write_through(admin_user, alice_api):
     deploy_memo_hook(admin_user)
     res = alice_api.post("/v1/data/customer", {"parent": {"company_name": "A", "memo": "m"}}, format="json")
     assert res.status_code == 201, res.content
-    assert Record.unguarded.count() == 1
+    assert Record.reads.count() == 1
 
 
 def test_hook_for_another_record_type_does_not_run(admin_user, alice_api):
@@ -113,7 +113,7 @@ def test_before_delete_hook_refuses_a_delete(admin_user, alice):
     assert res.status_code == 422
     assert res.json() == {"error": "write_refused", "rejection": {
         "code": "KEEP_LEGACY", "field": "pgRowId", "message": "legacy rows stay"}}
-    assert Record.unguarded.filter(pk=record.pk).exists()
+    assert Record.reads.filter(pk=record.pk).exists()
 
 
 def test_a_hook_that_throws_refuses_the_write_as_hook_failed(admin_user, alice_api):
@@ -126,7 +126,7 @@ def test_a_hook_that_throws_refuses_the_write_as_hook_failed(admin_user, alice_a
     assert (rejection["code"], rejection["field"]) == ("HOOK_FAILED", None)
     assert rejection["message"].startswith(
         "hook acme:hook failed (sandbox_script_error): Error: no A customers today (at hooks/hook.ts:")
-    assert Record.unguarded.count() == 0
+    assert Record.reads.count() == 0
 
 
 def test_a_hook_that_loops_refuses_the_write_as_hook_timeout(admin_user, alice_api):
@@ -136,7 +136,7 @@ def test_a_hook_that_loops_refuses_the_write_as_hook_timeout(admin_user, alice_a
     rejection = res.json()["rejection"]
     assert (rejection["code"], rejection["field"]) == ("HOOK_TIMEOUT", None)
     assert rejection["message"].startswith("hook acme:hook ran past its CPU budget: CPU budget of 200 ms")
-    assert Record.unguarded.count() == 0
+    assert Record.reads.count() == 0
     # The next write gets a healthy sandbox, and the same verdict.
     again = alice_api.post("/v1/data/customer", {"parent": {"company_name": "B"}}, format="json")
     assert again.json()["rejection"]["code"] == "HOOK_TIMEOUT"

@@ -58,7 +58,7 @@ def test_held_delete_and_record_change_pages_render(alice, operator):
     res = operator.get(f"{GUARDRAILS}{held.pk}/change/")
     assert res.status_code == 200
     assert operator.get(f"/admin/records/record/{record.pk}/change/").status_code == 200
-    trail = WriteTrail.objects.first()
+    trail = WriteTrail.reads.first()
     assert operator.get(f"/admin/records/writetrail/{trail.pk}/change/").status_code == 200
 
 
@@ -82,10 +82,10 @@ def test_approve_action_through_the_changelist(alice, admin_user, operator):
         held.refresh_from_db()
         record.refresh_from_db()
         assert (held.status, held.decided_by_id, record.sync_state) == ("approved", admin_user.pk, "deleting")
-        assert RecordWriteState.objects.get(record=record, operation="delete").status == "pending"
+        assert RecordWriteState.reads.get(record=record, operation="delete").status == "pending"
     h3.refresh_from_db()
     assert h3.status == "pending"
-    assert WriteTrail.objects.filter(outcome="approved").count() == 2
+    assert WriteTrail.reads.filter(outcome="approved").count() == 2
 
 
 def test_reject_action_and_an_already_decided_one_is_reported(alice, operator):
@@ -158,12 +158,18 @@ def test_write_guardrails_edit_sets_and_clears_overrides(operator):
         "guardrails.max_rollback_deletes_per_hour"]
 
 
-def test_write_guardrails_refuses_a_negative_cap(operator):
-    res = operator.post(WRITE_GUARDRAILS, _form(max_deletes_per_min=-1))
+@pytest.mark.parametrize("typed, error", [
+    ("-1", "guardrails.max_deletes_per_min must be between 0 and 2147483647"),
+    ("5e", "guardrails.max_deletes_per_min must be a whole number, not '5e'"),
+    ("99999999999999999999", "guardrails.max_deletes_per_min must be a whole number, not '99999999999999999999'"),
+])
+def test_write_guardrails_refuses_a_bad_cap_and_keeps_the_override(operator, typed, error):
+    setting_set("guardrails.max_deletes_per_min", 7)
+    res = operator.post(WRITE_GUARDRAILS, _form(max_deletes_per_min=typed))
     assert res.status_code == 200
-    assert res.context["form"].errors == {
-        "guardrails__max_deletes_per_min": ["Ensure this value is greater than or equal to 0."]}
-    assert InstanceSetting.objects.count() == 0
+    assert res.context["form"].errors == {"guardrails__max_deletes_per_min": [error]}
+    assert 'type="text"' in res.content.decode()  # a number input would drop "5e" as blank in a browser
+    assert dict(InstanceSetting.objects.values_list("key", "value")) == {"guardrails.max_deletes_per_min": 7}
 
 
 def test_staff_without_permissions_cannot_reach_the_screens(db):

@@ -75,8 +75,8 @@ def test_approve_sends_the_delete_and_keeps_the_record_hidden(alice, admin_user,
     record.refresh_from_db()
     assert record.sync_state == "deleting"
     assert _visible(alice) == []
-    assert RecordWriteState.objects.get(record=record, operation="delete").status == "pending"
-    trail = WriteTrail.objects.order_by("-id").first()
+    assert RecordWriteState.reads.get(record=record, operation="delete").status == "pending"
+    trail = WriteTrail.reads.order_by("-id").first()
     assert (trail.outcome, trail.actor_id, trail.message) == ("approved", admin_user.pk, "ok by finance")
 
 
@@ -88,7 +88,7 @@ def test_reject_brings_the_record_back(alice, admin_api):
     record.refresh_from_db()
     assert record.sync_state == "pending"  # its state before the delete was asked for
     assert _visible(alice) == [record]
-    delete = RecordWriteState.objects.get(record=record, operation="delete")
+    delete = RecordWriteState.reads.get(record=record, operation="delete")
     assert (delete.status, delete.message) == ("cancelled", "rejected by an operator")
 
 
@@ -128,7 +128,7 @@ def test_already_decided_is_409(alice, admin_api, first, second):
     admin_api.post(f"{BASE}/{held.pk}/{first}", format="json")
     record.refresh_from_db()
     state_before = record.sync_state
-    trail_rows = WriteTrail.objects.count()
+    trail_rows = WriteTrail.reads.count()
     res = admin_api.post(f"{BASE}/{held.pk}/{second}", format="json")
     assert res.status_code == 409
     expected = "approved" if first == "approve" else "rejected"
@@ -138,7 +138,7 @@ def test_already_decided_is_409(alice, admin_api, first, second):
     }}
     record.refresh_from_db()
     assert record.sync_state == state_before
-    assert WriteTrail.objects.count() == trail_rows
+    assert WriteTrail.reads.count() == trail_rows
 
 
 def test_unknown_held_delete_is_404(admin_api):

@@ -6,7 +6,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.db import transaction
 
-from guardrails.models import WindowEvent
+from guardrails.models import InstanceSetting, WindowEvent
+from guardrails.registry import SettingInvalid
 from guardrails.settings import DEFAULTS, setting_get, setting_set
 from guardrails.windows import window_admit
 
@@ -35,10 +36,11 @@ def test_shipped_defaults_are_the_seeds():
 
 
 def test_unknown_or_negative_setting_refused():
-    with pytest.raises(KeyError):
+    with pytest.raises(SettingInvalid, match="'guardrails.max_everything' is not an instance setting"):
         setting_set("guardrails.max_everything", 1)
-    with pytest.raises(ValueError):
+    with pytest.raises(SettingInvalid, match="guardrails.max_deletes_per_min must be between 0 and"):
         setting_set("guardrails.max_deletes_per_min", -1)
+    assert not InstanceSetting.objects.exists()
 
 
 @pytest.mark.parametrize("kind, span, length", [

@@ -46,7 +46,7 @@ def test_unsafe_request_without_csrf_header_is_403_and_writes_nothing(alice):
     res = client.post("/v1/data/legacy_customer", {"parent": {"company_name": "A"}}, format="json")
     assert res.status_code == 403
     assert res.json() == {"error": "permission_denied", "message": "CSRF Failed: CSRF token missing."}
-    assert Record.unguarded.count() == 0
+    assert Record.reads.count() == 0
 
 
 def test_unsafe_request_with_the_answered_csrf_token_is_201(alice):
@@ -55,7 +55,7 @@ def test_unsafe_request_with_the_answered_csrf_token_is_201(alice):
     res = client.post("/v1/data/legacy_customer", {"parent": {"company_name": "A"}}, format="json",
                       HTTP_X_CSRFTOKEN=token)
     assert res.status_code == 201, res.content
-    record = Record.unguarded.get(pk=res.json()["pgRowId"])
+    record = Record.reads.get(pk=res.json()["pgRowId"])
     assert (record.owner_id, record.fields) == (alice.pk, {"company_name": "A"})
 
 
@@ -66,7 +66,7 @@ def test_wrong_csrf_token_is_403(alice):
                       HTTP_X_CSRFTOKEN="x" * 64)
     assert res.status_code == 403
     assert res.json()["error"] == "permission_denied"
-    assert Record.unguarded.count() == 0
+    assert Record.reads.count() == 0
 
 
 def test_wrong_password_is_401_and_no_session(alice):
@@ -103,7 +103,7 @@ def test_no_credentials_is_401_not_authenticated(db):
     assert res.json() == {"error": "not_authenticated",
                           "message": "Authentication credentials were not provided."}
     assert res["WWW-Authenticate"] == "Bearer"
-    assert Record.unguarded.count() == 0
+    assert Record.reads.count() == 0
 
 
 def test_bearer_token_writes_as_its_owner_without_csrf(alice):
@@ -112,7 +112,7 @@ def test_bearer_token_writes_as_its_owner_without_csrf(alice):
     res = client.post("/v1/data/legacy_customer", {"parent": {"company_name": "T"}}, format="json",
                       HTTP_AUTHORIZATION=f"Bearer {raw}")
     assert res.status_code == 201, res.content
-    assert Record.unguarded.get(pk=res.json()["pgRowId"]).owner_id == alice.pk
+    assert Record.reads.get(pk=res.json()["pgRowId"]).owner_id == alice.pk
     assert AccessToken.objects.get().last_used_at is not None
 
 
@@ -139,7 +139,7 @@ def test_unknown_or_empty_token_is_401(alice, header):
                              HTTP_AUTHORIZATION=header)
     assert res.status_code == 401
     assert res.json()["error"] == "not_authenticated"
-    assert Record.unguarded.count() == 0
+    assert Record.reads.count() == 0
 
 
 def test_revoked_token_is_401(alice):
@@ -149,7 +149,7 @@ def test_revoked_token_is_401(alice):
                              HTTP_AUTHORIZATION=f"Bearer {raw}")
     assert res.status_code == 401
     assert res.json() == {"error": "not_authenticated", "message": "invalid or revoked token"}
-    assert Record.unguarded.count() == 0
+    assert Record.reads.count() == 0
 
 
 def test_token_of_an_inactive_user_is_401(alice):

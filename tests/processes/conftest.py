@@ -83,13 +83,13 @@ def _due(now) -> Q:
 def _verdict_in(run: ProcessRun) -> bool:
     waiting = ProcessRunStep.objects.filter(run_id=run.pk, awaiting_verdict=True).values_list(
         "write_state_id", flat=True)
-    return RecordWriteState.objects.filter(pk__in=list(waiting)).exclude(
+    return RecordWriteState.reads.filter(pk__in=list(waiting)).exclude(
         status__in=[WriteStatus.PENDING, WriteStatus.HELD]).exists()
 
 
 def outbound_drain_all() -> None:
     """Let the sandbox source answer every pending write, type by type, in order."""
-    types = (RecordWriteState.objects.filter(status=WriteStatus.PENDING)
+    types = (RecordWriteState.reads.filter(status=WriteStatus.PENDING)
              .values_list("record__record_type", flat=True).distinct())
     for record_type in sorted(set(types)):
         outbound_drain(record_type=record_type)

@@ -28,7 +28,7 @@ def pump(*, rounds: int = 200, sources: bool = True, now=None) -> None:
     for _ in range(rounds):
         moved = False
         if sources:
-            types = set(RecordWriteState.objects.filter(status=WriteStatus.PENDING).values_list("record_type", flat=True))
+            types = set(RecordWriteState.reads.filter(status=WriteStatus.PENDING).values_list("record_type", flat=True))
             for record_type in types:
                 with TestCase.captureOnCommitCallbacks(execute=True):
                     report = outbound_drain(record_type=record_type)

@@ -34,7 +34,7 @@ def test_queued_answers_202_with_the_run_and_runs_nothing_on_the_request(alice_a
     assert res.json() == {"runId": str(run.run_id), "processId": "acme:two-notes", "state": "queued"}
     assert (run.state, run.mode, run.input, run.invoked_by) == ("queued", "async", {"memo": "hello"}, alice)
     assert run.ledger.count() == 0
-    assert Record.unguarded.count() == 0
+    assert Record.reads.count() == 0
 
 
 def test_the_body_is_the_input_bare_an_envelope_is_what_the_process_sees(alice_api, deploy):
@@ -49,7 +49,7 @@ export default defineProcess({
     assert res.status_code == 202, res.content
     assert ProcessRun.objects.get().input == {"input": {"batch": 7}}
     drain_runs()
-    assert Record.unguarded.get().fields["seen"] == {"input": {"batch": 7}}
+    assert Record.reads.get().fields["seen"] == {"input": {"batch": 7}}
 
 
 def test_no_credentials_is_401(two_notes):
@@ -206,7 +206,7 @@ def test_sync_answers_200_with_the_settled_run_and_its_steps(alice_api, two_note
         ],
     }
     assert run.mode == "sync"
-    assert Record.unguarded.get(pk=second.pg_row_id).fields == {"memo": "x (2)", "pair_of": str(first.pg_row_id)}
+    assert Record.reads.get(pk=second.pg_row_id).fields == {"memo": "x (2)", "pair_of": str(first.pg_row_id)}
 
 
 def test_sync_answers_200_for_a_failed_run_with_the_refusal(alice_api, deploy, inline_worker):

@@ -76,7 +76,7 @@ def test_the_seeds_raise_po_and_bill_runs_against_the_sandbox_source(alice_api, 
     assert (po["stepId"], po["recordType"], po["disposition"]) == ("po", "purchaseOrder", "confirmed")
     assert po["externalId"].startswith("PO")
     assert (bill["stepId"], bill["recordType"], bill["disposition"]) == ("bill", "vendorBill", "confirmed")
-    assert Record.unguarded.get(pk=bill["pgRowId"]).fields["created_from_id"] == po["externalId"]
+    assert Record.reads.get(pk=bill["pgRowId"]).fields["created_from_id"] == po["externalId"]
 
 
 def test_another_users_run_is_404_and_an_admin_sees_it(alice, bob_api, admin_api, two_notes):

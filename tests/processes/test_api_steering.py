@@ -40,7 +40,7 @@ def test_cancel_a_process_stops_every_queued_run_of_yours(alice, bob, alice_api,
     assert [state_of(r) for r in mine] == ["cancelled"] * 3
     assert (state_of(theirs), state_of(done)) == ("queued", "committed")
     drain_runs()
-    assert Record.unguarded.filter(owner=alice).count() == 0  # a queued run never executes
+    assert Record.reads.filter(owner=alice).count() == 0  # a queued run never executes
 
 
 def test_an_admin_cancels_everyones_queued_runs(alice, bob, admin_api, two_notes):
@@ -56,7 +56,7 @@ def test_cancel_one_queued_run(alice, alice_api, two_notes):
     run.refresh_from_db()
     assert (run.reason, run.outstanding) == ("cancelled by alice", 2)
     drain_runs()
-    assert (state_of(run), run.ledger.count(), Record.unguarded.count()) == ("cancelled", 0, 0)
+    assert (state_of(run), run.ledger.count(), Record.reads.count()) == ("cancelled", 0, 0)
 
 
 def test_cancelling_a_finished_run_answers_its_state(alice, alice_api, two_notes):
@@ -116,7 +116,7 @@ def test_rollback_is_queued_202_then_the_run_reads_rolled_back_then_200_not_queu
     drain_runs()
     assert state_of(run) == "rolled_back"
     assert list(run.ledger.order_by("sequence").values_list("disposition", flat=True)) == ["rolled_back"] * 2
-    assert Record.unguarded.filter(pk__in=created, sync_state__in=["pending", "synced", "sending"]).count() == 0
+    assert Record.reads.filter(pk__in=created, sync_state__in=["pending", "synced", "sending"]).count() == 0
     again = alice_api.post(f"/v1/processes/runs/{run.run_id}/rollback")
     assert again.status_code == 200
     assert again.json() == {"runId": str(run.run_id), "state": "rolled_back", "queued": False}
@@ -149,7 +149,7 @@ def test_resume_of_a_run_stopped_on_a_wait_is_202_and_it_carries_on(alice_api, s
     assert (run.state, run.outstanding, run.reason, run.started_at) == ("committed", 0, None, started_at)
     assert list(run.ledger.order_by("sequence").values_list("step_id", "disposition")) == [
         ("po", "confirmed"), ("bill", "confirmed")]
-    assert Record.unguarded.filter(record_type="purchaseOrder").count() == 1
+    assert Record.reads.filter(record_type="purchaseOrder").count() == 1
 
 
 def test_a_second_quick_resume_is_409(alice_api, stopped_on_a_wait):

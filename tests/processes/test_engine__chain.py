@@ -23,7 +23,7 @@ def test_raise_po_and_bill_links_the_bill_to_the_minted_po(admin_user, alice):
     po_row, bill_row = run.ledger.order_by("sequence")
     assert (po_row.step_id, po_row.disposition) == ("po", "confirmed")
     assert po_row.external_id.startswith("PO-")
-    bill = Record.unguarded.get(pk=bill_row.pg_row_id)
+    bill = Record.reads.get(pk=bill_row.pg_row_id)
     assert bill.fields["created_from_id"] == po_row.external_id
     assert bill.owner == alice
     assert run.writes == 2
@@ -40,4 +40,4 @@ def test_a_refused_await_source_rolls_the_run_back(admin_user, alice):
     assert ledger(run) == [("po", "rolled_back", "VENDOR_INACTIVE"), ("bill", "skipped", None)]
     po = run.ledger.get(step_id="po")
     assert po.refusal_message == "The vendor is inactive."
-    assert Record.unguarded.get(pk=po.pg_row_id).sync_state in ("deleting", "deleted")
+    assert Record.reads.get(pk=po.pg_row_id).sync_state in ("deleting", "deleted")

@@ -42,14 +42,14 @@ def test_slices_queue_themselves_under_one_run_until_nothing_is_outstanding(trac
     pump()
     run.refresh_from_db()
     assert (run.state, run.outstanding, run.slices, run.reason) == ("committed", 0, 3, None)
-    assert Record.unguarded.filter(record_type="customer").count() == 25
-    assert set(Record.unguarded.filter(record_type="migration_item").values_list("fields__status", flat=True)) == {"sent"}
+    assert Record.reads.filter(record_type="customer").count() == 25
+    assert set(Record.reads.filter(record_type="migration_item").values_list("fields__status", flat=True)) == {"sent"}
     rows = run.ledger.filter(step_id="create")
     assert sorted(set(rows.values_list("slice", flat=True))) == [1, 2, 3]
     first = rows.get(row_key="L00000")
     assert (first.disposition, first.slice) == ("confirmed", 1)
     mark = run.ledger.get(step_id="mark", row_key="L00000")
-    item = Record.unguarded.get(pk=mark.pg_row_id)
+    item = Record.reads.get(pk=mark.pg_row_id)
     assert item.fields["target_pg_row_id"] == str(first.pg_row_id)
     assert run.writes == 50
 
@@ -65,13 +65,13 @@ def test_offering_a_row_again_writes_nothing_and_hands_on_the_first_record(track
     pump()
     again.refresh_from_db()
     assert again.state == "committed"
-    assert Record.unguarded.filter(record_type="customer").count() == 3
+    assert Record.reads.filter(record_type="customer").count() == 3
     create = again.ledger.get(step_id="create", row_key="L00000")
     original = ProcessRun.objects.get(pk=first_run.pk).ledger.get(step_id="create", row_key="L00000")
     assert (create.disposition, create.pg_row_id, create.created_record) == ("skipped", original.pg_row_id, False)
     mark = again.ledger.get(step_id="mark", row_key="L00000")
     assert mark.disposition == "confirmed"
-    assert Record.unguarded.get(pk=mark.pg_row_id).fields["target_pg_row_id"] == str(original.pg_row_id)
+    assert Record.reads.get(pk=mark.pg_row_id).fields["target_pg_row_id"] == str(original.pg_row_id)
     empty = invoke(tracked, {"batch": "2026-10"}, alice)
     pump()
     empty.refresh_from_db()
@@ -92,7 +92,7 @@ def test_a_predicate_that_never_excludes_done_rows_stops_at_the_slice_cap(admin_
     assert "processes.slice_cap" in run.reason and "invoke" in run.reason
     assert run.outstanding > 0
     # The same first five rows come back every slice: created once, then handed on as skipped.
-    assert Record.unguarded.filter(record_type="customer").count() == 5
+    assert Record.reads.filter(record_type="customer").count() == 5
     assert list(run.ledger.filter(slice=3).values_list("disposition", flat=True)) == ["skipped"] * 5
     with pytest.raises(ProcessIsMigration):
         run_resume(user=alice, run_id=str(run.pk))
@@ -110,7 +110,7 @@ def test_cancel_between_slices_queues_no_continuation(tracked, alice):
     cancelled = run_cancel(user=alice, run_id=str(run.pk))
     assert (cancelled.state, cancelled.outstanding) == ("cancelled", 6)
     pump()
-    assert Record.unguarded.filter(record_type="customer").count() == 4
+    assert Record.reads.filter(record_type="customer").count() == 4
 
 
 def test_a_row_that_fails_ends_the_run_with_the_rest_outstanding(tracked, alice):
@@ -134,7 +134,7 @@ def test_a_row_that_fails_ends_the_run_with_the_rest_outstanding(tracked, alice)
     failed = run.ledger.get(step_id="create", row_key="L00001")
     assert (failed.disposition, failed.refusal_code, failed.refusal_field) == ("failed", "BLOCKED", "parent.company_name")
     assert run.ledger.get(step_id="mark", row_key="L00001").disposition == "skipped"
-    assert Record.unguarded.filter(record_type="customer").count() == 1
+    assert Record.reads.filter(record_type="customer").count() == 1
 
 
 def test_cancel_during_a_slice_stops_after_the_row_it_is_on(tracked, alice):
@@ -157,6 +157,6 @@ def test_cancel_during_a_slice_stops_after_the_row_it_is_on(tracked, alice):
     # The row in hand finished both its steps; the rows never started are outstanding.
     assert run.ledger.get(step_id="mark", row_key="L00002").disposition == "confirmed"
     assert not run.ledger.filter(row_key="L00003").exists()
-    assert Record.unguarded.filter(record_type="customer").count() == 3
+    assert Record.reads.filter(record_type="customer").count() == 3
     pump()
     assert ProcessRun.objects.get(pk=run.pk).state == "cancelled"

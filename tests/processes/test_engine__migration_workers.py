@@ -29,7 +29,7 @@ pytestmark = [
 
 
 def _customers() -> int:
-    return Record.unguarded.filter(record_type="customer").count()
+    return Record.reads.filter(record_type="customer").count()
 
 
 def _sweeping_until(predicate, *, timeout: float, message: str) -> None:
@@ -65,7 +65,7 @@ def test_twelve_thousand_rows_survive_two_sigkills_and_a_rerun_writes_nothing(ad
         assert (run.state, run.outstanding, run.reason) == ("committed", 0, None), run.reason
         assert run.slices == ROWS // 500
         assert _customers() == ROWS
-        assert Record.unguarded.filter(record_type="migration_item", fields__status="sent").count() == ROWS
+        assert Record.reads.filter(record_type="migration_item", fields__status="sent").count() == ROWS
         creates = run.ledger.filter(step_id="create")
         assert creates.filter(disposition="confirmed").count() == ROWS
         assert creates.values("row_key").distinct().count() == ROWS

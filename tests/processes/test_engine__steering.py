@@ -11,6 +11,7 @@ from guardrails.settings import setting_set
 from processes.errors import ProcessDisabled, RunNotResumable, RunNotRollbackable
 from processes.models import Process, ProcessRun
 from processes.steering import run_cancel, run_resume, run_rollback
+from records.door import door_open
 from records.models import Record, RecordWriteState
 from sources.scripting import sandbox_script_clear, sandbox_script_set
 from tests.processes.engine_support import deploy, invoke, ledger, pump
@@ -24,7 +25,8 @@ BODY = {"vendorId": "V-1", "amount": 10}
 def _source_is_back() -> None:
     """The source answers again: its script is cleared and the backed-off write is due now."""
     sandbox_script_clear()
-    RecordWriteState.objects.filter(status="pending").update(next_attempt_at=None)
+    with door_open():
+        RecordWriteState.objects.filter(status="pending").update(next_attempt_at=None)
 
 
 @pytest.fixture
@@ -63,7 +65,7 @@ def test_a_wait_that_runs_out_commits_with_outstanding_and_resume_finishes_it(po
     pump()
     run.refresh_from_db()
     assert (run.state, run.outstanding, run.started_at) == ("committed", 0, started)
-    assert Record.unguarded.filter(record_type="purchaseOrder").count() == 1
+    assert Record.reads.filter(record_type="purchaseOrder").count() == 1
     assert [r[:2] for r in ledger(run)] == [("po", "confirmed"), ("bill", "confirmed")]
     assert run.ledger.get(step_id="bill").pg_row_id is not None
 
@@ -87,7 +89,7 @@ def test_a_cancelled_queued_run_never_executes(po_and_bill, alice):
     cancelled = run_cancel(user=alice, run_id=str(run.pk))
     assert (cancelled.state, cancelled.outstanding) == ("cancelled", 2)
     pump()
-    assert Record.unguarded.count() == 0
+    assert Record.reads.count() == 0
     assert ProcessRun.objects.get(pk=run.pk).ledger.count() == 0
 
 
@@ -97,7 +99,7 @@ def test_cancel_of_a_parked_run_keeps_what_landed(po_and_bill, alice):
     pump()
     cancelled = run_cancel(user=alice, run_id=str(run.pk))
     assert (cancelled.state, cancelled.outstanding) == ("cancelled", 1)
-    assert Record.unguarded.filter(record_type="purchaseOrder").count() == 1
+    assert Record.reads.filter(record_type="purchaseOrder").count() == 1
 
 
 def test_switching_a_process_off_refuses_invoke_and_stops_a_run_at_its_next_boundary(po_and_bill, alice):
@@ -159,7 +161,7 @@ def test_rollback_on_request_deletes_what_the_run_created_and_is_idempotent(po_a
     pump()
     run.refresh_from_db()
     assert "still being sent" not in run.reason
-    assert set(Record.unguarded.values_list("sync_state", flat=True)) == {"deleted"}
+    assert set(Record.reads.values_list("sync_state", flat=True)) == {"deleted"}
     again, queued = run_rollback(user=alice, run_id=str(run.pk))
     assert (again.state, queued) == ("rolled_back", False)
 
@@ -172,7 +174,7 @@ def test_a_source_applied_unlinked_record_is_kept_by_the_rollback(po_and_bill, a
     po = run.ledger.get(step_id="po")
     assert (po.disposition, po.refusal_code) == ("failed", "SOURCE_APPLIED_UNLINKED")
     assert po.external_id and po.external_id.startswith("PO-")
-    assert Record.unguarded.get(pk=po.pg_row_id).sync_state == "settle_conflict"
+    assert Record.reads.get(pk=po.pg_row_id).sync_state == "settle_conflict"
 
 
 def test_the_rollback_cap_waits_instead_of_refusing(po_and_bill, alice):

@@ -57,8 +57,8 @@ def test_for_each_group_ledger_ids_item_index_and_update_by_step(admin_user, ali
                {"legs": [{"vendorId": "A"}, {"vendorId": "B"}]}, pid="acme:legs")
     assert run.state == "committed"
     assert [r[0] for r in ledger(run)] == ["leg:0:doc", "leg:0:note", "leg:1:doc", "leg:1:note", "close"]
-    first = Record.unguarded.get(pk=run.ledger.get(step_id="leg:0:doc").pg_row_id)
-    second = Record.unguarded.get(pk=run.ledger.get(step_id="leg:1:doc").pg_row_id)
+    first = Record.reads.get(pk=run.ledger.get(step_id="leg:0:doc").pg_row_id)
+    second = Record.reads.get(pk=run.ledger.get(step_id="leg:1:doc").pg_row_id)
     assert first.fields == {"memo": "chain closed", "entity_id": "A"}
     assert second.fields == {"memo": "leg 1", "entity_id": "B"}
     assert run.ledger.get(step_id="close").pg_row_id == first.pk
@@ -70,7 +70,7 @@ def test_for_each_over_the_cap_is_refused_before_any_write(admin_user, alice):
     assert run.state == "failed"
     assert "101" in run.reason and "100" in run.reason
     assert run.ledger.count() == 0
-    assert Record.unguarded.count() == 0
+    assert Record.reads.count() == 0
 
 
 def test_declined_steps_are_skipped_and_the_run_commits(admin_user, alice):
@@ -78,7 +78,7 @@ def test_declined_steps_are_skipped_and_the_run_commits(admin_user, alice):
                pid="acme:rush-and-fee")
     assert (run.state, run.outstanding) == ("committed", 0)
     assert ledger(run) == [("rush", "skipped", None), ("fee", "skipped", None)]
-    assert Record.unguarded.count() == 0
+    assert Record.reads.count() == 0
 
 
 def test_a_throwing_when_fails_the_step_and_stops(admin_user, alice):
@@ -89,7 +89,7 @@ def test_a_throwing_when_fails_the_step_and_stops(admin_user, alice):
     assert run.state == "failed"
     assert ledger(run) == [("a", "failed", "WHEN_FAILED"), ("b", "skipped", None)]
     assert "broken condition" in run.ledger.get(step_id="a").refusal_message
-    assert Record.unguarded.count() == 0
+    assert Record.reads.count() == 0
 
 
 def test_extra_keys_from_build_are_ignored_and_the_step_creates(admin_user, alice, alice_actor):
@@ -97,8 +97,8 @@ def test_extra_keys_from_build_are_ignored_and_the_step_creates(admin_user, alic
     steps = f"""{{ id: 'a', recordType: 'salesOrder', build: () => ({{ pgRowId: '{existing.pk}', parent: {{ memo: 'new' }} }}) }}"""
     run = _run(admin_user, alice, _process(steps))
     assert run.state == "committed"
-    assert Record.unguarded.count() == 2
-    assert Record.unguarded.get(pk=existing.pk).fields == {"memo": "old"}
+    assert Record.reads.count() == 2
+    assert Record.reads.get(pk=existing.pk).fields == {"memo": "old"}
 
 
 @pytest.mark.parametrize("address, what", [
@@ -113,7 +113,7 @@ def test_unresolved_update_address_fails_and_never_creates(admin_user, alice, ad
     assert run.state == "failed"
     row = run.ledger.get(step_id="u")
     assert (row.disposition, row.refusal_code, row.refusal_field) == ("failed", "STEP_ADDRESS_UNRESOLVED", what)
-    assert Record.unguarded.count() == 0
+    assert Record.reads.count() == 0
 
 
 def test_update_of_a_row_the_invoker_cannot_see_is_404_and_moved_version_409(admin_user, alice, bob):
@@ -127,7 +127,7 @@ def test_update_of_a_row_the_invoker_cannot_see_is_404_and_moved_version_409(adm
       {{ id: 'u', recordType: 'legacy_customer', update: {{ pgRowId: () => '{mine.pk}', expectedSyncVersion: () => 7 }}, build: () => ({{ parent: {{ n: 2 }} }}) }},"""
     run = _run(admin_user, alice, _process(steps, pid="t:b"), pid="t:b")
     assert (run.state, ledger(run)) == ("failed", [("u", "failed", "SYNC_VERSION_MOVED")])
-    assert Record.unguarded.get(pk=owned_by_bob.pk).fields == {"n": 1}
+    assert Record.reads.get(pk=owned_by_bob.pk).fields == {"n": 1}
 
 
 def test_failure_at_a_keep_step_undoes_nothing(admin_user, alice, hooks):
@@ -136,7 +136,7 @@ def test_failure_at_a_keep_step_undoes_nothing(admin_user, alice, hooks):
                pid="acme:out-back-stamp")
     assert run.state == "failed"
     assert ledger(run) == [("out", "confirmed", None), ("back", "confirmed", None), ("stamp", "failed", "MEMO_REFUSED")]
-    assert Record.unguarded.filter(sync_state="synced").count() == 2
+    assert Record.reads.filter(sync_state="synced").count() == 2
 
 
 def test_failure_at_an_undo_step_rolls_back_newest_first(admin_user, alice, hooks):
@@ -145,7 +145,7 @@ def test_failure_at_an_undo_step_rolls_back_newest_first(admin_user, alice, hook
                pid="acme:out-back-stamp")
     assert run.state == "rolled_back"
     assert ledger(run) == [("out", "rolled_back", None), ("back", "failed", "MEMO_REFUSED"), ("stamp", "skipped", None)]
-    out = Record.unguarded.get(pk=run.ledger.get(step_id="out").pg_row_id)
+    out = Record.reads.get(pk=run.ledger.get(step_id="out").pg_row_id)
     assert out.sync_state in ("deleting", "deleted")
     assert "back" in run.reason and "MEMO_REFUSED" in run.reason
 
@@ -236,7 +236,7 @@ def test_ctx_query_reads_as_the_invoker_and_refuses_rpc(admin_user, alice, bob):
         return { parent: { seen: rows.map((r) => r.name) } };
     } }"""
     run = _run(admin_user, alice, _process(steps, pid="t:q"), pid="t:q")
-    created = Record.unguarded.get(pk=run.ledger.get(step_id="q").pg_row_id)
+    created = Record.reads.get(pk=run.ledger.get(step_id="q").pg_row_id)
     assert created.fields == {"seen": ["alice's"]}
     steps = """{ id: 'q', recordType: 'legacy_customer', build: async (ctx) => ({ parent: { r: await ctx.query('rpc/drop_everything') } }) }"""
     run = _run(admin_user, alice, _process(steps, pid="t:r"), pid="t:r")

@@ -36,7 +36,7 @@ def test_a_worker_killed_mid_run_resumes_and_writes_nothing_twice(admin_user, al
     cluster = QCluster(workers=2, log_path=tmp_path / "q.log", extra_env=FAST_LEASE)
     for kill_after in (3, 10):
         cluster.start()
-        wait_until(lambda kill_after=kill_after: Record.unguarded.count() >= kill_after, timeout=60, message=f"{kill_after} records")
+        wait_until(lambda kill_after=kill_after: Record.reads.count() >= kill_after, timeout=60, message=f"{kill_after} records")
         cluster.kill()
     with cluster:
         wait_until(lambda: _terminal(run_ids), timeout=120, message="every run terminal")
@@ -45,10 +45,10 @@ def test_a_worker_killed_mid_run_resumes_and_writes_nothing_twice(admin_user, al
     for run in runs:
         steps = list(run.ledger.order_by("sequence").values_list("step_id", "disposition"))
         assert steps == [(f"s{n}", "confirmed") for n in range(STEPS)], steps
-        created = Record.unguarded.filter(fields__run=str(run.pk))
+        created = Record.reads.filter(fields__run=str(run.pk))
         assert created.count() == STEPS
         assert sorted(r.fields["step"] for r in created) == list(range(STEPS))
-    assert Record.unguarded.count() == 4 * STEPS
+    assert Record.reads.count() == 4 * STEPS
 
 
 def test_the_seed_chain_runs_in_the_lanes_with_the_sandbox_source(admin_user, alice, tmp_path):
@@ -66,7 +66,7 @@ def test_the_seed_chain_runs_in_the_lanes_with_the_sandbox_source(admin_user, al
         run.refresh_from_db()
         assert run.state == "committed", run.reason
         po, bill = run.ledger.order_by("sequence")
-        assert Record.unguarded.get(pk=bill.pg_row_id).fields["created_from_id"] == po.external_id
+        assert Record.reads.get(pk=bill.pg_row_id).fields["created_from_id"] == po.external_id
     from django_q.models import Task
 
     lanes = set(Task.objects.filter(func="processes.tasks.run_deliver").values_list("cluster", flat=True))
@@ -90,6 +90,6 @@ def test_sync_invoke_over_http_is_answered_by_the_sync_lane_workers(admin_user, 
     assert (body["state"], body["reason"], body["outstanding"]) == ("committed", None, 0)
     po, bill = body["steps"]
     assert po["externalId"].startswith("PO-") and po["disposition"] == "confirmed"
-    assert Record.unguarded.get(pk=bill["pgRowId"]).fields["created_from_id"] == po["externalId"]
+    assert Record.reads.get(pk=bill["pgRowId"]).fields["created_from_id"] == po["externalId"]
     run = ProcessRun.objects.get(pk=body["runId"])
     assert (run.mode, run.invoked_by) == ("sync", alice)

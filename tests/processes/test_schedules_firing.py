@@ -12,6 +12,7 @@ from django_q.models import Schedule
 
 from extensions.bundle import bundle_apply
 from guardrails.settings import setting_set
+from kernel.system_schedules import system_schedules_ensure
 from processes.models import Process, ProcessRun
 from processes.schedules.firing import (
     SCHEDULER_USERNAME,
@@ -88,7 +89,7 @@ def test_a_due_schedule_invokes_as_the_scheduler_and_its_run_records_the_schedul
     run.refresh_from_db()
     assert (run.state, run.outstanding) == ("committed", 0)
     # The administrator identity reads every row, whoever owns them.
-    assert Record.unguarded.filter(record_type="customer").count() == 3
+    assert Record.reads.filter(record_type="customer").count() == 3
 
 
 def test_a_due_time_fires_once_however_often_the_ticker_runs(admin_user):
@@ -185,7 +186,7 @@ def test_firing_while_an_earlier_run_is_going_queues_another_and_writes_each_row
     assert [r.state for r in runs] == ["queued", "queued"]
     pump()
     assert sorted(ProcessRun.objects.values_list("state", flat=True)) == ["committed", "committed"]
-    assert Record.unguarded.filter(record_type="customer").count() == 6
+    assert Record.reads.filter(record_type="customer").count() == 6
 
 
 @pytest.mark.parametrize(("start", "expected"), [
@@ -209,6 +210,7 @@ def test_across_a_clock_change_a_berlin_schedule_fires_once_a_day(admin_user, st
 
 
 def test_the_ticker_is_registered_with_django_q():
+    system_schedules_ensure()  # what qcluster does at start
     tick = Schedule.objects.get(name="system.processes.schedules")
     assert (tick.func, tick.schedule_type, tick.minutes, tick.repeats) == (
         "processes.schedules.firing.schedules_tick", "I", 1, -1)

@@ -15,11 +15,11 @@ def test_create_connected_record_queues_outbound_write(alice_api):
     assert body["syncState"] == "pending"
     assert body["externalId"] is None
     assert body["parent"] == {"entity_id": "V1"}
-    record = Record.unguarded.get(pk=body["pgRowId"])
+    record = Record.reads.get(pk=body["pgRowId"])
     assert record.source_system == "netsuite"
-    state = RecordWriteState.objects.get(record=record)
+    state = RecordWriteState.reads.get(record=record)
     assert (state.operation, state.status) == ("create", "pending")
-    assert WriteTrail.objects.filter(pg_row_id=record.pk, outcome="allowed", action="create").count() == 1
+    assert WriteTrail.reads.filter(pg_row_id=record.pk, outcome="allowed", action="create").count() == 1
 
 
 def test_unknown_record_type_is_404(alice_api):
@@ -34,9 +34,9 @@ def test_transaction_without_lines_refused_atomic_write_required(alice_api):
     assert res.json()["error"] == "write_refused"
     assert res.json()["rejection"]["code"] == "ATOMIC_WRITE_REQUIRED"
     assert res.json()["rejection"]["field"] == "lines"
-    assert Record.unguarded.count() == 0
-    assert RecordWriteState.objects.count() == 0
-    trail = WriteTrail.objects.get()
+    assert Record.reads.count() == 0
+    assert RecordWriteState.reads.count() == 0
+    trail = WriteTrail.reads.get()
     assert (trail.outcome, trail.code) == ("refused", "ATOMIC_WRITE_REQUIRED")
 
 
@@ -52,7 +52,7 @@ def test_protected_field_refused(alice_api):
         "code": "PROTECTED_FIELD", "field": "parent.external_id",
         "message": "external_id is a protected column and cannot be written",
     }
-    assert Record.unguarded.count() == 0
+    assert Record.reads.count() == 0
 
 
 def test_required_field_missing(alice_api):
@@ -60,7 +60,7 @@ def test_required_field_missing(alice_api):
     assert res.status_code == 422
     assert res.json()["rejection"] == {"code": "REQUIRED_FIELD_MISSING", "field": "parent.legacy_id",
                                        "message": "legacy_id is required"}
-    assert Record.unguarded.count() == 0
+    assert Record.reads.count() == 0
 
 
 def test_idempotency_key_returns_first_record_and_writes_nothing(alice_api):
@@ -70,8 +70,8 @@ def test_idempotency_key_returns_first_record_and_writes_nothing(alice_api):
     assert again.json()["pgRowId"] == first.json()["pgRowId"]
     assert again.json()["parent"] == {"company_name": "A"}
     assert again.json()["outcome"] == "duplicate"
-    assert Record.unguarded.count() == 1
-    assert RecordWriteState.objects.count() == 1
+    assert Record.reads.count() == 1
+    assert RecordWriteState.reads.count() == 1
 
 
 def test_no_credentials_is_401(client):

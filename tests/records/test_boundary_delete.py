@@ -36,11 +36,11 @@ def test_app_owned_record_is_removed_at_once(alice, alice_api):
     assert res.json()["outcome"] == "deleted"
     assert res.json()["pgRowId"] == str(record.pk)
     assert "notice" not in res.json()
-    assert not Record.unguarded.filter(pk=record.pk).exists()
-    assert RecordWriteState.objects.count() == 0
+    assert not Record.reads.filter(pk=record.pk).exists()
+    assert RecordWriteState.reads.count() == 0
     assert HeldDelete.objects.count() == 0
     assert WindowEvent.objects.count() == 0  # nothing reaches a connected system, nothing is charged
-    trail = WriteTrail.objects.get(action="delete")
+    trail = WriteTrail.reads.get(action="delete")
     assert (trail.outcome, trail.pg_row_id) == ("allowed", record.pk)
 
 
@@ -61,9 +61,9 @@ def test_connected_delete_on_a_stock_instance_is_held(alice, alice_api):
     held = HeldDelete.objects.get()
     assert (held.status, held.record_type, held.pg_row_id, held.requested_by_id) == (
         "pending", "customer", record.pk, alice.pk)
-    state = RecordWriteState.objects.get(record=record, operation="delete")
+    state = RecordWriteState.reads.get(record=record, operation="delete")
     assert (state.status, state.payload) == ("held", {"prior_state": "pending"})
-    trail = WriteTrail.objects.get(action="delete")
+    trail = WriteTrail.reads.get(action="delete")
     assert (trail.outcome, trail.code) == ("held", "SOURCE_AWAITING_CONFIRMATION")
     assert WindowEvent.objects.filter(kind="delete").count() == 1
 
@@ -95,9 +95,9 @@ def test_allow_with_audit_removes_the_hold_and_keeps_the_trail(alice, alice_api)
     assert "notice" not in res.json()
     assert HeldDelete.objects.count() == 0
     assert _visible(alice) == []
-    state = RecordWriteState.objects.get(record=record, operation="delete")
+    state = RecordWriteState.reads.get(record=record, operation="delete")
     assert state.status == "pending"
-    trail = WriteTrail.objects.get(action="delete")
+    trail = WriteTrail.reads.get(action="delete")
     assert (trail.outcome, trail.code, trail.actor_id) == ("allowed", "ALLOW_WITH_AUDIT", alice.pk)
 
 
@@ -113,10 +113,10 @@ def test_deny_rule_refuses_and_changes_nothing(alice, alice_api):
     record.refresh_from_db()
     assert record.sync_state == "pending"
     assert _visible(alice) == [str(record.pk)]
-    assert RecordWriteState.objects.filter(operation="delete").count() == 0
+    assert RecordWriteState.reads.filter(operation="delete").count() == 0
     assert HeldDelete.objects.count() == 0
     assert WindowEvent.objects.count() == 0
-    trail = WriteTrail.objects.get(action="delete")
+    trail = WriteTrail.reads.get(action="delete")
     assert (trail.outcome, trail.code) == ("refused", "GUARDRAIL_DENIED")
 
 
@@ -137,8 +137,8 @@ def test_over_the_ordinary_cap_is_refused_naming_the_cap(alice, alice_api):
     assert _visible(alice) == [str(second.pk)]
     assert HeldDelete.objects.count() == 1  # the first one only
     assert WindowEvent.objects.filter(kind="delete").count() == 1  # the refusal charged nothing
-    assert RecordWriteState.objects.filter(record=second, operation="delete").count() == 0
-    trail = WriteTrail.objects.filter(action="delete").order_by("-id").first()
+    assert RecordWriteState.reads.filter(record=second, operation="delete").count() == 0
+    trail = WriteTrail.reads.filter(action="delete").order_by("-id").first()
     assert (trail.outcome, trail.code, trail.field) == ("refused", "DELETE_CAP_EXCEEDED",
                                                        "guardrails.max_deletes_per_min")
 
@@ -165,14 +165,14 @@ def test_ordinary_delete_may_wait_instead_of_refusing(alice):
 def test_delete_by_external_id_with_source_system_qualifier(alice, alice_api):
     rule_set(record_type="customer", action="delete", decision="allow")
     record = _customer(alice)
-    state = RecordWriteState.objects.get(record=record)
+    state = RecordWriteState.reads.get(record=record)
     verdict_apply(write_state_id=state.pk, verdict=Verdict("confirmed", external_id="CUS-9"))
     wrong = alice_api.delete("/v1/data/customer", {"externalId": "CUS-9", "sourceSystem": "other"}, format="json")
     assert wrong.status_code == 404
     res = alice_api.delete("/v1/data/customer", {"externalId": "CUS-9", "sourceSystem": "netsuite"}, format="json")
     assert res.status_code == 202
     assert res.json()["outcome"] == "queued"
-    delete = RecordWriteState.objects.get(record=record, operation="delete")
+    delete = RecordWriteState.reads.get(record=record, operation="delete")
     assert delete.payload == {"prior_state": "synced"}
 
 
@@ -201,30 +201,30 @@ def test_approve_sends_the_delete_and_keeps_the_record_hidden(alice, admin_user,
     record.refresh_from_db()
     assert record.sync_state == "deleting"
     assert _visible(alice) == []
-    assert RecordWriteState.objects.get(record=record, operation="delete").status == "pending"
-    trail = WriteTrail.objects.filter(action="delete").order_by("-id").first()
+    assert RecordWriteState.reads.get(record=record, operation="delete").status == "pending"
+    trail = WriteTrail.reads.filter(action="delete").order_by("-id").first()
     assert (trail.outcome, trail.actor_id) == ("approved", admin_user.pk)
 
 
 def test_reject_brings_the_record_back_in_its_prior_state(alice, admin_user, alice_api):
     record = _customer(alice)
-    state = RecordWriteState.objects.get(record=record)
+    state = RecordWriteState.reads.get(record=record)
     verdict_apply(write_state_id=state.pk, verdict=Verdict("confirmed", external_id="CUS-3"))
     _delete(alice_api, record)
     held_delete_decide(held_id=HeldDelete.objects.get().pk, approve=False, by=admin_user, note="keep it")
     record.refresh_from_db()
     assert (record.sync_state, record.external_id) == ("synced", "CUS-3")
     assert _visible(alice) == [str(record.pk)]
-    delete = RecordWriteState.objects.get(record=record, operation="delete")
+    delete = RecordWriteState.reads.get(record=record, operation="delete")
     assert (delete.status, delete.message) == ("cancelled", "keep it")
-    trail = WriteTrail.objects.filter(action="delete").order_by("-id").first()
+    trail = WriteTrail.reads.filter(action="delete").order_by("-id").first()
     assert (trail.outcome, trail.message) == ("rejected", "keep it")
 
 
 def test_create_confirmed_while_delete_held_keeps_record_hidden(alice, admin_user, alice_api):
     """The source confirming the create must not un-hide a record whose delete is held."""
     record = _customer(alice)
-    create = RecordWriteState.objects.get(record=record, operation="create")
+    create = RecordWriteState.reads.get(record=record, operation="create")
     _delete(alice_api, record)
     verdict_apply(write_state_id=create.pk, verdict=Verdict("confirmed", external_id="CUS-5"))
     record.refresh_from_db()
@@ -247,7 +247,7 @@ def test_rollback_delete_is_never_held_and_skips_the_ordinary_cap(alice):
     record.refresh_from_db()
     assert record.sync_state == "deleting"
     assert HeldDelete.objects.count() == 0
-    assert RecordWriteState.objects.get(record=record, operation="delete").status == "pending"
+    assert RecordWriteState.reads.get(record=record, operation="delete").status == "pending"
     assert list(WindowEvent.objects.values_list("kind", flat=True)) == ["rollback"]
 
 
@@ -255,7 +255,7 @@ def test_rollback_over_its_cap_waits_and_leaves_the_record(alice):
     setting_set("guardrails.max_rollback_deletes_per_min", 1)
     first, second = _customer(alice, "A"), _customer(alice, "B")
     record_delete(actor=Actor(user=alice), record_type="customer", pg_row_id=first.pk, rollback=True)
-    trail_rows = WriteTrail.objects.count()
+    trail_rows = WriteTrail.reads.count()
     with pytest.raises(DeleteWindowWait) as caught:
         record_delete(actor=Actor(user=alice), record_type="customer", pg_row_id=second.pk, rollback=True)
     assert caught.value.cap == "guardrails.max_rollback_deletes_per_min"
@@ -264,9 +264,9 @@ def test_rollback_over_its_cap_waits_and_leaves_the_record(alice):
     assert caught.value.retry_at == event.at + __import__("datetime").timedelta(minutes=1)
     second.refresh_from_db()
     assert second.sync_state == "pending"
-    assert RecordWriteState.objects.filter(record=second, operation="delete").count() == 0
+    assert RecordWriteState.reads.filter(record=second, operation="delete").count() == 0
     assert WindowEvent.objects.count() == 1
-    assert WriteTrail.objects.count() == trail_rows  # a wait is not a refusal
+    assert WriteTrail.reads.count() == trail_rows  # a wait is not a refusal
 
 
 def test_rollback_deletes_do_not_count_against_the_ordinary_cap(alice, alice_api):

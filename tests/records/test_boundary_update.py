@@ -18,7 +18,7 @@ def _customer(user, **fields) -> Record:
 
 def _synced(record: Record, external_id: str) -> Record:
     """Fake the source's confirmation of the create, through the verdict service."""
-    state = RecordWriteState.objects.get(record=record, operation="create")
+    state = RecordWriteState.reads.get(record=record, operation="create")
     verdict_apply(write_state_id=state.pk, verdict=Verdict("confirmed", external_id=external_id))
     record.refresh_from_db()
     return record
@@ -41,10 +41,10 @@ def test_update_by_pg_row_id_writes_only_named_fields(alice, alice_api):
     record.refresh_from_db()
     assert record.fields == {"company_name": "Acme", "memo": "second"}
     assert record.sync_version == 2
-    update = RecordWriteState.objects.get(record=record, operation="update")
+    update = RecordWriteState.reads.get(record=record, operation="update")
     # Only the named field travels to the source.
     assert (update.status, update.payload) == ("pending", {"parent": {"memo": "second"}})
-    trail = WriteTrail.objects.get(action="update")
+    trail = WriteTrail.reads.get(action="update")
     assert (trail.outcome, trail.pg_row_id, trail.actor_id) == ("allowed", record.pk, alice.pk)
 
 
@@ -64,7 +64,7 @@ def test_update_of_app_owned_record_queues_nothing(alice, alice_api):
                           format="json")
     assert res.status_code == 200
     assert res.json()["syncState"] == "local"
-    assert RecordWriteState.objects.count() == 0
+    assert RecordWriteState.reads.count() == 0
 
 
 def test_expected_sync_version_matching_is_written(alice, alice_api):
@@ -79,7 +79,7 @@ def test_expected_sync_version_moved_is_409_and_changes_nothing(alice, alice_api
     record = _customer(alice)
     alice_api.patch("/v1/data/customer", {"pgRowId": str(record.pk), "parent": {"memo": "v2"}}, format="json")
     before = _snapshot(record)
-    states = RecordWriteState.objects.count()
+    states = RecordWriteState.reads.count()
     res = alice_api.patch("/v1/data/customer", {"pgRowId": str(record.pk), "expectedSyncVersion": 1,
                                                 "parent": {"memo": "stale"}}, format="json")
     assert res.status_code == 409
@@ -88,8 +88,8 @@ def test_expected_sync_version_moved_is_409_and_changes_nothing(alice, alice_api
         "message": "expected sync version 1, the record is at 2",
     }}
     assert _snapshot(record) == before
-    assert RecordWriteState.objects.count() == states
-    trail = WriteTrail.objects.filter(action="update").order_by("-id").first()
+    assert RecordWriteState.reads.count() == states
+    trail = WriteTrail.reads.filter(action="update").order_by("-id").first()
     assert (trail.outcome, trail.code, trail.field) == ("refused", "SYNC_VERSION_MOVED", "expectedSyncVersion")
 
 
@@ -114,7 +114,7 @@ def test_protected_column_refused(alice, alice_api, column):
         "message": f"{column} is a protected column and cannot be written",
     }}
     assert _snapshot(record) == before
-    assert RecordWriteState.objects.filter(operation="update").count() == 0
+    assert RecordWriteState.reads.filter(operation="update").count() == 0
 
 
 def test_empty_parent_refused(alice, alice_api):
@@ -167,7 +167,7 @@ def test_unknown_external_id_is_404_never_a_create(alice, alice_api):
     res = alice_api.patch("/v1/data/customer", {"externalId": "CUS-404", "parent": {"memo": "x"}}, format="json")
     assert res.status_code == 404
     assert res.json()["rejection"]["field"] == "externalId"
-    assert Record.unguarded.count() == 1
+    assert Record.reads.count() == 1
 
 
 def test_row_the_caller_cannot_see_is_404(alice, bob_api):
@@ -197,7 +197,7 @@ def test_unknown_type_is_404(alice_api):
 
 
 def _settle_conflict(record: Record, external_id: str) -> None:
-    state = RecordWriteState.objects.get(record=record, operation="create")
+    state = RecordWriteState.reads.get(record=record, operation="create")
     verdict_apply(write_state_id=state.pk, verdict=Verdict("settle_conflict", external_id=external_id))
 
 
@@ -208,9 +208,9 @@ def test_settle_links_the_id_from_the_write_state(alice, alice_api):
     assert res.status_code == 200, res.content
     assert (res.json()["outcome"], res.json()["externalId"], res.json()["syncState"]) == (
         "settled", "CUS-11", "synced")
-    state = RecordWriteState.objects.get(record=record, operation="create")
+    state = RecordWriteState.reads.get(record=record, operation="create")
     assert (state.status, state.external_id) == ("settled", "CUS-11")
-    trail = WriteTrail.objects.get(action="settle")
+    trail = WriteTrail.reads.get(action="settle")
     assert (trail.outcome, trail.pg_row_id) == ("settled", record.pk)
 
 
@@ -224,7 +224,7 @@ def test_settle_of_a_record_not_in_conflict_is_409(alice, alice_api):
     }}
     record.refresh_from_db()
     assert (record.sync_state, record.external_id) == ("pending", None)
-    trail = WriteTrail.objects.get(action="settle")
+    trail = WriteTrail.reads.get(action="settle")
     assert (trail.outcome, trail.code) == ("refused", "NOT_SETTLE_CONFLICT")
 
 

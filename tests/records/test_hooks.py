@@ -43,9 +43,9 @@ def test_before_save_rejection_refuses_a_create(alice_api, register):
     res = alice_api.post("/v1/data/customer", {"parent": {"company_name": "A"}}, format="json")
     assert res.status_code == 422
     assert res.json() == MEMO_REFUSAL
-    assert Record.unguarded.count() == 0
-    assert RecordWriteState.objects.count() == 0
-    trail = WriteTrail.objects.get()
+    assert Record.reads.count() == 0
+    assert RecordWriteState.reads.count() == 0
+    trail = WriteTrail.reads.get()
     assert (trail.action, trail.outcome, trail.code, trail.field) == (
         "create", "refused", "MEMO_REQUIRED", "parent.memo")
     assert trail.message == "a memo is required on every customer"
@@ -71,8 +71,8 @@ def test_before_save_rejection_refuses_an_update_and_writes_nothing(alice, alice
     assert res.json() == MEMO_REFUSAL
     record.refresh_from_db()
     assert (record.fields, record.sync_version) == ({"company_name": "A", "memo": "m"}, 1)
-    assert RecordWriteState.objects.filter(operation="update").count() == 0
-    trail = WriteTrail.objects.filter(action="update").get()
+    assert RecordWriteState.reads.filter(operation="update").count() == 0
+    trail = WriteTrail.reads.filter(action="update").get()
     assert (trail.outcome, trail.code, trail.field, trail.pg_row_id) == (
         "refused", "MEMO_REQUIRED", "parent.memo", record.pk)
 
@@ -116,8 +116,8 @@ def test_before_delete_rejection_refuses_the_delete(alice, alice_api, register):
     record.refresh_from_db()
     assert record.sync_state == "pending"
     assert list(records_visible(user=alice, record_type=record_type_get("customer"))) == [record]
-    assert RecordWriteState.objects.filter(operation="delete").count() == 0
-    trail = WriteTrail.objects.get(action="delete")
+    assert RecordWriteState.reads.filter(operation="delete").count() == 0
+    trail = WriteTrail.reads.get(action="delete")
     assert (trail.outcome, trail.code) == ("refused", "CUSTOMER_KEPT")
 
 
@@ -149,7 +149,7 @@ def test_after_delete_failure_does_not_undo_the_delete(alice, alice_api, registe
     with django_capture_on_commit_callbacks(execute=True):
         res = alice_api.delete("/v1/data/legacy_customer", {"pgRowId": str(record.pk)}, format="json")
     assert res.status_code == 200
-    assert not Record.unguarded.filter(pk=record.pk).exists()
+    assert not Record.reads.filter(pk=record.pk).exists()
 
 
 def test_after_delete_does_not_run_for_a_refused_delete(alice, alice_api, register,
@@ -163,4 +163,4 @@ def test_after_delete_does_not_run_for_a_refused_delete(alice, alice_api, regist
         res = alice_api.delete("/v1/data/legacy_customer", {"pgRowId": str(record.pk)}, format="json")
     assert res.status_code == 422
     assert seen == []
-    assert Record.unguarded.filter(pk=record.pk).exists()
+    assert Record.reads.filter(pk=record.pk).exists()

@@ -61,11 +61,11 @@ def test_two_writers_with_one_key_make_one_record(alice):
         assert not [r for r in results if isinstance(r, Exception)], results
         assert sorted(r.outcome for r in results) == ["created", "duplicate"]
         assert results[0].record.pk == results[1].record.pk
-        record = Record.unguarded.get(idempotency_key=key)
-        assert RecordWriteState.objects.filter(record=record).count() == 1
-        assert sorted(WriteTrail.objects.filter(pg_row_id=record.pk).values_list("outcome", flat=True)) == [
+        record = Record.reads.get(idempotency_key=key)
+        assert RecordWriteState.reads.filter(record=record).count() == 1
+        assert sorted(WriteTrail.reads.filter(pg_row_id=record.pk).values_list("outcome", flat=True)) == [
             "allowed", "duplicate"]
-    assert Record.unguarded.count() == ROUNDS
+    assert Record.reads.count() == ROUNDS
 
 
 def test_two_deletes_at_a_cap_of_one_admit_exactly_one(alice):
@@ -81,7 +81,7 @@ def test_two_deletes_at_a_cap_of_one_admit_exactly_one(alice):
     assert refused[0].field == "guardrails.max_deletes_per_min"
     assert WindowEvent.objects.filter(kind="delete").count() == 1
     assert HeldDelete.objects.count() == 1
-    states = sorted(Record.unguarded.values_list("sync_state", flat=True))
+    states = sorted(Record.reads.values_list("sync_state", flat=True))
     assert states == ["delete_held", "pending"]
 
 
@@ -94,4 +94,4 @@ def test_many_deletes_at_a_cap_admit_exactly_the_cap(alice):
     assert sum(not isinstance(r, Exception) for r in results) == 3
     assert sum(isinstance(r, DeleteCapExceeded) for r in results) == 5
     assert WindowEvent.objects.count() == 3
-    assert Record.unguarded.filter(sync_state="delete_held").count() == 3
+    assert Record.reads.filter(sync_state="delete_held").count() == 3

@@ -66,8 +66,8 @@ def test_administrator_sees_changes_and_deletes_all(admin_user, admin_api, alice
     assert res.json()["parent"] == {"name": "z"}
     res = admin_api.delete("/v1/data/legacy_customer", {"pgRowId": str(alices_legacy.pk)}, format="json")
     assert res.status_code == 200
-    assert not Record.unguarded.filter(pk=alices_legacy.pk).exists()
-    assert WriteTrail.objects.filter(actor=admin_user).count() == 2
+    assert not Record.reads.filter(pk=alices_legacy.pk).exists()
+    assert WriteTrail.reads.filter(actor=admin_user).count() == 2
 
 
 def test_group_policy_shows_a_record_to_a_group_mate_only(db):
@@ -130,8 +130,8 @@ def test_write_not_entitled_without_a_write_group(entitled_catalog, alice_api):
         "code": "WRITE_NOT_ENTITLED", "field": None,
         "message": "writing customer needs membership of one of: ar",
     }}
-    assert Record.unguarded.count() == 0
-    trail = WriteTrail.objects.get()
+    assert Record.reads.count() == 0
+    trail = WriteTrail.reads.get()
     assert (trail.outcome, trail.code) == ("refused", "WRITE_NOT_ENTITLED")
 
 
@@ -145,7 +145,7 @@ def test_write_entitlement_covers_update_and_delete(entitled_catalog, alice):
     assert (res.status_code, res.json()["rejection"]["code"]) == (403, "WRITE_NOT_ENTITLED")
     record.refresh_from_db()
     assert (record.fields, record.sync_state) == ({"company_name": "A"}, "pending")
-    assert RecordWriteState.objects.filter(operation__in=("update", "delete")).count() == 0
+    assert RecordWriteState.reads.filter(operation__in=("update", "delete")).count() == 0
 
 
 def test_member_of_a_write_group_and_an_administrator_may_write(entitled_catalog, admin_api):
@@ -168,4 +168,4 @@ def test_catalog_protected_field_refused(entitled_catalog, alice_api):
     res = alice_api.post("/v1/data/note", {"parent": {"text": "t", "approved_by": "me"}}, format="json")
     assert res.status_code == 400
     assert res.json()["rejection"]["field"] == "parent.approved_by"
-    assert Record.unguarded.count() == 0
+    assert Record.reads.count() == 0

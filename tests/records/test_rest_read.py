@@ -7,6 +7,7 @@ import pytest
 from django.test import override_settings
 
 from records.boundary import record_create, record_delete
+from records.door import door_open
 from records.models import Record, RecordWriteState, WriteTrail
 from records.trail import Actor
 
@@ -163,7 +164,8 @@ def test_external_id_filter_and_the_ctx_query_shape(alice, rows):
     vendor = _create(alice, "entity", {"entity_type": "vendor", "terms_id": "NET30"})
     _create(alice, "entity", {"entity_type": "customer", "terms_id": "NET10"})
     # The source would stamp external_id on confirm; fake that upstream state here.
-    Record.unguarded.filter(pk=vendor.pk).update(external_id="123", sync_state="synced")
+    with door_open():
+        Record.objects.filter(pk=vendor.pk).update(external_id="123", sync_state="synced")
     assert rest_read(user=alice, path_and_query="entity?select=terms_id&entity_type=eq.vendor&external_id=eq.123") == [
         {"terms_id": "NET30"}]
     assert rest_read(user=alice, path_and_query="entity?select=terms_id&external_id=is.null") == [{"terms_id": "NET10"}]
@@ -310,7 +312,7 @@ def test_path_must_be_one_resource_name(alice_api):
 
 @pytest.mark.parametrize("method", ["post", "put", "patch", "delete", "options"])
 def test_write_methods_are_refused_and_change_nothing(alice_api, rows, method):
-    before = (Record.unguarded.count(), WriteTrail.objects.count(), RecordWriteState.objects.count())
+    before = (Record.reads.count(), WriteTrail.reads.count(), RecordWriteState.reads.count())
     body = {"pgRowId": str(rows["L1"].pg_row_id), "parent": {"status": "x"}}
     res = getattr(alice_api, method)("/v1/rest/legacy_customer", body, format="json")
     assert res.status_code == 405
@@ -318,7 +320,7 @@ def test_write_methods_are_refused_and_change_nothing(alice_api, rows, method):
         "code": "READ_ONLY", "field": None,
         "message": f"/v1/rest is a read and answers GET only; {method.upper()} is refused. "
                    "Write records through /v1/data"}}
-    assert (Record.unguarded.count(), WriteTrail.objects.count(), RecordWriteState.objects.count()) == before
+    assert (Record.reads.count(), WriteTrail.reads.count(), RecordWriteState.reads.count()) == before
     rows["L1"].refresh_from_db()
     assert rows["L1"].fields["status"] == "pending"
 
@@ -375,7 +377,7 @@ def test_a_registered_resource_is_read_with_its_own_closed_columns(alice, bob, a
         name="my_trail",
         columns=(Column("id", "id", ColumnKind.INTEGER), Column("action", "action", ColumnKind.TEXT),
                  Column("outcome", "outcome", ColumnKind.TEXT), Column("at", "at", ColumnKind.DATETIME)),
-        rows_visible=lambda user: WriteTrail.objects.filter(actor=user),
+        rows_visible=lambda user: WriteTrail.reads.filter(actor=user),
         order_default=("id",),
         tiebreaker="id",
     ))

@@ -16,7 +16,7 @@ COLUMNS = ("action", "record_type", "outcome", "code", "actor_id", "process_run_
 
 
 def _rows() -> list[tuple]:
-    return list(WriteTrail.objects.order_by("id").values_list(*COLUMNS))
+    return list(WriteTrail.reads.order_by("id").values_list(*COLUMNS))
 
 
 def test_every_decision_leaves_one_row_with_its_run_and_step(alice, admin_user):
@@ -51,20 +51,20 @@ def test_every_decision_leaves_one_row_with_its_run_and_step(alice, admin_user):
         ("delete", "customer", "approved", "", admin_user.pk, "", ""),
         ("delete", "customer", "rejected", "", admin_user.pk, "", ""),
     ]
-    pg_row_ids = list(WriteTrail.objects.order_by("id").values_list("pg_row_id", flat=True))
+    pg_row_ids = list(WriteTrail.reads.order_by("id").values_list("pg_row_id", flat=True))
     assert pg_row_ids == [first.pk, first.pk, None, first.pk, first.pk, second.pk, second.pk, first.pk, second.pk]
 
 
 def test_refusal_row_carries_field_and_message(alice):
     with pytest.raises(RequiredFieldMissing):
         record_create(actor=Actor(user=alice), record_type="migration_item", parent={"other": 1})
-    row = WriteTrail.objects.get()
+    row = WriteTrail.reads.get()
     assert (row.field, row.message) == ("parent.legacy_id", "legacy_id is required")
 
 
 def test_an_app_write_has_no_run_or_step(alice_api, alice):
     alice_api.post("/v1/data/customer", {"parent": {"company_name": "A"}}, format="json")
-    row = WriteTrail.objects.get()
+    row = WriteTrail.reads.get()
     assert (row.actor_id, row.process_run_id, row.process_step, row.outcome) == (alice.pk, "", "", "allowed")
 
 
@@ -74,4 +74,4 @@ def test_an_app_idempotency_key_is_namespaced_and_its_duplicate_trailed(alice_ap
     again = alice_api.post("/v1/data/customer", {"parent": {"company_name": "A"}},
                            HTTP_IDEMPOTENCY_KEY="k", format="json")
     assert (first.status_code, again.status_code) == (201, 200)
-    assert list(WriteTrail.objects.order_by("id").values_list("outcome", flat=True)) == ["allowed", "duplicate"]
+    assert list(WriteTrail.reads.order_by("id").values_list("outcome", flat=True)) == ["allowed", "duplicate"]

@@ -12,6 +12,7 @@ import pytest
 
 from guardrails.rules import rule_set
 from records.boundary import record_create, record_delete, record_update
+from records.door import door_open
 from records.models import Record, RecordWriteState
 from tests.sources.conftest import drain
 
@@ -88,13 +89,14 @@ def _order(actor) -> Record:
 
 
 def _state(record: Record, operation: str = "create") -> RecordWriteState:
-    return RecordWriteState.objects.filter(record=record, operation=operation).latest("id")
+    return RecordWriteState.reads.filter(record=record, operation=operation).latest("id")
 
 
 def _make_due(state: RecordWriteState) -> None:
     from django.utils import timezone
 
-    RecordWriteState.objects.filter(pk=state.pk).update(next_attempt_at=timezone.now())
+    with door_open():
+        RecordWriteState.objects.filter(pk=state.pk).update(next_attempt_at=timezone.now())
 
 
 def test_2xx_with_external_id_confirms(erp, alice_actor):
@@ -201,7 +203,7 @@ def test_update_patches_and_delete_deletes_by_external_id(erp, alice_actor):
     ]
     record.refresh_from_db()
     assert record.sync_state == "deleted"
-    assert [s.status for s in RecordWriteState.objects.filter(record=record).order_by("id")] == ["confirmed"] * 3
+    assert [s.status for s in RecordWriteState.reads.filter(record=record).order_by("id")] == ["confirmed"] * 3
 
 
 def test_a_create_answered_without_an_id_is_parked_not_resent(erp, alice_actor):

@@ -12,6 +12,7 @@ from guardrails.rules import rule_set
 from guardrails.settings import setting_set
 from records.boundary import record_create, record_delete, record_update
 from records.catalog import record_type_get
+from records.door import door_open
 from records.models import Record, RecordWriteState, WriteTrail
 from records.policies import records_visible
 from records.trail import Actor
@@ -35,7 +36,7 @@ def _customer(actor: Actor, name: str = "Acme") -> Record:
 
 
 def _state(record: Record, operation: str = "create") -> RecordWriteState:
-    return RecordWriteState.objects.filter(record=record, operation=operation).latest("id")
+    return RecordWriteState.reads.filter(record=record, operation=operation).latest("id")
 
 
 def _sent(record_type: str) -> list[tuple[int, str, str]]:
@@ -117,7 +118,8 @@ def test_a_transient_failure_is_not_terminal_and_holds_back_its_type_only(alice_
     customer.refresh_from_db()
     assert customer.sync_state == "synced"  # another type is not held up
 
-    RecordWriteState.objects.filter(pk=state.pk).update(next_attempt_at=timezone.now())  # the retry is due
+    with door_open():
+        RecordWriteState.objects.filter(pk=state.pk).update(next_attempt_at=timezone.now())  # the retry is due
     drain("purchaseOrder")
     assert [r for r, _, _ in _sent("purchaseOrder")] == [state.pk, state.pk, _state(second).pk]
     first.refresh_from_db()
@@ -179,7 +181,7 @@ def test_settle_conflict_keeps_the_id_and_settle_links_it(alice, alice_api):
 
     drain("purchaseOrder")
 
-    record = Record.unguarded.get(pk=created["pgRowId"])
+    record = Record.reads.get(pk=created["pgRowId"])
     state = _state(record)
     assert (record.sync_state, record.external_id) == ("settle_conflict", None)
     assert (state.status, state.external_id, state.reason_code) == ("settle_conflict", "PO-1041", "write_settle_conflict")
@@ -214,8 +216,9 @@ def test_settle_on_a_row_that_is_not_in_conflict_is_409(alice, alice_api):
 
 def test_a_confirm_whose_link_back_fails_becomes_a_settle_conflict(alice_actor, alice_api):
     # Faked upstream state: an inbound copy of CUS-1041 arrived before our create's verdict.
-    inbound = Record.unguarded.create(record_type="customer", source_system="netsuite", external_id="CUS-1041",
-                                      sync_state="synced", fields={"company_name": "Acme (inbound)"})
+    with door_open():
+        inbound = Record.objects.create(record_type="customer", source_system="netsuite", external_id="CUS-1041",
+                                          sync_state="synced", fields={"company_name": "Acme (inbound)"})
     record = _customer(alice_actor)
 
     drain("customer")
@@ -230,7 +233,7 @@ def test_a_confirm_whose_link_back_fails_becomes_a_settle_conflict(alice_actor, 
     res = alice_api.post("/v1/data/customer/settle", {"pgRowId": str(record.pk)}, format="json")
 
     assert res.status_code == 200, res.content
-    assert not Record.unguarded.filter(pk=inbound.pk).exists()  # the inbound copy is discarded
+    assert not Record.reads.filter(pk=inbound.pk).exists()  # the inbound copy is discarded
     record.refresh_from_db()
     assert (record.external_id, record.sync_state) == ("CUS-1041", "synced")
 
@@ -361,7 +364,7 @@ def test_writes_of_one_type_are_sent_in_commit_order_for_every_writer(alice, bob
     drain("customer")
 
     ids = [write_id for write_id, _, _ in _sent("customer")]
-    assert ids == list(RecordWriteState.objects.filter(record_type="customer").order_by("id")
+    assert ids == list(RecordWriteState.reads.filter(record_type="customer").order_by("id")
                        .values_list("id", flat=True))
     assert len(ids) == 12
     for i, record in enumerate(records):
@@ -395,5 +398,5 @@ def test_a_lease_that_ran_out_is_taken_over(alice_actor):
 def test_the_boundary_trail_is_untouched_by_verdicts(alice_actor):
     record = _customer(alice_actor)
     drain("customer")
-    assert list(WriteTrail.objects.filter(pg_row_id=record.pk).values_list("action", "outcome")) == [
+    assert list(WriteTrail.reads.filter(pg_row_id=record.pk).values_list("action", "outcome")) == [
         ("create", "allowed")]

@@ -9,6 +9,7 @@ from django_q.models import OrmQ
 from django_q.signing import SignedPackage
 
 from records.boundary import record_create
+from records.door import door_open
 from records.models import RecordWriteState
 from sources.lanes import lane_acquire, lane_release
 from sources.outbound import outbound_sweep
@@ -45,7 +46,8 @@ def test_sweep_wakes_due_lanes_that_nobody_drains(alice_actor):
     _customer(alice_actor)
     record_create(actor=alice_actor, record_type="salesOrder", parent={})
     later = record_create(actor=alice_actor, record_type="entity", parent={}).record
-    RecordWriteState.objects.filter(record=later).update(next_attempt_at=timezone.now() + timedelta(minutes=5))
+    with door_open():
+        RecordWriteState.objects.filter(record=later).update(next_attempt_at=timezone.now() + timedelta(minutes=5))
     assert lane_acquire(record_type="salesOrder", token="busy", seconds=60)
 
     assert outbound_sweep_task() == ["customer"]

@@ -35,10 +35,10 @@ def test_fifty_writes_of_one_type_reach_the_source_in_commit_order_never_two_in_
     for _ in range(6):  # extra drains of the busy type: every worker is tempted to take its lane
         outbound_enqueue(record_type="purchaseOrder")
 
-    wait_until(lambda: not RecordWriteState.objects.filter(status="pending").exists(), timeout=45,
+    wait_until(lambda: not RecordWriteState.reads.filter(status="pending").exists(), timeout=45,
                message=f"every write to be sent; worker log:\n{qcluster.log_text()}")
 
-    write_ids = list(RecordWriteState.objects.filter(record_type="purchaseOrder").order_by("id")
+    write_ids = list(RecordWriteState.reads.filter(record_type="purchaseOrder").order_by("id")
                      .values_list("id", flat=True))
     sends = list(SandboxSend.objects.filter(record_type="purchaseOrder").order_by("started_at", "id"))
     assert [s.write_state_id for s in sends] == write_ids  # commit order, each exactly once

@@ -58,7 +58,7 @@ def test_script_is_replaced_and_cleared(alice_actor):
     sandbox_script_set("customer", latency_ms=1)  # replaces the whole script: no refusal any more
     record_create(actor=alice_actor, record_type="customer", parent={"company_name": "A"})
     drain("customer")
-    assert RecordWriteState.objects.get().status == "confirmed"
+    assert RecordWriteState.reads.get().status == "confirmed"
     assert sandbox_script_clear() == 1
 
 
@@ -94,6 +94,6 @@ def test_an_unknown_adapter_keeps_the_write_queued_and_says_why(use_catalog, ali
 
     drain("order")
 
-    state = RecordWriteState.objects.get(record=record)
+    state = RecordWriteState.reads.get(record=record)
     assert (state.status, state.attempts, state.reason_code) == ("pending", 1, "TRANSIENT")
     assert state.message == "source 'erp' names adapter 'soap'; this instance has ['http', 'sandbox']"

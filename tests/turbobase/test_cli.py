@@ -7,6 +7,7 @@ import pytest
 
 from kernel.models import token_issue
 from records.boundary import record_create
+from records.door import door_open
 from records.models import Record, RecordWriteState, SyncState, WriteStatus
 from records.trail import Actor
 from tests.conftest import make_user
@@ -82,15 +83,17 @@ def test_data_settle_links_a_settle_conflict(instance, capsys):
     record = record_create(actor=Actor(user=instance), record_type="customer",
                            parent={"company_name": "Initech"}).record
     # Fake the upstream state the outbound worker leaves: created upstream, link back failed.
-    Record.unguarded.filter(pk=record.pk).update(sync_state=SyncState.SETTLE_CONFLICT)
-    RecordWriteState.objects.filter(record=record).update(
-        status=WriteStatus.SETTLE_CONFLICT, reason_code="write_settle_conflict", external_id="CUS-1041")
+    with door_open():
+        Record.objects.filter(pk=record.pk).update(sync_state=SyncState.SETTLE_CONFLICT)
+    with door_open():
+        RecordWriteState.objects.filter(record=record).update(
+            status=WriteStatus.SETTLE_CONFLICT, reason_code="write_settle_conflict", external_id="CUS-1041")
     code, out, err = cli(capsys, "data", "settle", "customer", str(record.pk))
     assert (code, err) == (0, "")
     assert out == f"settled customer {record.pk} → externalId CUS-1041 (synced)\n"
     record.refresh_from_db()
     assert (record.external_id, record.sync_state) == ("CUS-1041", "synced")
-    assert RecordWriteState.objects.get(record=record).status == "settled"
+    assert RecordWriteState.reads.get(record=record).status == "settled"
 
 
 def test_data_settle_of_a_row_not_in_conflict_is_409(instance, capsys):

@@ -94,17 +94,17 @@ def test_tb_demo_loads_logins_and_records_once():
     assert admin.is_staff and admin.check_password("admin")
     assert not demo.is_staff and demo.check_password("demo")
     # The demo records, beside the migration batch the processes room's demo adds (batch 2026-10).
-    batch = Record.unguarded.filter(record_type="migration_item", fields__batch="2026-10")
+    batch = Record.reads.filter(record_type="migration_item", fields__batch="2026-10")
     assert batch.count() == 200
-    assert Record.unguarded.filter(owner=demo).exclude(pk__in=batch).count() == 5
-    states = dict(Record.unguarded.values_list("record_type", "sync_state").order_by("record_type"))
+    assert Record.reads.filter(owner=demo).exclude(pk__in=batch).count() == 5
+    states = dict(Record.reads.values_list("record_type", "sync_state").order_by("record_type"))
     assert states == {"customer": "pending", "legacy_customer": "local", "migration_item": "local",
                       "purchaseOrder": "pending"}
-    assert RecordWriteState.objects.filter(operation="create", status="pending").count() == 2
+    assert RecordWriteState.reads.filter(operation="create", status="pending").count() == 2
 
     again, _ = run("tb_demo")
     assert again == "demo data ready\n"
-    assert Record.unguarded.count() == 205
+    assert Record.reads.count() == 205
     assert User.objects.filter(username__in=["admin", "demo"]).count() == 2
 
 
@@ -113,4 +113,4 @@ def test_tb_demo_leaves_an_existing_login_alone():
     out, _ = run("tb_demo", "--no-records")
     assert "admin / admin" not in out
     assert User.objects.get(username="admin").check_password("changed")
-    assert Record.unguarded.count() == 0
+    assert Record.reads.count() == 0

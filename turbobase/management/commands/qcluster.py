@@ -17,21 +17,9 @@ from pathlib import Path
 
 from django_q.management.commands.qcluster import Command as DjangoQCommand
 
+from kernel.system_schedules import system_schedules_ensure
+
 LANES = ("turbobase", "tb_sync", "tb_async")
-# The platform's recurring jobs (their migrations create them; a deleted one is put back at start).
-SYSTEM_SCHEDULES = {
-    "system.sources.sweep": "sources.tasks.outbound_sweep_task",
-    "system.processes.sweep": "processes.tasks.runs_sweep",
-    "system.processes.schedules": "processes.schedules.firing.schedules_tick",
-}
-
-
-def system_schedules_ensure() -> None:
-    from django_q.models import Schedule
-
-    for name, func in SYSTEM_SCHEDULES.items():
-        Schedule.objects.get_or_create(
-            name=name, defaults={"func": func, "schedule_type": Schedule.MINUTES, "minutes": 1, "repeats": -1})
 _PR_SET_PDEATHSIG = 1
 
 

@@ -59,7 +59,7 @@ def demo_records_load(*, user: Any, write: Callable[[str], Any]) -> int:
     actor = Actor(user=user)
     created = 0
     for key, record_type, parent, lines in DEMO_RECORDS:
-        if Record.unguarded.filter(idempotency_key=key).exists():
+        if Record.reads.filter(idempotency_key=key).exists():
             continue
         result = record_create(actor=actor, record_type=record_type, parent=dict(parent), lines=lines,
                                idempotency_key=key)

@@ -1,0 +1,144 @@
+"""Every instance setting, declared once: key, type, default, bounds, group and description.
+
+This is the one source the readers (``guardrails.settings.setting_get``), the admin's Settings
+page and the settings API build on. A value is always an integer in storage; ``boolean`` settings
+hold 0 or 1 and ``milliseconds`` settings a duration, so one parser checks them all and names the
+key it refuses. Keys keep the seed's spelling (``PROCESS_SLICE_MAX_ROWS``, ``guardrails.*``).
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+from kernel.errors import InvalidRequest
+
+_INT_MAX = 2**31 - 1  # every value fits a 32-bit integer column and a JavaScript number
+
+
+class SettingType(enum.StrEnum):
+    INTEGER = "integer"
+    BOOLEAN = "boolean"
+    MILLISECONDS = "milliseconds"
+    BYTES = "bytes"
+
+
+class SettingGroup(enum.StrEnum):
+    DELETE_CAPS = "delete caps"
+    ROLLBACK_CAPS = "rollback caps"
+    SLICES = "slices"
+    WAITS = "waits"
+    RUN_CEILINGS = "per-run ceilings"
+    READS = "reads"
+    SOURCES = "sources"
+    SWITCHES = "switches"
+
+
+class SettingInvalid(InvalidRequest):
+    """That value is not valid for that setting."""
+
+    error = "invalid_setting"
+    code = "INVALID_SETTING"
+
+
+@dataclass(frozen=True)
+class SettingSpec:
+    key: str
+    type: SettingType
+    default: int
+    group: SettingGroup
+    description: str
+    min: int = 0
+    max: int = _INT_MAX
+
+    def parse(self, raw: Any) -> int:
+        """The stored integer for ``raw`` (an int, a bool, or their text), or ``SettingInvalid``."""
+        value = _coerce(self, raw)
+        if not self.min <= value <= self.max:
+            raise SettingInvalid(
+                f"{self.key} must be between {self.min} and {self.max}", field=self.key, key=self.key
+            )
+        return value
+
+
+def _coerce(spec: SettingSpec, raw: Any) -> int:
+    if spec.type is SettingType.BOOLEAN:
+        if isinstance(raw, bool):
+            return int(raw)
+        if raw in (0, 1) and not isinstance(raw, float):
+            return int(raw)
+        if isinstance(raw, str) and raw.strip().lower() in ("true", "false", "1", "0", "on", "off"):
+            return int(raw.strip().lower() in ("true", "1", "on"))
+        raise SettingInvalid(f"{spec.key} must be true or false", field=spec.key, key=spec.key)
+    if isinstance(raw, bool) or not isinstance(raw, int | str):
+        raise SettingInvalid(f"{spec.key} must be a whole number", field=spec.key, key=spec.key)
+    if isinstance(raw, str):
+        text = raw.strip().replace("_", "").replace(",", "")
+        if not text.isascii() or not text.lstrip("-").isdigit() or len(text) > 12:
+            raise SettingInvalid(f"{spec.key} must be a whole number, not {raw!r:.40}", field=spec.key,
+                                 key=spec.key)
+        return int(text)
+    return raw
+
+
+_G = SettingGroup
+_T = SettingType
+_MINUTE, _HOUR = 60_000, 3_600_000
+
+SETTINGS: tuple[SettingSpec, ...] = (
+    SettingSpec("guardrails.max_deletes_per_min", _T.INTEGER, 60, _G.DELETE_CAPS,
+                "Deletes apps and people may send in any minute; over it a delete is refused."),
+    SettingSpec("guardrails.max_deletes_per_hour", _T.INTEGER, 1_000, _G.DELETE_CAPS,
+                "Deletes apps and people may send in any hour."),
+    SettingSpec("guardrails.max_deletes_per_day", _T.INTEGER, 5_000, _G.DELETE_CAPS,
+                "Deletes apps and people may send in any day."),
+    SettingSpec("guardrails.max_rollback_deletes_per_min", _T.INTEGER, 600, _G.ROLLBACK_CAPS,
+                "Rollback deletes of runs in any minute; over it the rollback waits for the window."),
+    SettingSpec("guardrails.max_rollback_deletes_per_hour", _T.INTEGER, 10_000, _G.ROLLBACK_CAPS,
+                "Rollback deletes of runs in any hour."),
+    SettingSpec("guardrails.max_rollback_deletes_per_day", _T.INTEGER, 50_000, _G.ROLLBACK_CAPS,
+                "Rollback deletes of runs in any day."),
+    SettingSpec("PROCESS_SLICE_MAX_ROWS", _T.INTEGER, 500, _G.SLICES,
+                "Rows one migration slice works through before it queues the next.", min=1),
+    SettingSpec("PROCESS_SLICE_MAX_MS", _T.MILLISECONDS, 10 * _MINUTE, _G.SLICES,
+                "Wall clock one slice may run; a slice always finishes the row in hand.", min=1),
+    SettingSpec("processes.slice_cap", _T.INTEGER, 1000, _G.SLICES,
+                "Slices one run may take.", min=1),
+    SettingSpec("processes.sync_budget_ms", _T.MILLISECONDS, 30_000, _G.WAITS,
+                "How long ?mode=sync holds the request before answering 202 sync_budget_exceeded.",
+                min=1),
+    SettingSpec("processes.await_source_budget_ms", _T.MILLISECONDS, 5 * _MINUTE, _G.WAITS,
+                "How long an awaitSource step waits for the source's verdict.", min=1),
+    SettingSpec("processes.delete_wait_budget_ms", _T.MILLISECONDS, 5 * _MINUTE, _G.WAITS,
+                "How long a rollback delete waits for the rollback window to free.", min=1),
+    SettingSpec("processes.enabled", _T.BOOLEAN, 1, _G.SWITCHES,
+                "The instance-wide process switch: off refuses every invoke.", max=1),
+    SettingSpec("processes.max_run_ms", _T.MILLISECONDS, 0, _G.RUN_CEILINGS,
+                "Wall clock one run may take; 0 derives it from the slice budget."),
+    SettingSpec("processes.max_writes_per_run", _T.INTEGER, 0, _G.RUN_CEILINGS,
+                "Writes one run may make; 0 derives it from the slice budget."),
+    SettingSpec("processes.for_each_max_items", _T.INTEGER, 100, _G.RUN_CEILINGS,
+                "Items one forEach step may repeat over.", min=1),
+    SettingSpec("processes.query_timeout_ms", _T.MILLISECONDS, 30_000, _G.READS,
+                "How long one ctx.query may run.", min=1),
+    SettingSpec("processes.query_slot_wait_ms", _T.MILLISECONDS, 2 * _MINUTE, _G.READS,
+                "How long a ctx.query waits for a free read slot.", min=1),
+    SettingSpec("processes.query_slots", _T.INTEGER, 4, _G.READS,
+                "ctx.query reads running at once per worker process.", min=1),
+    SettingSpec("processes.query_max_bytes", _T.BYTES, 8 * 1024 * 1024, _G.READS,
+                "The largest answer one ctx.query may return.", min=1),
+    SettingSpec("processes.batch_max_rows", _T.INTEGER, 1_000, _G.READS,
+                "Rows one /v1/batch read may return.", min=1),
+    SettingSpec("sources.max_attempts", _T.INTEGER, 8, _G.SOURCES,
+                "Attempts an outbound write makes on transient errors before it parks.", min=1),
+)
+
+REGISTRY: dict[str, SettingSpec] = {spec.key: spec for spec in SETTINGS}
+
+
+def setting_spec(key: str) -> SettingSpec:
+    """The declaration of ``key``; an unknown key is refused by name."""
+    try:
+        return REGISTRY[key]
+    except KeyError:
+        raise SettingInvalid(f"{key!r} is not an instance setting", field=key, key=key) from None

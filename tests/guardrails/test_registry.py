@@ -1,0 +1,64 @@
+"""The typed settings registry: every setting declared once, every bad value refused by key."""
+from __future__ import annotations
+
+import pytest
+
+from guardrails.models import InstanceSetting
+from guardrails.registry import REGISTRY, SETTINGS, SettingInvalid, SettingType, setting_spec
+from guardrails.settings import DEFAULTS, setting_clear, setting_get, setting_set
+
+
+def test_every_setting_is_declared_once_with_a_description_and_sane_bounds() -> None:
+    assert len(REGISTRY) == len(SETTINGS)
+    for spec in SETTINGS:
+        assert spec.description.endswith("."), spec.key
+        assert spec.min <= spec.default <= spec.max or spec.default == 0, spec.key
+    assert DEFAULTS["PROCESS_SLICE_MAX_ROWS"] == 500  # the seed's shipped defaults
+    assert DEFAULTS["PROCESS_SLICE_MAX_MS"] == 600_000
+    assert DEFAULTS["processes.slice_cap"] == 1000
+    assert DEFAULTS["guardrails.max_deletes_per_hour"] == 1_000
+
+
+@pytest.mark.parametrize("key, raw, stored", [
+    ("guardrails.max_deletes_per_min", 90, 90),
+    ("guardrails.max_deletes_per_min", " 1_200 ", 1200),
+    ("processes.enabled", False, 0),
+    ("processes.enabled", "true", 1),
+    ("PROCESS_SLICE_MAX_MS", "1", 1),
+])
+def test_good_values_parse(key: str, raw: object, stored: int) -> None:
+    assert setting_spec(key).parse(raw) == stored
+
+
+@pytest.mark.parametrize("key, raw, message", [
+    ("guardrails.max_deletes_per_min", "5e", "must be a whole number"),
+    ("guardrails.max_deletes_per_min", "99999999999999999999", "must be a whole number"),
+    ("guardrails.max_deletes_per_min", 2**40, "must be between 0 and 2147483647"),
+    ("guardrails.max_deletes_per_min", 1.5, "must be a whole number"),
+    ("guardrails.max_deletes_per_min", True, "must be a whole number"),
+    ("guardrails.max_deletes_per_min", None, "must be a whole number"),
+    ("PROCESS_SLICE_MAX_ROWS", 0, "must be between 1 and"),
+    ("processes.enabled", 2, "must be true or false"),
+    ("processes.enabled", "maybe", "must be true or false"),
+])
+def test_bad_values_are_refused_naming_the_key(key: str, raw: object, message: str) -> None:
+    with pytest.raises(SettingInvalid, match=message) as caught:
+        setting_spec(key).parse(raw)
+    assert caught.value.body()["rejection"]["field"] == key
+    assert caught.value.body()["error"] == "invalid_setting"
+
+
+@pytest.mark.django_db
+def test_a_refused_value_changes_nothing_and_clear_restores_the_default() -> None:
+    setting_set("guardrails.max_deletes_per_min", 7)
+    with pytest.raises(SettingInvalid):
+        setting_set("guardrails.max_deletes_per_min", "5e")
+    assert setting_get("guardrails.max_deletes_per_min") == 7
+    setting_clear("guardrails.max_deletes_per_min")
+    assert setting_get("guardrails.max_deletes_per_min") == 60
+    assert not InstanceSetting.objects.exists()
+
+
+def test_types_cover_every_setting() -> None:
+    assert {spec.type for spec in SETTINGS} <= set(SettingType)
+    assert REGISTRY["processes.enabled"].type is SettingType.BOOLEAN
