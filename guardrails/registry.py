@@ -5,6 +5,7 @@ page and the settings API build on. A value is always an integer in storage; ``b
 hold 0 or 1 and ``milliseconds`` settings a duration, so one parser checks them all and names the
 key it refuses. Keys keep the seed's spelling (``PROCESS_SLICE_MAX_ROWS``, ``guardrails.*``).
 """
+
 from __future__ import annotations
 
 import enum
@@ -56,7 +57,9 @@ class SettingSpec:
         value = _coerce(self, raw)
         if not self.min <= value <= self.max:
             raise SettingInvalid(
-                f"{self.key} must be between {self.min} and {self.max}", field=self.key, key=self.key
+                f"{self.key} must be between {self.min} and {self.max}",
+                field=self.key,
+                key=self.key,
             )
         return value
 
@@ -75,8 +78,9 @@ def _coerce(spec: SettingSpec, raw: Any) -> int:
     if isinstance(raw, str):
         text = raw.strip().replace("_", "").replace(",", "")
         if not text.isascii() or not text.lstrip("-").isdigit() or len(text) > 12:
-            raise SettingInvalid(f"{spec.key} must be a whole number, not {raw!r:.40}", field=spec.key,
-                                 key=spec.key)
+            raise SettingInvalid(
+                f"{spec.key} must be a whole number, not {raw!r:.40}", field=spec.key, key=spec.key
+            )
         return int(text)
     return raw
 
@@ -86,51 +90,169 @@ _T = SettingType
 _MINUTE, _HOUR = 60_000, 3_600_000
 
 SETTINGS: tuple[SettingSpec, ...] = (
-    SettingSpec("guardrails.max_deletes_per_min", _T.INTEGER, 60, _G.DELETE_CAPS,
-                "Deletes apps and people may send in any minute; over it a delete is refused."),
-    SettingSpec("guardrails.max_deletes_per_hour", _T.INTEGER, 1_000, _G.DELETE_CAPS,
-                "Deletes apps and people may send in any hour."),
-    SettingSpec("guardrails.max_deletes_per_day", _T.INTEGER, 5_000, _G.DELETE_CAPS,
-                "Deletes apps and people may send in any day."),
-    SettingSpec("guardrails.max_rollback_deletes_per_min", _T.INTEGER, 600, _G.ROLLBACK_CAPS,
-                "Rollback deletes of runs in any minute; over it the rollback waits for the window."),
-    SettingSpec("guardrails.max_rollback_deletes_per_hour", _T.INTEGER, 10_000, _G.ROLLBACK_CAPS,
-                "Rollback deletes of runs in any hour."),
-    SettingSpec("guardrails.max_rollback_deletes_per_day", _T.INTEGER, 50_000, _G.ROLLBACK_CAPS,
-                "Rollback deletes of runs in any day."),
-    SettingSpec("PROCESS_SLICE_MAX_ROWS", _T.INTEGER, 500, _G.SLICES,
-                "Rows one migration slice works through before it queues the next.", min=1),
-    SettingSpec("PROCESS_SLICE_MAX_MS", _T.MILLISECONDS, 10 * _MINUTE, _G.SLICES,
-                "Wall clock one slice may run; a slice always finishes the row in hand.", min=1),
-    SettingSpec("processes.slice_cap", _T.INTEGER, 1000, _G.SLICES,
-                "Slices one run may take.", min=1),
-    SettingSpec("processes.sync_budget_ms", _T.MILLISECONDS, 30_000, _G.WAITS,
-                "How long ?mode=sync holds the request before answering 202 sync_budget_exceeded.",
-                min=1),
-    SettingSpec("processes.await_source_budget_ms", _T.MILLISECONDS, 5 * _MINUTE, _G.WAITS,
-                "How long an awaitSource step waits for the source's verdict.", min=1),
-    SettingSpec("processes.delete_wait_budget_ms", _T.MILLISECONDS, 5 * _MINUTE, _G.WAITS,
-                "How long a rollback delete waits for the rollback window to free.", min=1),
-    SettingSpec("processes.enabled", _T.BOOLEAN, 1, _G.SWITCHES,
-                "The instance-wide process switch: off refuses every invoke.", max=1),
-    SettingSpec("processes.max_run_ms", _T.MILLISECONDS, 0, _G.RUN_CEILINGS,
-                "Wall clock one run may take; 0 derives it from the slice budget."),
-    SettingSpec("processes.max_writes_per_run", _T.INTEGER, 0, _G.RUN_CEILINGS,
-                "Writes one run may make; 0 derives it from the slice budget."),
-    SettingSpec("processes.for_each_max_items", _T.INTEGER, 100, _G.RUN_CEILINGS,
-                "Items one forEach step may repeat over.", min=1),
-    SettingSpec("processes.query_timeout_ms", _T.MILLISECONDS, 30_000, _G.READS,
-                "How long one ctx.query may run.", min=1),
-    SettingSpec("processes.query_slot_wait_ms", _T.MILLISECONDS, 2 * _MINUTE, _G.READS,
-                "How long a ctx.query waits for a free read slot.", min=1),
-    SettingSpec("processes.query_slots", _T.INTEGER, 4, _G.READS,
-                "ctx.query reads running at once per worker process.", min=1),
-    SettingSpec("processes.query_max_bytes", _T.BYTES, 8 * 1024 * 1024, _G.READS,
-                "The largest answer one ctx.query may return.", min=1),
-    SettingSpec("processes.batch_max_rows", _T.INTEGER, 1_000, _G.READS,
-                "Rows one /v1/batch read may return.", min=1),
-    SettingSpec("sources.max_attempts", _T.INTEGER, 8, _G.SOURCES,
-                "Attempts an outbound write makes on transient errors before it parks.", min=1),
+    SettingSpec(
+        "guardrails.max_deletes_per_min",
+        _T.INTEGER,
+        60,
+        _G.DELETE_CAPS,
+        "Deletes apps and people may send in any minute; over it a delete is refused.",
+    ),
+    SettingSpec(
+        "guardrails.max_deletes_per_hour",
+        _T.INTEGER,
+        1_000,
+        _G.DELETE_CAPS,
+        "Deletes apps and people may send in any hour.",
+    ),
+    SettingSpec(
+        "guardrails.max_deletes_per_day",
+        _T.INTEGER,
+        5_000,
+        _G.DELETE_CAPS,
+        "Deletes apps and people may send in any day.",
+    ),
+    SettingSpec(
+        "guardrails.max_rollback_deletes_per_min",
+        _T.INTEGER,
+        600,
+        _G.ROLLBACK_CAPS,
+        "Rollback deletes of runs in any minute; over it the rollback waits for the window.",
+    ),
+    SettingSpec(
+        "guardrails.max_rollback_deletes_per_hour",
+        _T.INTEGER,
+        10_000,
+        _G.ROLLBACK_CAPS,
+        "Rollback deletes of runs in any hour.",
+    ),
+    SettingSpec(
+        "guardrails.max_rollback_deletes_per_day",
+        _T.INTEGER,
+        50_000,
+        _G.ROLLBACK_CAPS,
+        "Rollback deletes of runs in any day.",
+    ),
+    SettingSpec(
+        "PROCESS_SLICE_MAX_ROWS",
+        _T.INTEGER,
+        500,
+        _G.SLICES,
+        "Rows one migration slice works through before it queues the next.",
+        min=1,
+    ),
+    SettingSpec(
+        "PROCESS_SLICE_MAX_MS",
+        _T.MILLISECONDS,
+        10 * _MINUTE,
+        _G.SLICES,
+        "Wall clock one slice may run; a slice always finishes the row in hand.",
+        min=1,
+    ),
+    SettingSpec(
+        "processes.slice_cap", _T.INTEGER, 1000, _G.SLICES, "Slices one run may take.", min=1
+    ),
+    SettingSpec(
+        "processes.sync_budget_ms",
+        _T.MILLISECONDS,
+        30_000,
+        _G.WAITS,
+        "How long ?mode=sync holds the request before answering 202 sync_budget_exceeded.",
+        min=1,
+    ),
+    SettingSpec(
+        "processes.await_source_budget_ms",
+        _T.MILLISECONDS,
+        5 * _MINUTE,
+        _G.WAITS,
+        "How long an awaitSource step waits for the source's verdict.",
+        min=1,
+    ),
+    SettingSpec(
+        "processes.delete_wait_budget_ms",
+        _T.MILLISECONDS,
+        5 * _MINUTE,
+        _G.WAITS,
+        "How long a rollback delete waits for the rollback window to free.",
+        min=1,
+    ),
+    SettingSpec(
+        "processes.enabled",
+        _T.BOOLEAN,
+        1,
+        _G.SWITCHES,
+        "The instance-wide process switch: off refuses every invoke.",
+        max=1,
+    ),
+    SettingSpec(
+        "processes.max_run_ms",
+        _T.MILLISECONDS,
+        0,
+        _G.RUN_CEILINGS,
+        "Wall clock one run may take; 0 derives it from the slice budget.",
+    ),
+    SettingSpec(
+        "processes.max_writes_per_run",
+        _T.INTEGER,
+        0,
+        _G.RUN_CEILINGS,
+        "Writes one run may make; 0 derives it from the slice budget.",
+    ),
+    SettingSpec(
+        "processes.for_each_max_items",
+        _T.INTEGER,
+        100,
+        _G.RUN_CEILINGS,
+        "Items one forEach step may repeat over.",
+        min=1,
+    ),
+    SettingSpec(
+        "processes.query_timeout_ms",
+        _T.MILLISECONDS,
+        30_000,
+        _G.READS,
+        "How long one ctx.query may run.",
+        min=1,
+    ),
+    SettingSpec(
+        "processes.query_slot_wait_ms",
+        _T.MILLISECONDS,
+        2 * _MINUTE,
+        _G.READS,
+        "How long a ctx.query waits for a free read slot.",
+        min=1,
+    ),
+    SettingSpec(
+        "processes.query_slots",
+        _T.INTEGER,
+        4,
+        _G.READS,
+        "ctx.query reads running at once per worker process.",
+        min=1,
+    ),
+    SettingSpec(
+        "processes.query_max_bytes",
+        _T.BYTES,
+        8 * 1024 * 1024,
+        _G.READS,
+        "The largest answer one ctx.query may return.",
+        min=1,
+    ),
+    SettingSpec(
+        "processes.batch_max_rows",
+        _T.INTEGER,
+        1_000,
+        _G.READS,
+        "Rows one /v1/batch read may return.",
+        min=1,
+    ),
+    SettingSpec(
+        "sources.max_attempts",
+        _T.INTEGER,
+        8,
+        _G.SOURCES,
+        "Attempts an outbound write makes on transient errors before it parks.",
+        min=1,
+    ),
 )
 
 REGISTRY: dict[str, SettingSpec] = {spec.key: spec for spec in SETTINGS}

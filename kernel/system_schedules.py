@@ -8,6 +8,7 @@ described twice and a database restored without its schedule rows heals at the n
 One-off ``system.*`` rows (an outbound retry, ``Schedule.ONCE``) are work in flight, not
 declarations, and are left alone.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -45,7 +46,12 @@ def system_schedules_ensure() -> list[str]:
 
     changes: list[str] = []
     for job in system_schedules():
-        wanted = {"func": job.func, "schedule_type": Schedule.MINUTES, "minutes": job.minutes, "repeats": -1}
+        wanted = {
+            "func": job.func,
+            "schedule_type": Schedule.MINUTES,
+            "minutes": job.minutes,
+            "repeats": -1,
+        }
         row, created = Schedule.objects.get_or_create(name=job.name, defaults=wanted)
         if created:
             changes.append(f"+{job.name}")

@@ -15,6 +15,7 @@ call stack (and ``sync_to_async``) without threading a token through every signa
 outside the door cannot open it by accident, only by naming ``door_open`` — which tests that
 build fixtures may do, visibly.
 """
+
 from __future__ import annotations
 
 import functools
@@ -88,7 +89,9 @@ def _guarded(name: str) -> Callable[..., Any]:
 
 def _read_only(name: str) -> Callable[..., Any]:
     def method(self: models.QuerySet, *args: Any, **kwargs: Any) -> Any:
-        raise DoorClosed(f"{self.model.__name__}.reads cannot {name}(): it is the read-only manager")
+        raise DoorClosed(
+            f"{self.model.__name__}.reads cannot {name}(): it is the read-only manager"
+        )
 
     method.__name__ = name
     return method

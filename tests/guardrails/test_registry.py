@@ -1,4 +1,5 @@
 """The typed settings registry: every setting declared once, every bad value refused by key."""
+
 from __future__ import annotations
 
 import pytest
@@ -19,28 +20,34 @@ def test_every_setting_is_declared_once_with_a_description_and_sane_bounds() -> 
     assert DEFAULTS["guardrails.max_deletes_per_hour"] == 1_000
 
 
-@pytest.mark.parametrize("key, raw, stored", [
-    ("guardrails.max_deletes_per_min", 90, 90),
-    ("guardrails.max_deletes_per_min", " 1_200 ", 1200),
-    ("processes.enabled", False, 0),
-    ("processes.enabled", "true", 1),
-    ("PROCESS_SLICE_MAX_MS", "1", 1),
-])
+@pytest.mark.parametrize(
+    "key, raw, stored",
+    [
+        ("guardrails.max_deletes_per_min", 90, 90),
+        ("guardrails.max_deletes_per_min", " 1_200 ", 1200),
+        ("processes.enabled", False, 0),
+        ("processes.enabled", "true", 1),
+        ("PROCESS_SLICE_MAX_MS", "1", 1),
+    ],
+)
 def test_good_values_parse(key: str, raw: object, stored: int) -> None:
     assert setting_spec(key).parse(raw) == stored
 
 
-@pytest.mark.parametrize("key, raw, message", [
-    ("guardrails.max_deletes_per_min", "5e", "must be a whole number"),
-    ("guardrails.max_deletes_per_min", "99999999999999999999", "must be a whole number"),
-    ("guardrails.max_deletes_per_min", 2**40, "must be between 0 and 2147483647"),
-    ("guardrails.max_deletes_per_min", 1.5, "must be a whole number"),
-    ("guardrails.max_deletes_per_min", True, "must be a whole number"),
-    ("guardrails.max_deletes_per_min", None, "must be a whole number"),
-    ("PROCESS_SLICE_MAX_ROWS", 0, "must be between 1 and"),
-    ("processes.enabled", 2, "must be true or false"),
-    ("processes.enabled", "maybe", "must be true or false"),
-])
+@pytest.mark.parametrize(
+    "key, raw, message",
+    [
+        ("guardrails.max_deletes_per_min", "5e", "must be a whole number"),
+        ("guardrails.max_deletes_per_min", "99999999999999999999", "must be a whole number"),
+        ("guardrails.max_deletes_per_min", 2**40, "must be between 0 and 2147483647"),
+        ("guardrails.max_deletes_per_min", 1.5, "must be a whole number"),
+        ("guardrails.max_deletes_per_min", True, "must be a whole number"),
+        ("guardrails.max_deletes_per_min", None, "must be a whole number"),
+        ("PROCESS_SLICE_MAX_ROWS", 0, "must be between 1 and"),
+        ("processes.enabled", 2, "must be true or false"),
+        ("processes.enabled", "maybe", "must be true or false"),
+    ],
+)
 def test_bad_values_are_refused_naming_the_key(key: str, raw: object, message: str) -> None:
     with pytest.raises(SettingInvalid, match=message) as caught:
         setting_spec(key).parse(raw)

@@ -1,4 +1,5 @@
 """System schedules: declared once by their rooms, made to match at worker start, nowhere else."""
+
 from __future__ import annotations
 
 import pytest
@@ -36,13 +37,24 @@ def test_ensure_creates_corrects_and_removes_and_leaves_one_off_retries_alone() 
     assert _rows() == {name: (func, Schedule.MINUTES, 1, -1) for name, func in DECLARED.items()}
     Schedule.objects.filter(name="system.processes.sweep").update(func="os.getcwd", minutes=60)
     Schedule.objects.filter(name="system.sources.sweep").delete()
-    Schedule.objects.create(name="system.old.job", func="x.y", schedule_type=Schedule.MINUTES, minutes=1)
-    retry = Schedule.objects.create(name="system.sources.retry.customer", func="sources.tasks.outbound_drain_task",
-                                    schedule_type=Schedule.ONCE, repeats=-1)
-    assert sorted(system_schedules_ensure()) == ["+system.sources.sweep", "-system.old.job",
-                                                 "~system.processes.sweep"]
-    assert _rows() == {**{name: (func, Schedule.MINUTES, 1, -1) for name, func in DECLARED.items()},
-                       retry.name: (retry.func, Schedule.ONCE, None, -1)}
+    Schedule.objects.create(
+        name="system.old.job", func="x.y", schedule_type=Schedule.MINUTES, minutes=1
+    )
+    retry = Schedule.objects.create(
+        name="system.sources.retry.customer",
+        func="sources.tasks.outbound_drain_task",
+        schedule_type=Schedule.ONCE,
+        repeats=-1,
+    )
+    assert sorted(system_schedules_ensure()) == [
+        "+system.sources.sweep",
+        "-system.old.job",
+        "~system.processes.sweep",
+    ]
+    assert _rows() == {
+        **{name: (func, Schedule.MINUTES, 1, -1) for name, func in DECLARED.items()},
+        retry.name: (retry.func, Schedule.ONCE, None, -1),
+    }
     assert system_schedules_ensure() == []  # idempotent
 
 
@@ -51,4 +63,6 @@ def test_a_declaration_is_checked() -> None:
         system_schedule_declare("sweep", "x.y")
     with pytest.raises(ValueError, match="declared twice, differently"):
         system_schedule_declare("system.processes.sweep", "other.func")
-    system_schedule_declare("system.processes.sweep", "processes.tasks.runs_sweep")  # same again: fine
+    system_schedule_declare(
+        "system.processes.sweep", "processes.tasks.runs_sweep"
+    )  # same again: fine
