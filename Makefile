@@ -1,6 +1,8 @@
 # Turbobase: two commands from a fresh clone.
 #   make run    venv + install, migrate, demo data, web server and workers (Ctrl-C stops all)
 #   make test   venv + install, the whole test suite (honours DATABASE_URL)
+#   make test-fast  the suite without real workers and PostgreSQL-only tests; make test-unit: no database
+#   make lint   ruff (check and format check), import contracts (lint-imports), mypy over the rooms
 
 PYTHON_BOOTSTRAP ?= python3
 VENV ?= .venv
@@ -9,7 +11,10 @@ PORT ?= 8000
 # Extra pytest arguments, e.g. make test PYTEST_ARGS="-x tests/records"
 PYTEST_ARGS ?=
 
-.PHONY: run test install migrate demo clean-venv
+# The rooms mypy checks (tests/ and bench/ are linted by ruff only).
+ROOMS := kernel extensions guardrails records sources processes turbobase
+
+.PHONY: run test test-fast test-unit lint install install-runtime migrate demo clean-venv
 
 # The stamp is rebuilt whenever the pinned requirements or the project metadata change.
 $(VENV)/.installed: requirements.txt pyproject.toml
@@ -18,9 +23,17 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -e .
 	@touch $@
 
-install: $(VENV)/.installed
+# Development tools (pytest, ruff, mypy, import-linter) on top of the runtime.
+$(VENV)/.installed-dev: requirements-dev.txt $(VENV)/.installed
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	@touch $@
 
-migrate: install
+# `make run` needs only the runtime; tests and lint need the development tools too.
+install-runtime: $(VENV)/.installed
+
+install: $(VENV)/.installed $(VENV)/.installed-dev
+
+migrate: install-runtime
 	$(PY) manage.py migrate --noinput
 
 demo: migrate
@@ -31,6 +44,18 @@ run: demo
 
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-fast: install
+	$(PY) -m pytest -m "not workers and not postgres_only" $(PYTEST_ARGS)
+
+test-unit: install
+	$(PY) -m pytest -m unit $(PYTEST_ARGS)
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy $(ROOMS)
 
 clean-venv:
 	rm -rf $(VENV)

@@ -1,13 +1,40 @@
-"""Shared fixtures: users made through the same command path operators use, and API clients."""
+"""Shared fixtures: users made through the same command path operators use, API and admin clients,
+the CLI run in-process; and the suite's tiers (``unit`` is every test that touches no database).
+"""
 from __future__ import annotations
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
+from django.test import Client
+from django.test.utils import override_settings
 from rest_framework.test import APIClient
 
 from records.catalog import catalog_reset
 from records.trail import Actor
+from turbobase.cli.main import main
+
+# Fixtures through which a test reaches the database (pytest-django's, directly or via another
+# fixture such as ``alice``): a test with none of them and no django_db mark is a ``unit`` test.
+_DATABASE_FIXTURES = frozenset(
+    {"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback", "live_server"}
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Django's default PBKDF2 costs ~360 ms per user made; the suite makes hundreds. Set once here
+    # (an override for the whole session), never per module. Passwords are test fixtures anyway.
+    override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]).enable()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    unit = pytest.mark.unit
+    for item in items:
+        uses_database = item.get_closest_marker("django_db") is not None or not _DATABASE_FIXTURES.isdisjoint(
+            getattr(item, "fixturenames", ())
+        )
+        if not uses_database and item.get_closest_marker("workers") is None:
+            item.add_marker(unit)
 
 
 @pytest.fixture(autouse=True)
@@ -72,6 +99,21 @@ def admin_api(admin_user) -> APIClient:
 @pytest.fixture
 def alice_actor(alice) -> Actor:
     return Actor(user=alice)
+
+
+@pytest.fixture
+def operator(admin_user) -> Client:
+    """The admin site as a logged-in administrator sees it."""
+    client = Client()
+    client.force_login(admin_user)
+    return client
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """Run ``turbobase *argv`` in this process: (exit code, stdout, stderr)."""
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
 def is_postgres() -> bool:

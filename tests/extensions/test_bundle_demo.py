@@ -44,8 +44,7 @@ def test_the_demo_deploys_once_generates_a_batch_once_and_the_migration_moves_it
     assert set(items.values_list("fields__status", flat=True)) == {"sent"}
 
 
-def test_tb_demo_finds_the_processes_demo(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+def test_tb_demo_finds_the_processes_demo():
     call_command("tb_demo", stdout=io.StringIO())
     assert sorted(ExtensionModule.objects.values_list("id", flat=True)) == [
         "acme:migrate-customers-tracked", "acme:raise-po-and-bill"]

@@ -25,8 +25,7 @@ COMMAND = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "turbobas
 
 
 @pytest.fixture
-def project(tmp_path, settings) -> Iterator[Path]:
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+def project(tmp_path) -> Iterator[Path]:
     shutil.copytree(FIXTURES, tmp_path, dirs_exist_ok=True)
     yield tmp_path
     store_forget()

@@ -24,12 +24,10 @@ from extensions.store import module_load, module_served, module_version, store_f
 pytestmark = pytest.mark.django_db
 
 FIXTURES = Path(__file__).parent / "fixtures"
-FAST_HASHER = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture(autouse=True)
 def _isolated(settings) -> Iterator[None]:
-    settings.PASSWORD_HASHERS = FAST_HASHER
     settings.EXTENSIONS_DEPLOY_CPU_MS = 300
     yield
     store_forget()

@@ -23,7 +23,6 @@ MEMO_REFUSAL = {"error": "write_refused", "rejection": {
 
 @pytest.fixture(autouse=True)
 def _isolated(settings) -> Iterator[None]:
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     settings.EXTENSIONS_HOOK_CPU_MS = 200
     yield
     store_forget()

@@ -10,7 +10,7 @@ import pytest
 
 from extensions.lint import lint_check
 from extensions.siblings import SiblingImportRefused
-from turbobase.cli.main import main
+from tests.conftest import cli
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEED_FILES = sorted(p.relative_to(FIXTURES).as_posix() for p in (FIXTURES / "processes").glob("*.ts")
@@ -20,12 +20,6 @@ TRAP = "const legacy = { id: 'acme:legacy-copy' };\n\nexport default"
 
 def files_of(*paths: str) -> dict[str, str]:
     return {path: (FIXTURES / path).read_text(encoding="utf-8") for path in paths}
-
-
-def cli(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture

@@ -18,13 +18,6 @@ GUARDRAILS = "/admin/guardrails/guardrail/"
 WRITE_GUARDRAILS = "/admin/instance_settings/writeguardrail/"
 
 
-@pytest.fixture
-def operator(admin_user) -> Client:
-    client = Client()
-    client.force_login(admin_user)
-    return client
-
-
 def _held(user, name: str) -> tuple[Record, HeldDelete]:
     record = record_create(actor=Actor(user=user), record_type="customer", parent={"company_name": name}).record
     record_delete(actor=Actor(user=user), record_type="customer", pg_row_id=record.pk)

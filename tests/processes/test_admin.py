@@ -17,13 +17,6 @@ PROCESSES = "/admin/processes/process/"
 RUNS = "/admin/processes/processrun/"
 
 
-@pytest.fixture
-def operator(admin_user) -> Client:
-    client = Client()
-    client.force_login(admin_user)
-    return client
-
-
 def test_the_processes_screen_lists_each_process_with_its_switch_and_last_runs(operator, alice, two_notes):
     run = run_invoke(process_id="acme:two-notes", body={"memo": "m"}, user=alice)
     drain_runs()

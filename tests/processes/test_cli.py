@@ -8,9 +8,8 @@ import pytest
 from guardrails.settings import setting_set
 from kernel.models import token_issue
 from processes.models import ProcessRun
-from tests.conftest import make_user
+from tests.conftest import cli, make_user
 from tests.processes.conftest import FAILS_AT_SECOND, TWO_NOTES, drain_runs, process_deploy
-from turbobase.cli.main import main
 
 
 @pytest.fixture
@@ -22,12 +21,6 @@ def instance(live_server, monkeypatch):
     monkeypatch.setenv("TURBOBASE_URL", live_server.url)
     monkeypatch.setenv("TURBOBASE_TOKEN", raw)
     return owner
-
-
-def cli(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_invoke_queued_prints_the_run_id_and_how_to_follow_it(instance, capsys):

@@ -10,8 +10,7 @@ from records.boundary import record_create
 from records.door import door_open
 from records.models import Record, RecordWriteState, SyncState, WriteStatus
 from records.trail import Actor
-from tests.conftest import make_user
-from turbobase.cli.main import main
+from tests.conftest import cli, make_user
 
 
 @pytest.fixture
@@ -22,12 +21,6 @@ def instance(live_server, monkeypatch):
     monkeypatch.setenv("TURBOBASE_URL", live_server.url + "/")
     monkeypatch.setenv("TURBOBASE_TOKEN", raw)
     return owner
-
-
-def cli(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_health_needs_no_token(instance, live_server, monkeypatch, capsys):

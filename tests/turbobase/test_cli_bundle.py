@@ -12,8 +12,7 @@ from extensions.models import ExtensionModule, ExtensionStatus, ExtensionVersion
 from extensions.store import store_forget
 from kernel.models import token_issue
 from processes.schedules.models import ProcessSchedule
-from tests.conftest import make_user
-from turbobase.cli.main import main
+from tests.conftest import cli, make_user
 
 FIXTURES = Path(__file__).parent.parent / "extensions" / "fixtures"
 TRACKED = "acme:migrate-customers-tracked"
@@ -23,9 +22,8 @@ NIGHTLY = {"name": "migrate-customers-nightly", "scheduleKind": "cron", "schedul
 
 
 @pytest.fixture
-def project(tmp_path, live_server, monkeypatch, settings) -> Iterator[Path]:
+def project(tmp_path, live_server, monkeypatch) -> Iterator[Path]:
     """A project folder whose ``staging`` environment is the live server, and its token."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     owner = make_user("ops", admin=True)
     _, raw = token_issue(user=owner, scopes=["extensions:deploy"])
     for name in ("processes/migrate-customers-tracked.ts", "processes/raise-po-and-bill.ts",
@@ -48,12 +46,6 @@ def project(tmp_path, live_server, monkeypatch, settings) -> Iterator[Path]:
 
 def schedules_write(root: Path, entries: list) -> None:
     (root / "turbobase" / "schedules.json").write_text(json.dumps(entries, indent=2))
-
-
-def cli(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def active() -> list[str]:
