@@ -1,7 +1,8 @@
 """Deploy and remove extensions: the module store's write side.
 
-A deploy folds the entry's siblings, transpiles every file, evaluates the bundle in a sandbox
-child exactly as the loader will (``extensions.lint.bundle_load``; never in the request thread,
+A deploy folds the entry's siblings, transpiles every file (in a compiler child process, within
+the deploy's size and compile-time limits: ``extensions.transpile``), evaluates the bundle in a
+sandbox child exactly as the loader will (``extensions.lint.bundle_load``; never in the request thread,
 under a CPU cap), reads the kind the SDK branded the default export with, validates it with that
 kind's registered validator, checks the id-literal trap, and only then writes — one transaction
 for the module row, the new version row and the ``extension_deployed`` signal. Every refusal
@@ -24,6 +25,7 @@ from extensions.errors import (
     ExtensionImportRefused,
     ExtensionInvalid,
     ExtensionNotFound,
+    ExtensionTooLarge,
 )
 from extensions.idliteral import first_id_literal
 from extensions.kinds import kind_validator, kinds_known
@@ -40,7 +42,12 @@ from extensions.sandbox import LoadedModule, SandboxError, SandboxLimits
 from extensions.siblings import SiblingImportRefused
 from extensions.signals import extension_deployed, extension_removing
 from extensions.store import store_forget
-from extensions.transpile import TranspileError
+from extensions.transpile import (
+    DEFAULT_COMPILE_MS,
+    CompileBudget,
+    CompileLimitExceeded,
+    TranspileError,
+)
 
 MAX_ID_CHARS = 200  # ExtensionModule.id
 
@@ -76,6 +83,11 @@ def deploy_limits() -> SandboxLimits:
                          memory_mb=int(getattr(settings, "EXTENSIONS_DEPLOY_MEMORY_MB", 512)))
 
 
+def deploy_compile_budget() -> CompileBudget:
+    """The compile time one deploy (or API lint) gets, every file together, read at call time."""
+    return CompileBudget(int(getattr(settings, "EXTENSIONS_DEPLOY_COMPILE_MS", DEFAULT_COMPILE_MS)))
+
+
 @contextmanager
 def _refusals(entry: Any) -> Iterator[None]:
     """Turn the pure layers' failures into the domain refusals the API renders; a sandbox
@@ -86,6 +98,8 @@ def _refusals(entry: Any) -> Iterator[None]:
         raise ExtensionInvalid(exc.message, field=exc.field) from exc
     except SiblingImportRefused as exc:
         raise ExtensionImportRefused(exc.message, field=exc.field) from exc
+    except CompileLimitExceeded as exc:
+        raise ExtensionTooLarge(exc.message, field=exc.field, limit=exc.limit) from exc
     except TranspileError as exc:
         first = exc.diagnostics[0] if exc.diagnostics else None
         where = f"{first.file}:{first.line}:{first.column}" if first else None
@@ -98,7 +112,7 @@ def _refusals(entry: Any) -> Iterator[None]:
 def extension_evaluate(*, entry: Any, files: Any) -> tuple[Bundle, LoadedModule]:
     """Compile the bundle and evaluate it in a sandbox child, with refusals mapped."""
     with _refusals(entry):
-        bundle = bundle_compile(entry=entry, files=files)
+        bundle = bundle_compile(entry=entry, files=files, budget=deploy_compile_budget())
         loaded = bundle_evaluate(bundle, limits=deploy_limits())
     return bundle, loaded
 

@@ -11,6 +11,13 @@ class ExtensionInvalid(InvalidRequest):
     code = "EXTENSION_INVALID"
 
 
+class ExtensionTooLarge(InvalidRequest):
+    """A file or the whole deploy is over a compile limit (characters, or compile time)."""
+
+    error = "invalid_extension"
+    code = "EXTENSION_TOO_LARGE"
+
+
 class ExtensionIdMismatch(InvalidRequest):
     """The first ``id:`` literal in the file is not the id the module defines."""
 

@@ -374,8 +374,12 @@ class ChildProcess:
         self._finalizer = weakref.finalize(self, _reap, process, self._selector)
 
     @classmethod
-    def spawn(cls, *, memory_mb: int, cpu_seconds: int) -> ChildProcess:
-        command = [sys.executable, "-I", "-B", str(CHILD_SCRIPT), str(memory_mb), str(cpu_seconds)]
+    def spawn(
+        cls, *, memory_mb: int, cpu_seconds: int, script: Path = CHILD_SCRIPT
+    ) -> ChildProcess:
+        """Start ``script`` (this file, or another stdlib + dukpy child speaking the same JSON
+        lines, such as ``transpile_child.py``) and wait for its ``{"ready": true}``."""
+        command = [sys.executable, "-I", "-B", str(script), str(memory_mb), str(cpu_seconds)]
         process = subprocess.Popen(
             command,
             stdin=subprocess.PIPE,

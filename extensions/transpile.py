@@ -1,10 +1,20 @@
 """TypeScript and modern JavaScript to the CommonJS the sandbox loads — pure Python, no Django.
 
 Uses the TypeScript compiler dukpy bundles (``typescriptServices.js``, 5.7) inside a QuickJS
-context of our own with no exported Python functions: the compiler reads only the source text
-it is handed. Loading the compiler costs about 0.6 s, so one compiler serves the whole process,
-behind a lock (a QuickJS context is single-threaded). Transpiling parses and rewrites the
-author's text; it never runs it — running is the sandbox's job.
+context with no exported Python functions: the compiler reads only the source text it is handed.
+Transpiling parses and rewrites the author's text; it never runs it — running is the sandbox's job.
+
+Where it runs: in compiler child processes (``transpile_child.py``), never in the caller. The
+compiler is interpreted and ``eval_string`` holds the GIL for a whole compile (about 40 us per
+character: a 90k-character file is ~4 s), so compiling in a web process's request thread stalled
+every other thread of it. Each process keeps up to ``MAX_COMPILERS`` warm children (loading the
+compiler costs ~1.5 s) and hands one to a caller at a time; the caller waits on a pipe, GIL free.
+
+Limits, both refused by name (``CompileLimitExceeded``, naming the file and the limit):
+- size: ``MAX_SOURCE_CHARS`` per file (the compiler's 128 MiB QuickJS heap is exhausted by a
+  ~400 kB file), checked before anything is sent;
+- time: a ``CompileBudget`` shared by every file of one deploy (``DEFAULT_COMPILE_MS``); past it
+  the child doing the work is killed (a fresh one is started for the next caller).
 """
 
 from __future__ import annotations
@@ -12,18 +22,18 @@ from __future__ import annotations
 import functools
 import json
 import threading
+import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import dukpy
-from dukpy import _dukpy
+from extensions.sandbox_child import ChildExited, ChildOverrun, ChildProcess
+from extensions.transpile_child import CHILD_SCRIPT as COMPILER_SCRIPT
 
-TYPESCRIPT_JS = Path(dukpy.__file__).resolve().parent / "jsmodules" / "typescriptServices.js"
-# An extension is a page of code. The compiler runs interpreted (about 40 us per character,
-# holding the GIL: 100 kB is about 4 s) and its heap is QuickJS's 128 MiB, which a ~400 kB
-# file exhausts; so the cap is an availability limit, not only a sanity check.
 MAX_SOURCE_CHARS = 100_000
+DEFAULT_COMPILE_MS = 30_000
+MAX_COMPILERS = 2  # warm compiler children per process
+COMPILER_MEMORY_MB = 1_024  # the child's address space (QuickJS's heap is 128 MiB of it)
+COMPILER_CPU_S = 3_600  # lifetime CPU of one compiler child; the next caller starts a new one
 
 # QuickJS-ng runs ES2022 natively (class fields, optional chaining, async), so only the module
 # syntax and the types are rewritten; the output keeps the author's code and line structure.
@@ -82,6 +92,54 @@ class TranspileError(Exception):
         super().__init__(self.message)
 
 
+class CompileLimitExceeded(TranspileError):
+    """A file or a whole deploy is over a compile limit (size or time).
+
+    ``field`` names what is too large (``files.<path>``, or ``files`` for the deploy's total) and
+    ``limit`` the limit, e.g. ``{"maxChars": 100000}`` or ``{"compileMs": 30000}``.
+    """
+
+    code = "extension_too_large"
+
+    def __init__(self, message: str, *, file: str | None, limit: dict[str, int]) -> None:
+        super().__init__([Diagnostic(file or "files", 1, 1, message, 0)])
+        self.message = message
+        self.args = (message,)
+        self.field = f"files.{file}" if file else "files"
+        self.limit = limit
+
+
+@dataclass
+class CompileBudget:
+    """The compile time one deploy may use, shared by all its files (and the wait for a
+    compiler child, which is compile time the deploy spends too)."""
+
+    limit_ms: int = DEFAULT_COMPILE_MS
+    deadline: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.deadline:
+            self.deadline = time.monotonic() + self.limit_ms / 1000
+
+    def remaining_s(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def exceeded(self, file: str | None) -> CompileLimitExceeded:
+        where = f"{file} was not compiled" if file else "the files were not compiled"
+        return CompileLimitExceeded(
+            f"{where} within the deploy's compile time limit of {self.limit_ms} ms "
+            f"(EXTENSIONS_DEPLOY_COMPILE_MS); split the extension or make the file smaller",
+            file=file, limit={"compileMs": self.limit_ms})
+
+
+def source_size_check(source: str, *, filename: str) -> None:
+    """Refuse a file over ``MAX_SOURCE_CHARS`` before any compiler sees it."""
+    if len(source) > MAX_SOURCE_CHARS:
+        raise CompileLimitExceeded(
+            f"{filename} is {len(source)} characters, over the limit of {MAX_SOURCE_CHARS} "
+            "characters per file", file=filename, limit={"maxChars": MAX_SOURCE_CHARS})
+
+
 @dataclass(frozen=True)
 class TranspiledModule:
     """CommonJS code for the sandbox, with the source map back to the author's lines."""
@@ -104,23 +162,18 @@ class ImportSpecifier:
     column: int
 
 
-def transpile(source: str, *, filename: str) -> TranspiledModule:
-    """Compile one ES module (``.ts`` or ``.js``, chosen by ``filename``) to CommonJS.
+def transpile(
+    source: str, *, filename: str, budget: CompileBudget | None = None
+) -> TranspiledModule:
+    """Compile one ES module (``.ts`` or ``.js``, chosen by ``filename``) to CommonJS, in a
+    compiler child, within ``budget`` (a fresh ``DEFAULT_COMPILE_MS`` when not given).
 
-    Raises ``TranspileError`` with every syntax error's line and column in the author's file.
-    Type errors are not checked: that is the author's local ``tsc`` with the SDK's types.
+    Raises ``TranspileError`` with every syntax error's line and column in the author's file, or
+    ``CompileLimitExceeded`` naming the file and the limit. Type errors are not checked: that is
+    the author's local ``tsc`` with the SDK's types.
     """
-    if len(source) > MAX_SOURCE_CHARS:
-        diagnostic = Diagnostic(
-            filename, 1, 1, f"the file is over {MAX_SOURCE_CHARS} characters", 0
-        )
-        raise TranspileError([diagnostic])
-    try:
-        out = _run(_TRANSPILE_JS, source=source, filename=filename)
-    except _dukpy.JSRuntimeError as exc:  # e.g. nesting deep enough to overflow the parser
-        reason = str(exc).partition("\n")[0]
-        message = f"the TypeScript compiler could not process this file ({reason})"
-        raise TranspileError([Diagnostic(filename, 1, 1, message, 0)]) from None
+    source_size_check(source, filename=filename)
+    out = _run(_TRANSPILE_JS, budget or CompileBudget(), filename, source=source, filename=filename)
     if out["diagnostics"]:
         raise TranspileError(
             [
@@ -143,50 +196,100 @@ def transpile(source: str, *, filename: str) -> TranspiledModule:
     )
 
 
-def import_specifiers(source: str) -> list[ImportSpecifier]:
+def import_specifiers(
+    source: str, *, filename: str = "<source>", budget: CompileBudget | None = None
+) -> list[ImportSpecifier]:
     """Every module specifier ``source`` imports, in order, for sibling folding to check."""
-    found = _run(_IMPORTS_JS, source=source)
+    source_size_check(source, filename=filename)
+    found = _run(_IMPORTS_JS, budget or CompileBudget(), filename, source=source)
     return [ImportSpecifier(**item) for item in found]
 
 
 def typescript_version() -> str:
-    return str(_run("ts.version"))
+    return str(_run("ts.version", CompileBudget(), None))
 
 
-class _Compiler:
-    """A QuickJS context holding the TypeScript compiler and nothing else."""
-
-    def __init__(self) -> None:
-        self._ctx = _dukpy.create_context()
-        self.run(TYPESCRIPT_JS.read_text(encoding="utf-8"))
-
-    def _check_exported_function_exists(self, name: bytes) -> bool:
-        return False  # the compiler calls no Python
-
-    def _normalize_module(self, base: str, name: str) -> str:
-        raise ImportError(name)
-
-    def run(self, code: str, **variables: Any) -> Any:
-        raw = _dukpy.eval_string(
-            self, code.encode("utf-8"), json.dumps(variables).encode("utf-8"), False, "<tsc>"
-        )
-        return None if raw is None else json.loads(raw)
+def compiles_in_flight() -> int:
+    """How many compiles this process has handed to a child and not had back yet."""
+    with _pool:
+        return _in_flight
 
 
-_lock = threading.Lock()  # one compiler per process, and a QuickJS context is single-threaded
-_compiler: _Compiler | None = None
+# The compiler children of this process: idle ones wait in ``_idle``; at most MAX_COMPILERS live.
+_pool = threading.Condition()
+_idle: list[ChildProcess] = []
+_live = 0
+_in_flight = 0
 
 
-def _run(code: str, **variables: Any) -> Any:
-    global _compiler
-    with _lock:
-        if _compiler is None:
-            _compiler = _Compiler()
-        try:
-            return _compiler.run(code, **variables)
-        except _dukpy.JSRuntimeError:
-            _compiler = None  # after a stack overflow or out-of-memory its heap is not trusted
-            raise
+def _run(code: str, budget: CompileBudget, file: str | None, **variables: Any) -> Any:
+    """Evaluate ``code`` in a compiler child; the caller's thread only waits on a pipe."""
+    global _in_flight
+    child = _child_take(budget, file)
+    is_healthy = False
+    with _pool:
+        _in_flight += 1
+    try:
+        reply = child.exchange({"code": code, "variables": variables}, budget.remaining_s(),
+                               _no_bridge)
+        is_healthy = True
+    except ChildOverrun:
+        raise budget.exceeded(file) from None
+    except ChildExited as exited:
+        message = f"the TypeScript compiler's process ended ({exited.args[0]}) on this file"
+        raise TranspileError([Diagnostic(file or "<source>", 1, 1, message, 0)]) from None
+    finally:
+        with _pool:
+            _in_flight -= 1
+        _child_give_back(child, is_healthy=is_healthy)
+    if "error" in reply:
+        message = f"the TypeScript compiler could not process this file ({reply['error']})"
+        raise TranspileError([Diagnostic(file or "<source>", 1, 1, message, 0)])
+    return reply["ok"]
+
+
+def _no_bridge(name: str, args: list[Any]) -> dict[str, Any]:
+    return {"error": "the compiler calls no host function"}
+
+
+def _child_take(budget: CompileBudget, filename: str | None) -> ChildProcess:
+    global _live
+    with _pool:
+        while True:
+            while _idle:
+                child = _idle.pop()
+                if child.is_usable():
+                    return child
+                child.close()  # forked from the process that started it, or it died
+                _live -= 1
+            if _live < MAX_COMPILERS:
+                _live += 1
+                break
+            if budget.remaining_s() <= 0 or not _pool.wait(budget.remaining_s()):
+                raise budget.exceeded(filename)
+    try:  # started outside the lock: loading the compiler takes ~1.5 s
+        return ChildProcess.spawn(memory_mb=COMPILER_MEMORY_MB, cpu_seconds=COMPILER_CPU_S,
+                                  script=COMPILER_SCRIPT)
+    except BaseException as exc:
+        with _pool:
+            _live -= 1
+            _pool.notify()
+        if isinstance(exc, ChildExited):
+            message = f"the TypeScript compiler's process could not start ({exc.args[0]})"
+            raise TranspileError([Diagnostic(filename or "<source>", 1, 1, message, 0)]) from None
+        raise
+
+
+def _child_give_back(child: ChildProcess, *, is_healthy: bool) -> None:
+    global _live
+    if not is_healthy:
+        child.close(is_forced=True)  # it may still be compiling: its next answer would be stale
+    with _pool:
+        if is_healthy:
+            _idle.append(child)
+        else:
+            _live -= 1
+        _pool.notify()
 
 
 _BASE64 = {

@@ -5,9 +5,12 @@ from __future__ import annotations
 import pytest
 
 from extensions.transpile import (
+    CompileBudget,
+    CompileLimitExceeded,
     Diagnostic,
     ImportSpecifier,
     TranspileError,
+    compiles_in_flight,
     import_specifiers,
     transpile,
     typescript_version,
@@ -79,8 +82,23 @@ def test_type_syntax_in_a_javascript_file_is_refused() -> None:
 
 
 def test_an_oversized_file_is_refused_without_parsing() -> None:
-    with pytest.raises(TranspileError, match="over 100000 characters"):
+    with pytest.raises(CompileLimitExceeded) as raised:
         transpile("//" + "x" * 100_000, filename="huge.ts")
+
+    assert str(raised.value) == "huge.ts is 100002 characters, over the limit of 100000 characters per file"
+    assert (raised.value.field, raised.value.limit) == ("files.huge.ts", {"maxChars": 100_000})
+    assert raised.value.code == "extension_too_large"
+    assert compiles_in_flight() == 0  # refused before any compiler saw it
+
+
+def test_a_compile_past_its_budget_is_stopped_and_the_next_one_works() -> None:
+    source = "".join(f"export const v{i}: number = {i};\n" for i in range(2_000))
+    with pytest.raises(CompileLimitExceeded) as raised:
+        transpile(source, filename="slow.ts", budget=CompileBudget(1))
+
+    assert raised.value.field == "files.slow.ts"
+    assert raised.value.limit == {"compileMs": 1}
+    assert transpile("export const a = 1;\n", filename="after.ts").code.endswith("a = 1;\n")
 
 
 def test_nesting_that_overflows_the_parser_is_a_transpile_error() -> None:
