@@ -5,9 +5,6 @@ Two ways in, tried in this order by every DRF view (settings ``DEFAULT_AUTHENTIC
 from ``POST /v1/auth/session`` (``request.auth`` is ``None``; unsafe methods need ``X-CSRFToken``).
 Bearer comes first so that its ``WWW-Authenticate`` header turns "no credentials" into a 401
 rather than DRF's 403. Scope checks live in ``kernel.scopes``.
-
-This module must not import ``kernel.errors``: DRF imports it while loading its settings, which
-``kernel.errors`` itself triggers, and the cycle would break start-up.
 """
 from __future__ import annotations
 

@@ -1,18 +1,14 @@
-"""The one family of domain exceptions, and the one place that turns them into HTTP.
+"""The one family of domain exceptions. ``kernel.http`` is the one place that turns them into HTTP.
 
-Every room raises subclasses of ``TurbobaseError``; views never build error bodies. A refusal
+Every room raises subclasses of ``TurbobaseError``; views never build error bodies. This module
+imports neither Django nor DRF, so the CLI and pure code may raise and catch these too. A refusal
 (``Refusal``) always carries ``{code, field, message}`` and renders as
 ``{error, rejection: {code, field, message}}``; other errors render as ``{error, …extra}``.
 """
+
 from __future__ import annotations
 
 from typing import Any
-
-from django.core.exceptions import PermissionDenied
-from django.http import Http404
-from rest_framework import exceptions as drf_exceptions
-from rest_framework.response import Response
-from rest_framework.views import set_rollback
 
 
 class TurbobaseError(Exception):
@@ -88,40 +84,3 @@ class InvalidRequest(Refusal):
     error = "invalid_request"
     http_status = 400
     code = "INVALID"
-
-
-def exception_handler(exc: Exception, context: dict) -> Response | None:
-    """DRF exception handler: domain errors and DRF's own, in the seed's body shapes."""
-    if isinstance(exc, TurbobaseError):
-        set_rollback()
-        return Response(exc.body(), status=exc.http_status)
-    if isinstance(exc, Http404):
-        exc = drf_exceptions.NotFound()
-    elif isinstance(exc, PermissionDenied):
-        exc = drf_exceptions.PermissionDenied()
-    if isinstance(exc, drf_exceptions.APIException):
-        set_rollback()
-        headers = {}
-        if getattr(exc, "auth_header", None):
-            headers["WWW-Authenticate"] = exc.auth_header
-        if isinstance(exc, (drf_exceptions.NotAuthenticated, drf_exceptions.AuthenticationFailed)):
-            return Response(
-                {"error": "not_authenticated", "message": str(exc.detail)},
-                status=401,
-                headers=headers,
-            )
-        if isinstance(exc, drf_exceptions.ParseError):
-            return Response(
-                {
-                    "error": "invalid_request",
-                    "rejection": {"code": "INVALID_JSON", "field": None, "message": str(exc.detail)},
-                },
-                status=400,
-            )
-        code = exc.get_codes() if isinstance(exc.detail, str) else exc.default_code
-        return Response(
-            {"error": code if isinstance(code, str) else exc.default_code, "message": str(exc.detail)},
-            status=exc.status_code,
-            headers=headers,
-        )
-    return None

@@ -8,15 +8,16 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from kernel.errors import InvalidRequest
+
 TOKEN_PREFIX = "tbp_"
 SCOPES = ("extensions:deploy", "data:read", "data:write")
 
 
-class ScopeUnknown(ValueError):
+class ScopeUnknown(InvalidRequest):
     """That scope does not exist."""
 
-    # A ValueError, not a kernel.errors class: models load before DRF's settings may import
-    # kernel.errors (which imports DRF, which imports kernel.auth, which imports this).
+    code = "SCOPE_UNKNOWN"
 
 
 def token_hash(raw: str) -> str:
@@ -47,7 +48,7 @@ def token_issue(*, user, scopes: list[str], name: str = "") -> tuple[AccessToken
     """Create a token; the raw value is returned once and never stored."""
     unknown = [s for s in scopes if s not in SCOPES]
     if unknown:
-        raise ScopeUnknown(f"unknown scope(s): {', '.join(unknown)}; known: {', '.join(SCOPES)}")
+        raise ScopeUnknown(f"unknown scope(s): {', '.join(unknown)}; known: {', '.join(SCOPES)}", field="scopes")
     raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = AccessToken.objects.create(
         user=user, name=name, token_hash=token_hash(raw), prefix=raw[:10], scopes=list(scopes)

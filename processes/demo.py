@@ -1,8 +1,11 @@
 """Demo data of the processes room, loaded by ``manage.py tb_demo`` (``make run``).
 
-Deploys the seed's two example processes from ``processes/demo/`` — ``acme:migrate-customers-tracked``
-(the migration recipe) and ``acme:raise-po-and-bill`` — as one bundle (unchanged code stores no new
-version, so this is safe on every start), and generates a batch of ``migration_item`` rows for the
+Deploys the demo project (``demo/`` at the top of the source tree: the seed's two example
+processes ``acme:migrate-customers-tracked`` and ``acme:raise-po-and-bill``, a hook and a nightly
+schedule) through the same reader the ``turbobase`` CLI uses (``extensions.project``), as one
+bundle — unchanged code stores no new version, so this is safe on every start, and
+``turbobase ext plan --to local`` from ``demo/`` right after reports everything unchanged — and
+generates a batch of ``migration_item`` rows for the
 migration to move, owned by the demo user, through the write boundary. Then::
 
     POST /v1/processes/acme:migrate-customers-tracked   {"batch": "2026-10"}
@@ -15,24 +18,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
+
 from extensions.bundle import bundle_apply
+from extensions.project import project_bundle
 from records.boundary import record_create
 from records.models import Record
 from records.trail import Actor
 
-DEMO_DIR = Path(__file__).parent / "demo"
-DEMO_PROCESSES = ("migrate-customers-tracked.ts", "raise-po-and-bill.ts")
+DEMO_PROJECT = Path(settings.BASE_DIR) / "demo"
 DEMO_BATCH = "2026-10"
 DEMO_BATCH_ROWS = 200
 
 
 def demo_processes_deploy(*, admin: Any) -> list[dict[str, Any]]:
-    """Deploy the demo processes as the administrator; answer the bundle's module outcomes."""
-    modules = []
-    for name in DEMO_PROCESSES:
-        entry = f"processes/{name}"
-        modules.append({"entry": entry, "files": {entry: (DEMO_DIR / name).read_text(encoding="utf-8")}})
-    return bundle_apply(data={"modules": modules}, by=admin)["modules"]
+    """Deploy the demo project as the administrator; answer the bundle's module outcomes."""
+    return bundle_apply(data=project_bundle(DEMO_PROJECT), by=admin)["modules"]
 
 
 def migration_batch_generate(*, user: Any, batch: str = DEMO_BATCH, rows: int = DEMO_BATCH_ROWS) -> int:
@@ -58,7 +59,7 @@ def demo_load(*, admin: Any, user: Any, write: Callable[[str], Any]) -> None:
     deployed = demo_processes_deploy(admin=admin)
     fresh = [m["id"] for m in deployed if m["outcome"] != "unchanged"]
     if fresh:
-        write(f"demo processes deployed: {', '.join(fresh)}")
+        write(f"demo extensions deployed: {', '.join(fresh)}")
     created = migration_batch_generate(user=user)
     if created:
         write(f"demo migration batch {DEMO_BATCH}: {created} pending migration_item rows "

@@ -1,4 +1,5 @@
-"""The demo recipe (``processes/demo.py``): the seed's migration deployed as a bundle at ``make run``,
+"""The demo project (``demo/``, loaded by ``processes/demo.py``): the seed's migration deployed as a
+bundle at ``make run`` through the CLI's own project reader,
 a batch of ``migration_item`` rows to move, and a migration that moves them."""
 from __future__ import annotations
 
@@ -7,10 +8,13 @@ import io
 import pytest
 from django.core.management import call_command
 
+from extensions.bundle import bundle_plan
 from extensions.models import ExtensionModule, ExtensionVersion
+from extensions.project import project_bundle
 from guardrails.settings import setting_set
-from processes.demo import DEMO_BATCH_ROWS, demo_load
+from processes.demo import DEMO_BATCH_ROWS, DEMO_PROJECT, demo_load
 from processes.invoke import run_invoke
+from processes.schedules.models import ProcessSchedule
 from records.models import Record
 from tests.conftest import make_user
 from tests.processes.engine_support import pump
@@ -23,14 +27,16 @@ def test_the_demo_deploys_once_generates_a_batch_once_and_the_migration_moves_it
     said: list[str] = []
     demo_load(admin=admin, user=demo, write=said.append)
     assert said == [
-        "demo processes deployed: acme:migrate-customers-tracked, acme:raise-po-and-bill",
+        "demo extensions deployed: acme:migrate-customers-tracked, acme:raise-po-and-bill, "
+        "acme:legacy-customer-name",
         'demo migration batch 2026-10: 200 pending migration_item rows (invoke '
         'acme:migrate-customers-tracked with {"batch": "2026-10"})',
     ]
     again: list[str] = []
     demo_load(admin=admin, user=demo, write=again.append)
     assert again == []  # unchanged code, keyed rows: nothing new on the next start
-    assert ExtensionVersion.objects.count() == 2
+    assert ExtensionVersion.objects.count() == 3
+    assert list(ProcessSchedule.objects.values_list("name", flat=True)) == ["demo-migrate-customers-nightly"]
     items = Record.reads.filter(record_type="migration_item", fields__batch="2026-10")
     assert items.count() == DEMO_BATCH_ROWS
     assert set(items.values_list("owner__username", flat=True)) == {"demo"}
@@ -44,8 +50,21 @@ def test_the_demo_deploys_once_generates_a_batch_once_and_the_migration_moves_it
     assert set(items.values_list("fields__status", flat=True)) == {"sent"}
 
 
+def test_a_plan_of_the_demo_project_right_after_the_demo_load_changes_nothing():
+    admin, demo = make_user("admin", admin=True), make_user("demo")
+    demo_load(admin=admin, user=demo, write=lambda line: None)
+    plan = bundle_plan(data=project_bundle(DEMO_PROJECT), by=admin)
+    assert {(m.id, m.change) for m in plan.modules} == {
+        ("acme:migrate-customers-tracked", "unchanged"),
+        ("acme:raise-po-and-bill", "unchanged"),
+        ("acme:legacy-customer-name", "unchanged"),
+    }
+    assert [item["change"] for item in plan.parts["schedules"]] == ["unchanged"]
+    assert plan.undeclared == []
+
+
 def test_tb_demo_finds_the_processes_demo():
     call_command("tb_demo", stdout=io.StringIO())
     assert sorted(ExtensionModule.objects.values_list("id", flat=True)) == [
-        "acme:migrate-customers-tracked", "acme:raise-po-and-bill"]
+        "acme:legacy-customer-name", "acme:migrate-customers-tracked", "acme:raise-po-and-bill"]
     assert Record.reads.filter(record_type="migration_item", fields__batch="2026-10").count() == DEMO_BATCH_ROWS

@@ -101,6 +101,28 @@ def test_ext_new_process_scaffolds_a_file_that_lints_clean(project, capsys):
     assert "already exists" in err
 
 
+def test_ext_new_writes_into_the_project_found_upwards(project, capsys, monkeypatch):
+    (project / "turbobase.config.json").write_text('{"environments": {}}')
+    (project / "docs").mkdir()
+    monkeypatch.chdir(project / "docs")
+    code, out, _ = cli(capsys, "ext", "new", "process", "--record", "customer")
+    assert (code, out) == (0, "wrote ../processes/customer.ts (app:customer)\n")
+    assert (project / "processes" / "customer.ts").is_file()
+    assert not (project / "docs" / "processes").exists()
+
+
+def test_ext_new_never_writes_into_a_python_package(tmp_path, capsys, monkeypatch):
+    server = tmp_path / "server"  # a source tree like the instance's own: processes/ is a Django app
+    (server / "processes").mkdir(parents=True)
+    (server / "processes" / "__init__.py").write_text("")
+    monkeypatch.chdir(server)
+    code, out, err = cli(capsys, "ext", "new", "process", "--record", "customer")
+    assert (code, out) == (2, "")
+    assert err.startswith("turbobase: processes is inside the Python package ")
+    assert "extensions live in a project folder of their own" in err
+    assert sorted(p.name for p in (server / "processes").iterdir()) == ["__init__.py"]
+
+
 def test_ext_test_runs_a_hook_on_each_sample(project, capsys):
     code, out, _ = cli(capsys, "ext", "test", "hooks/require-memo.ts", "--sample",
                        '[{"parent": {"company_name": "A"}}, {"parent": {"company_name": "A", "memo": "m"}}]')

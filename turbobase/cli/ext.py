@@ -12,17 +12,24 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from extensions.project import (
+    CONFIG_NAME,
+    declared_ids,
+    extension_files,
+    project_bundle,
+    text_read,
+)
 from turbobase.cli.base import CliError, emit
 from turbobase.cli.client import Client
+from turbobase.cli.project import project_find
 
-SOURCE_SUFFIXES = (".ts", ".js", ".mts", ".mjs")
-PROJECT_FOLDERS = ("processes", "hooks")
 NO_RUN = "extension default export has no run() function"
 
 
@@ -39,7 +46,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     process.add_argument("--then", metavar="RECORD_TYPE", help="a second record raised from the first")
     process.add_argument("--on-failure", choices=("stop", "rollback"), default="stop")
     process.add_argument("--scope", default="app", help="the id's scope: <scope>:<name> (default: app)")
-    process.add_argument("--dir", default="processes", help="where to write it (default: processes)")
+    process.add_argument("--dir", help="where to write it (default: processes/ of the project the working "
+                         "directory is in, found by its turbobase.config.json; else ./processes)")
     process.add_argument("--force", action="store_true", help="overwrite an existing file")
     process.set_defaults(handler=ext_new_process)
 
@@ -76,33 +84,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 # --- files ---------------------------------------------------------------------------------
-
-
-def extension_files(path: str) -> tuple[str, dict[str, str]]:
-    """The entry key and every source file below its directory, keyed by ``<dir name>/<path>``."""
-    entry = Path(path)
-    if not entry.is_file():
-        raise CliError(f"{path}: no such file")
-    directory = entry.resolve().parent
-    prefix = directory.name
-    files: dict[str, str] = {}
-    for candidate in sorted(directory.rglob("*")):
-        relative = candidate.relative_to(directory)
-        if (not candidate.is_file() or not candidate.name.endswith(SOURCE_SUFFIXES)
-                or candidate.name.endswith(".d.ts") or "node_modules" in relative.parts
-                or any(part.startswith(".") for part in relative.parts)):
-            continue
-        files[f"{prefix}/{relative.as_posix()}" if prefix else relative.as_posix()] = _read(candidate)
-    key = f"{prefix}/{entry.name}" if prefix else entry.name
-    files.setdefault(key, _read(entry.resolve()))
-    return key, files
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CliError(f"{path}: cannot read it as UTF-8 text ({exc})") from exc
 
 
 # --- new -----------------------------------------------------------------------------------
@@ -161,9 +142,38 @@ def process_scaffold(*, record: str, then: str | None, on_failure: str, process_
     ])
 
 
+def _project_or_cwd() -> Path:
+    """The project the working directory is in (nearest ``turbobase.config.json``), else itself."""
+    return project_find() or Path.cwd().resolve()
+
+
+def new_file_target(folder: str | None, name: str, *, default_folder: str) -> Path:
+    """Where ``ext new`` writes: the project's folder, never inside a Python package.
+
+    A folder holding ``__init__.py`` is server code (the instance's own ``processes/`` app when
+    the CLI runs in its source tree), not an extension project: writing there would mix a user's
+    extension into the server's packages.
+    """
+    if folder:
+        directory = Path(folder)
+    else:
+        root = project_find()
+        directory = Path(os.path.relpath(root / default_folder)) if root else Path(default_folder)
+    for candidate in (directory.resolve(), *directory.resolve().parents):
+        if (candidate / "__init__.py").is_file():
+            raise CliError(
+                f"{directory} is inside the Python package {candidate}: extensions live in a project "
+                f"folder of their own (one with {CONFIG_NAME}, e.g. demo/ in the server's source tree)",
+                exit_code=2,
+            )
+        if (candidate / CONFIG_NAME).is_file():
+            break
+    return directory / name
+
+
 def ext_new_process(args: argparse.Namespace, client: Client) -> int:
     name = _kebab(args.record) + (f"-then-{_kebab(args.then)}" if args.then else "")
-    target = Path(args.dir) / f"{name}.ts"
+    target = new_file_target(args.dir, f"{name}.ts", default_folder="processes")
     if target.exists() and not args.force:
         raise CliError(f"{target} already exists (use --force to overwrite it)")
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -216,7 +226,7 @@ def ext_lint(args: argparse.Namespace, client: Client) -> int:
 
 
 def _samples(raw: str) -> list[Any]:
-    text = _read(Path(raw[1:])) if raw.startswith("@") else raw
+    text = text_read(Path(raw[1:])) if raw.startswith("@") else raw
     try:
         value = json.loads(text)
     except ValueError as exc:
@@ -309,22 +319,6 @@ def ext_deploy(args: argparse.Namespace, client: Client) -> int:
     return 0
 
 
-def declared_ids(root: Path) -> dict[str, str]:
-    """``{id: file}`` for every extension file the project folders declare (first id literal)."""
-    from extensions.idliteral import first_id_literal
-
-    declared: dict[str, str] = {}
-    for folder in PROJECT_FOLDERS:
-        for path in sorted((root / folder).rglob("*")) if (root / folder).is_dir() else []:
-            if not path.is_file() or not path.name.endswith(SOURCE_SUFFIXES) or path.name.endswith(".d.ts"):
-                continue
-            source = _read(path)
-            literal = first_id_literal(source)
-            if literal is not None and re.search(r"\bdefine(Process|Hook|Conduit)\s*\(", source):
-                declared.setdefault(literal, path.relative_to(root).as_posix())
-    return declared
-
-
 def ext_plan(args: argparse.Namespace, client: Client) -> int:
     if args.to:
         return bundle_plan(args)
@@ -332,7 +326,7 @@ def ext_plan(args: argparse.Namespace, client: Client) -> int:
         raise CliError("--remove goes with --to", exit_code=2)
     body = client.get("/v1/extensions")
     active = [e for e in body.get("extensions", []) if e.get("status") == "active"]
-    declared = declared_ids(Path.cwd())
+    declared = declared_ids(_project_or_cwd())
     stray = [e for e in active if e["id"] not in declared]
     missing = sorted(set(declared) - {e["id"] for e in active})
     lines = [f"undeclared {e['id']} ({e['kind']} v{e['version']}) — remove it with: "
@@ -354,7 +348,7 @@ def ext_remove(args: argparse.Namespace, client: Client) -> int:
 
 
 def _bundle_target(args: argparse.Namespace) -> tuple[Any, Client, dict[str, Any]]:
-    from turbobase.cli.project import environment_get, project_bundle, project_root
+    from turbobase.cli.project import environment_get, project_root
 
     root = project_root()
     environment = environment_get(root, args.to)

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from types import ModuleType
 
 import turbobase.cli as cli_package
+from kernel.errors import TurbobaseError
 from turbobase.cli.client import Client, ClientError
 
 
@@ -53,6 +54,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ClientError as exc:
         print(f"turbobase: {exc}", file=sys.stderr)
         return exc.exit_code
+    except TurbobaseError as exc:  # a local refusal, e.g. a project file that cannot be read
+        print(f"turbobase: {exc.message}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
 

@@ -14,7 +14,8 @@ personal access token (default ``TURBOBASE_TOKEN_<ENV>``, upper-cased, ``-`` as 
 names where a token is, never a token, so it can be committed. The folder's ``processes/`` and
 ``hooks/`` hold the extensions (every file with a ``defineProcess``/``defineHook`` default export
 is one module; the others are siblings it may import) and ``turbobase/schedules.json`` the
-schedules. The config is found from the working directory upwards, as git finds ``.git``.
+schedules; ``extensions.project`` reads them into the bundle. The config is found from the working
+directory upwards, as git finds ``.git``.
 """
 from __future__ import annotations
 
@@ -26,14 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from extensions.project import CONFIG_NAME
 from turbobase.cli.base import CliError
 from turbobase.cli.client import Client
-
-CONFIG_NAME = "turbobase.config.json"
-SCHEDULES_PATH = Path("turbobase") / "schedules.json"
-PROJECT_FOLDERS = ("processes", "hooks")
-SOURCE_SUFFIXES = (".ts", ".js", ".mts", ".mjs")
-DEFINES = re.compile(r"\bdefine(Process|Hook|Conduit)\s*\(")
 
 
 @dataclass(frozen=True)
@@ -53,12 +49,21 @@ class Environment:
         return Client(url=self.url, token=token)
 
 
-def project_root(start: Path | None = None) -> Path:
+def project_find(start: Path | None = None) -> Path | None:
     """The nearest folder, from ``start`` (the working directory) upwards, holding the config."""
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
         if (folder / CONFIG_NAME).is_file():
             return folder
+    return None
+
+
+def project_root(start: Path | None = None) -> Path:
+    """The project's folder; refused (exit 2) outside any project."""
+    found = project_find(start)
+    if found is not None:
+        return found
+    here = (start or Path.cwd()).resolve()
     raise CliError(f"no {CONFIG_NAME} in {here} or above it; create one naming your environments, "
                    'e.g. {"environments": {"prod": {"url": "https://…"}}}', exit_code=2)
 
@@ -89,39 +94,3 @@ def environment_get(root: Path, name: str) -> Environment:
     if not isinstance(token_env, str) or not token_env:
         raise CliError(f"{CONFIG_NAME}: environments.{name}.tokenEnv must name a variable", exit_code=2)
     return Environment(name=name, url=url.rstrip("/"), token_env=token_env)
-
-
-def _module_entries(root: Path) -> list[Path]:
-    entries = []
-    for folder in PROJECT_FOLDERS:
-        base = root / folder
-        for path in sorted(base.rglob("*")) if base.is_dir() else []:
-            relative = path.relative_to(root)
-            if (not path.is_file() or not path.name.endswith(SOURCE_SUFFIXES) or path.name.endswith(".d.ts")
-                    or "node_modules" in relative.parts or any(p.startswith(".") for p in relative.parts)):
-                continue
-            if DEFINES.search(path.read_text(encoding="utf-8", errors="replace")):
-                entries.append(path)
-    return entries
-
-
-def project_bundle(root: Path) -> dict[str, Any]:
-    """The body of ``/v1/extensions/bundle/{plan,apply}`` for the project at ``root``.
-
-    ``schedules`` is sent only when ``turbobase/schedules.json`` exists (then it is the whole set:
-    ``[]`` removes every schedule); without the file the instance's schedules are left alone.
-    """
-    from turbobase.cli.ext import extension_files
-
-    modules = []
-    for path in _module_entries(root):
-        entry, files = extension_files(str(path))
-        modules.append({"entry": entry, "files": files})
-    body: dict[str, Any] = {"modules": modules}
-    schedules = root / SCHEDULES_PATH
-    if schedules.is_file():
-        try:
-            body["schedules"] = json.loads(schedules.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
-            raise CliError(f"{schedules}: not readable JSON ({exc})") from exc
-    return body

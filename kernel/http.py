@@ -1,0 +1,60 @@
+"""The one place domain errors become HTTP: DRF's exception handler, in the seed's body shapes.
+
+``TurbobaseError`` renders its own ``body()`` with its ``http_status``; DRF's and Django's own
+exceptions are mapped to the same shapes (``{error, message}`` or ``{error, rejection}``), and the
+transaction is marked for rollback either way.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from rest_framework import exceptions as drf_exceptions
+from rest_framework.response import Response
+from rest_framework.views import set_rollback
+
+from kernel.errors import TurbobaseError
+
+
+def exception_handler(exc: Exception, context: dict) -> Response | None:
+    """DRF exception handler: domain errors and DRF's own, in the seed's body shapes."""
+    if isinstance(exc, TurbobaseError):
+        set_rollback()
+        return Response(exc.body(), status=exc.http_status)
+    if isinstance(exc, Http404):
+        exc = drf_exceptions.NotFound()
+    elif isinstance(exc, PermissionDenied):
+        exc = drf_exceptions.PermissionDenied()
+    if isinstance(exc, drf_exceptions.APIException):
+        set_rollback()
+        headers = {}
+        if getattr(exc, "auth_header", None):
+            headers["WWW-Authenticate"] = exc.auth_header
+        if isinstance(exc, (drf_exceptions.NotAuthenticated, drf_exceptions.AuthenticationFailed)):
+            return Response(
+                {"error": "not_authenticated", "message": str(exc.detail)},
+                status=401,
+                headers=headers,
+            )
+        if isinstance(exc, drf_exceptions.ParseError):
+            return Response(
+                {
+                    "error": "invalid_request",
+                    "rejection": {
+                        "code": "INVALID_JSON",
+                        "field": None,
+                        "message": str(exc.detail),
+                    },
+                },
+                status=400,
+            )
+        code = exc.get_codes() if isinstance(exc.detail, str) else exc.default_code
+        return Response(
+            {
+                "error": code if isinstance(code, str) else exc.default_code,
+                "message": str(exc.detail),
+            },
+            status=exc.status_code,
+            headers=headers,
+        )
+    return None
