@@ -245,6 +245,6 @@ def bundle_apply(*, data: Any, by: Any, now: datetime | None = None) -> dict[str
                  for key, parsed in sorted(request.parts.items())}
         removed = []
         for module_id in request.removes:
-            module = extension_remove(module_id=module_id, by=by)
-            removed.append({"id": module.id, "kind": module.kind, "status": module.status})
+            gone = extension_remove(module_id=module_id, by=by)
+            removed.append({"id": gone.id, "kind": gone.kind, "status": gone.status})
     return {"modules": modules, "removed": removed, "undeclared": plan.undeclared, **parts}

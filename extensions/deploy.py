@@ -198,7 +198,7 @@ def _store(bundle: Bundle, *, kind: str, module_id: str, definition: Any, by: An
     with transaction.atomic():
         module = ExtensionModule.objects.select_for_update().filter(pk=module_id).first()
         is_replacing = module is not None and module.status == ExtensionStatus.ACTIVE
-        if is_replacing and module.kind != kind:
+        if module is not None and is_replacing and module.kind != kind:
             raise ExtensionInvalid(
                 f"{module_id!r} is deployed as a {module.kind}; remove it before deploying a {kind} "
                 "under that id", field="id")

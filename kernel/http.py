@@ -28,8 +28,9 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
     if isinstance(exc, drf_exceptions.APIException):
         set_rollback()
         headers = {}
-        if getattr(exc, "auth_header", None):
-            headers["WWW-Authenticate"] = exc.auth_header
+        auth_header = getattr(exc, "auth_header", None)  # set by DRF on authentication refusals
+        if auth_header:
+            headers["WWW-Authenticate"] = auth_header
         if isinstance(exc, (drf_exceptions.NotAuthenticated, drf_exceptions.AuthenticationFailed)):
             return Response(
                 {"error": "not_authenticated", "message": str(exc.detail)},

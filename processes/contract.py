@@ -6,7 +6,7 @@ with the field named on the first violation and nothing stored.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
@@ -28,7 +28,7 @@ def is_function(value: Any) -> bool:
     return isinstance(value, dict) and value.get("$fn") is True
 
 
-def _fail(field: str, message: str) -> None:
+def _fail(field: str, message: str) -> NoReturn:
     raise ContractInvalid(f"{field}: {message}", field=field)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from jsonschema import Draft202012Validator
 
@@ -15,7 +15,7 @@ from processes.lanes import lane_enqueue
 from processes.models import Process, ProcessRun, RunMode
 
 
-def access_fingerprint(user: AbstractBaseUser) -> str:
+def access_fingerprint(user: User) -> str:
     """What the invoker's access is now; a run's reads are refused once it changes."""
     groups = ",".join(sorted(user.groups.values_list("name", flat=True)))
     raw = f"{user.pk}|{user.is_active}|{user.is_staff}|{user.is_superuser}|{groups}"
@@ -60,7 +60,7 @@ def mode_parse(raw: str | None) -> str:
 
 
 def run_invoke(
-    *, process_id: str, body: Any, user: AbstractBaseUser, mode: str = RunMode.ASYNC,
+    *, process_id: str, body: Any, user: User, mode: str = RunMode.ASYNC,
     schedule_name: str = "",
 ) -> ProcessRun:
     """Queue a run of ``process_id`` as ``user``. Nothing runs on the request."""

@@ -5,13 +5,15 @@ migration slices included, so a long migration cannot starve the interactive lan
 """
 from __future__ import annotations
 
+from uuid import UUID
+
 from django.db import transaction
 from django_q.tasks import async_task
 
 LANE_CLUSTERS = {"sync": "tb_sync", "async": "tb_async"}
 
 
-def lane_enqueue(*, run_id: str, delivery: int, mode: str) -> None:
+def lane_enqueue(*, run_id: str | UUID, delivery: int, mode: str) -> None:
     """Queue one delivery of the run on its lane, after the current transaction commits."""
     cluster = LANE_CLUSTERS[mode]
 

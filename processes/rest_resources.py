@@ -6,7 +6,7 @@ both (``ProcessesConfig.ready`` imports it, the Django idiom for signal modules)
 """
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import QuerySet
 
 from processes.models import ProcessRunStep
@@ -56,7 +56,7 @@ STEP_COLUMNS = (
 )
 
 
-def steps_visible(user: AbstractBaseUser) -> QuerySet[ProcessRunStep]:
+def steps_visible(user: User) -> QuerySet[ProcessRunStep]:
     """Ledger rows of the runs the user may see."""
     steps = ProcessRunStep.objects.all()
     return steps if user.is_staff else steps.filter(run__in=runs_visible(user))

@@ -51,7 +51,7 @@ class RunSerializer(serializers.ModelSerializer):
         return None if run.is_terminal else (run.pending_reason or None)
 
     def get_invokedBy(self, run: ProcessRun) -> str | None:
-        return run.invoked_by.get_username() if run.invoked_by_id else None
+        return run.invoked_by.get_username() if run.invoked_by is not None else None
 
     def get_schedule(self, run: ProcessRun) -> str | None:
         return run.schedule_name or None

@@ -1,7 +1,7 @@
 """Steering a run from outside: cancel, resume, roll back. Open to the invoker and administrators."""
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
@@ -20,13 +20,13 @@ from processes.lanes import lane_enqueue
 from processes.models import ProcessRun, RunState
 
 
-def runs_visible(user: AbstractBaseUser) -> QuerySet[ProcessRun]:
+def runs_visible(user: User) -> QuerySet[ProcessRun]:
     """Runs the user may see: their own; an administrator sees every run."""
     runs = ProcessRun.objects.all()
     return runs if user.is_staff else runs.filter(invoked_by=user)
 
 
-def run_get(*, user: AbstractBaseUser, run_id: str) -> ProcessRun:
+def run_get(*, user: User, run_id: str) -> ProcessRun:
     try:
         run = runs_visible(user).filter(pk=run_id).first()
     except Exception:  # a malformed UUID is simply not a run
@@ -50,7 +50,7 @@ def _unreached(run: ProcessRun) -> int:
 
 
 @transaction.atomic
-def run_cancel(*, user: AbstractBaseUser, run_id: str) -> ProcessRun:
+def run_cancel(*, user: User, run_id: str) -> ProcessRun:
     """A queued run never executes; a parked one ends now; a working one stops at its next boundary."""
     run = run_get(user=user, run_id=run_id)
     run = ProcessRun.objects.select_for_update().get(pk=run.pk)
@@ -64,7 +64,7 @@ def run_cancel(*, user: AbstractBaseUser, run_id: str) -> ProcessRun:
     return run
 
 
-def process_cancel_queued(*, user: AbstractBaseUser, process_id: str) -> int:
+def process_cancel_queued(*, user: User, process_id: str) -> int:
     """Cancel every queued run of one process (the caller's own; an administrator's: all)."""
     cancelled = 0
     for run_id in runs_visible(user).filter(process_id=process_id, state=RunState.QUEUED).values_list("pk", flat=True):
@@ -77,7 +77,7 @@ def process_cancel_queued(*, user: AbstractBaseUser, process_id: str) -> int:
     return cancelled
 
 
-def run_resume(*, user: AbstractBaseUser, run_id: str) -> ProcessRun:
+def run_resume(*, user: User, run_id: str) -> ProcessRun:
     """Put a run that stopped with work left back on the queue at the step it stopped on."""
     run = run_get(user=user, run_id=run_id)
     definition = module_version(run.process_id, run.module_version).definition
@@ -102,7 +102,7 @@ def run_resume(*, user: AbstractBaseUser, run_id: str) -> ProcessRun:
     return run
 
 
-def run_rollback(*, user: AbstractBaseUser, run_id: str) -> tuple[ProcessRun, bool]:
+def run_rollback(*, user: User, run_id: str) -> tuple[ProcessRun, bool]:
     """Queue the undo of a stopped run. Returns (run, queued): already rolled back → not queued."""
     run = run_get(user=user, run_id=run_id)
     if run.state == RunState.ROLLED_BACK:

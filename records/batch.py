@@ -12,7 +12,7 @@ import dataclasses
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from guardrails.settings import setting_get
 from kernel.errors import InvalidRequest, TurbobaseError
@@ -51,7 +51,7 @@ def batch_reads_parse(body: Any) -> list[str]:
     return reads
 
 
-def read_capped(*, user: AbstractBaseUser, path_and_query: str, cap: int) -> dict[str, Any]:
+def read_capped(*, user: User, path_and_query: str, cap: int) -> dict[str, Any]:
     """One read: ``{rows, truncated}``; a read asking for fewer rows than the cap is never cut."""
     query = query_parse(path_and_query)
     fetch = cap + 1 if query.limit is None else min(query.limit, cap + 1)
@@ -59,7 +59,7 @@ def read_capped(*, user: AbstractBaseUser, path_and_query: str, cap: int) -> dic
     return {"rows": rows[:cap], "truncated": len(rows) > cap}
 
 
-def batch_read(*, user: AbstractBaseUser, reads: list[str]) -> list[dict[str, Any]]:
+def batch_read(*, user: User, reads: list[str]) -> list[dict[str, Any]]:
     """Answer each read in order: ``{rows, truncated}`` or ``{error: {status, …its body}}``."""
     cap = setting_get("processes.batch_max_rows")
     results: list[dict[str, Any]] = []

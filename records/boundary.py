@@ -298,6 +298,8 @@ def _charge_delete(rt: RecordType, record: Record, *, rollback: bool, on_cap: st
     admission = window_admit(kind=kind, source_system=record.source_system)
     if admission.admitted:
         return
+    # A refused admission always names its cap and when the window frees (guardrails.windows).
+    assert admission.cap is not None and admission.retry_at is not None
     message = (f"{admission.cap} ({admission.limit}) reached for {record.source_system}; "
                f"the window frees at {admission.retry_at.isoformat()}")
     if rollback or on_cap == "wait":

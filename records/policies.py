@@ -6,7 +6,7 @@ A record carries ``owner`` and ``group``. The type's policy decides:
 """
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser, Group
+from django.contrib.auth.models import Group, User
 from django.db.models import Q, QuerySet
 
 from records.catalog import RecordType
@@ -14,7 +14,7 @@ from records.errors import WriteNotEntitled
 from records.models import HIDDEN_STATES, Record
 
 
-def _policy_q(user: AbstractBaseUser, policy: str) -> Q:
+def _policy_q(user: User, policy: str) -> Q:
     if getattr(user, "is_staff", False) or policy == "all":
         return Q()
     if policy == "group":
@@ -22,7 +22,7 @@ def _policy_q(user: AbstractBaseUser, policy: str) -> Q:
     return Q(owner_id=user.pk)
 
 
-def records_visible(*, user: AbstractBaseUser, record_type: RecordType) -> QuerySet[Record]:
+def records_visible(*, user: User, record_type: RecordType) -> QuerySet[Record]:
     """Records of ``record_type`` the user may read (hidden ones never)."""
     return (
         Record.reads.filter(record_type=record_type.name)
@@ -31,14 +31,14 @@ def records_visible(*, user: AbstractBaseUser, record_type: RecordType) -> Query
     )
 
 
-def records_writable(*, user: AbstractBaseUser, record_type: RecordType) -> QuerySet[Record]:
+def records_writable(*, user: User, record_type: RecordType) -> QuerySet[Record]:
     """Records the user may change or delete: visible to them and inside the type's write policy."""
     return records_visible(user=user, record_type=record_type).filter(
         _policy_q(user, record_type.write_policy)
     )
 
 
-def write_entitlement_check(*, user: AbstractBaseUser, record_type: RecordType) -> None:
+def write_entitlement_check(*, user: User, record_type: RecordType) -> None:
     """Refuse a user who may not write this type at all (the type's ``writeGroups``)."""
     if not record_type.write_groups or getattr(user, "is_staff", False):
         return
@@ -49,11 +49,13 @@ def write_entitlement_check(*, user: AbstractBaseUser, record_type: RecordType) 
         )
 
 
-def default_group(user: AbstractBaseUser) -> Group | None:
+def default_group(user: User) -> Group | None:
     """The group a new record is filed under: the user's first group by name.
 
-    Remembered on the user object, which lives for one request or one run delivery.
+    Remembered on the user object, which lives for one request or one run delivery (in the
+    instance's ``__dict__``, as ``cached_property`` does).
     """
-    if not hasattr(user, "_tb_default_group"):
-        user._tb_default_group = user.groups.order_by("name").first()
-    return user._tb_default_group
+    memo = user.__dict__
+    if "_tb_default_group" not in memo:
+        memo["_tb_default_group"] = user.groups.order_by("name").first()
+    return memo["_tb_default_group"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from uuid import UUID
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from records.door import door_opened
 from records.models import WriteTrail
@@ -14,7 +14,7 @@ from records.models import WriteTrail
 class Actor:
     """Who writes, and which process run and step caused it (blank for an app's own write)."""
 
-    user: AbstractBaseUser
+    user: User
     process_run_id: str = ""
     process_step: str = ""
 

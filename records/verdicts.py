@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.dispatch import Signal
 from django.utils import timezone
@@ -128,7 +128,7 @@ class HeldDeleteNotFound(NotFound):
 
 @transaction.atomic
 @door_opened
-def held_delete_decide(*, held_id: int, approve: bool, by: AbstractBaseUser, note: str = "") -> HeldDelete:
+def held_delete_decide(*, held_id: int, approve: bool, by: User, note: str = "") -> HeldDelete:
     """An operator approves (the delete is sent) or rejects (the record comes back) a held delete."""
     held = HeldDelete.objects.select_for_update().filter(pk=held_id).first()
     if held is None:

@@ -179,7 +179,7 @@ def _unlinked(state: RecordWriteState, record: Record) -> Outcome | str:
         .order_by("-id").first()
     )
     create_status = create.status if create else None
-    if create_status == WriteStatus.SETTLE_CONFLICT and create.external_id:
+    if create is not None and create_status == WriteStatus.SETTLE_CONFLICT and create.external_id:
         return create.external_id  # the source has it under that id; only the link back is missing
     never_taken = create_status in (WriteStatus.REFUSED, WriteStatus.CANCELLED)
     if state.operation == WriteOperation.DELETE and never_taken:

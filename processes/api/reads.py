@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import Count
 
 from extensions.models import ExtensionKind, ExtensionModule, ExtensionStatus
@@ -71,7 +71,7 @@ def queue_max_runs() -> int:
     return int(getattr(settings, "PROCESS_QUEUE_MAX_RUNS", DEFAULT_QUEUE_MAX_RUNS))
 
 
-def queue_read(*, user: AbstractBaseUser, mode: str | None = None) -> QueueRead:
+def queue_read(*, user: User, mode: str | None = None) -> QueueRead:
     """The newest runs (at most ``PROCESS_QUEUE_MAX_RUNS``, 500) and counts over every visible run."""
     visible = runs_visible(user)
     if mode:
@@ -108,7 +108,7 @@ def process_switch(process: Process | None, *, is_instance_on: bool) -> tuple[bo
     return True, None
 
 
-def processes_list(*, user: AbstractBaseUser) -> list[ProcessListing]:
+def processes_list(*, user: User) -> list[ProcessListing]:
     """Every deployed process with its trigger, its switch and the caller's last five runs."""
     modules = ExtensionModule.objects.filter(kind=ExtensionKind.PROCESS, status=ExtensionStatus.ACTIVE).order_by("id")
     switches = {p.id: p for p in Process.objects.filter(pk__in=[m.id for m in modules])}

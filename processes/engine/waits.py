@@ -24,14 +24,16 @@ class VerdictOutcome:
 
 def verdict_take(row: ProcessRunStep) -> VerdictOutcome:
     """Fold the write's verdict, if there is one, into the waiting ledger row."""
-    state = RecordWriteState.reads.filter(pk=row.write_state_id).first()
+    state = None
+    if row.write_state_id is not None:
+        state = RecordWriteState.reads.filter(pk=row.write_state_id).first()
     if state is None or state.status in (WriteStatus.PENDING, WriteStatus.HELD):
         return VerdictOutcome("pending")
     with transaction.atomic():
         row.awaiting_verdict = False
         if state.status in (WriteStatus.CONFIRMED, WriteStatus.SETTLED):
             record = Record.reads.filter(pk=state.record_id).values("external_id").first()
-            row.external_id = (record or {}).get("external_id") or state.external_id
+            row.external_id = (record["external_id"] if record else None) or state.external_id
             row.save(update_fields=["awaiting_verdict", "external_id", "updated_at"])
             return VerdictOutcome("confirmed")
         if state.status == WriteStatus.SETTLE_CONFLICT:
@@ -56,6 +58,8 @@ def runs_waiting_on(write_state_id: int) -> list[Any]:
 
 def verdict_pending(row: ProcessRunStep) -> bool:
     """Whether the write the row waits on has no verdict yet."""
+    if row.write_state_id is None:
+        return False
     return RecordWriteState.reads.filter(
         pk=row.write_state_id, status__in=[WriteStatus.PENDING, WriteStatus.HELD]
     ).exists()

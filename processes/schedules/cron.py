@@ -86,7 +86,7 @@ def cron_next(expr: str, tz: str, *, after: datetime) -> datetime:
     best_wall: datetime | None = None
     for _ in range(MAX_SEARCH_CANDIDATES):
         wall = walker.get_next(datetime)
-        if best_wall is not None and wall > best_wall + MAX_CLOCK_JUMP:
+        if best is not None and best_wall is not None and wall > best_wall + MAX_CLOCK_JUMP:
             return best
         instant = wall_resolve(wall, zone)
         if instant > after and (best is None or instant < best):

@@ -25,12 +25,12 @@ import datetime as dt
 import json
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import F, Q, QuerySet, TextField, Value
 from django.db.models.expressions import OrderBy
 from django.db.models.functions import Coalesce
@@ -76,7 +76,7 @@ _OPERATORS_BY_KIND = {
 
 
 def rest_read(
-    *, user: AbstractBaseUser, path_and_query: str, max_bytes: int | None = None
+    *, user: User, path_and_query: str, max_bytes: int | None = None
 ) -> list[dict[str, Any]]:
     """Read ``resource?query`` as ``user``: every matching row the user may see, or a named error.
 
@@ -88,7 +88,7 @@ def rest_read(
 
 
 def rest_read_encoded(
-    *, user: AbstractBaseUser, query: RestQuery, max_bytes: int | None = None
+    *, user: User, query: RestQuery, max_bytes: int | None = None
 ) -> bytes:
     """The same read as one JSON array, already encoded (the view sends these bytes as they are)."""
     rows = rows_stream(user=user, query=query, max_bytes=max_bytes)
@@ -100,7 +100,7 @@ def max_bytes_default() -> int:
 
 
 def rows_stream(
-    *, user: AbstractBaseUser, query: RestQuery, max_bytes: int | None = None
+    *, user: User, query: RestQuery, max_bytes: int | None = None
 ) -> Iterator[tuple[dict[str, Any], bytes]]:
     """Yield ``(row, its JSON bytes)``; raise ``ResponseTooLarge`` once past the ceiling."""
     if user is None or not getattr(user, "is_authenticated", False):
@@ -115,9 +115,11 @@ def rows_stream(
     is_every_key = query.select is None or any(item.is_star for item in query.select)
     needs_json = resource.json_field is not None and (
         is_every_key or any(c.kind is ColumnKind.JSON_KEY for _, c in select))
-    fetched = list(dict.fromkeys(paths + ([resource.json_field] if needs_json else [])))
+    json_field = resource.json_field if needs_json else None
+    fetched = list(dict.fromkeys(paths + ([json_field] if json_field else [])))
     size = 2  # the array's brackets
-    stream = rows.values_list(*fetched).iterator(chunk_size=CHUNK_SIZE)
+    # QuerySet.iterator() is a generator (the stubs say Iterator): it is closed below.
+    stream = cast(Generator[tuple[Any, ...], None, None], rows.values_list(*fetched).iterator(chunk_size=CHUNK_SIZE))
     try:
         for count, values in enumerate(stream):
             record = dict(zip(fetched, values, strict=True))
@@ -176,7 +178,7 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def _queryset_build(resource: Resource, query: RestQuery, user: AbstractBaseUser) -> QuerySet:
+def _queryset_build(resource: Resource, query: RestQuery, user: User) -> QuerySet:
     rows = resource.rows_visible(user)
     for flt in query.filters:
         rows = rows.filter(_filter_q(resource, flt))
@@ -195,8 +197,9 @@ def _ordering(resource: Resource, query: RestQuery) -> list[OrderBy]:
         terms = [(resource.column(name, field="order"), False, None)
                  for name in resource.order_default]
     for column, is_descending, nulls_first in terms:
+        expression: JsonKeyOrder | F
         if column.kind is ColumnKind.JSON_KEY:
-            expression = JsonKeyOrder(resource.json_field, column.path)
+            expression = JsonKeyOrder(_json_field(resource), column.path)
         else:
             expression = F(column.path)
         if nulls_first is None:
@@ -216,10 +219,17 @@ def _filter_q(resource: Resource, flt: Filter) -> Q:
             code=ReadCode.OPERATOR_NOT_APPLICABLE, field=flt.column,
         )
     if column.kind is ColumnKind.JSON_KEY:
-        condition = _json_key_condition(resource.json_field, column, flt)
+        condition = _json_key_condition(_json_field(resource), column, flt)
     else:
         condition = _column_condition(column, flt)
     return ~condition if flt.is_negated else condition
+
+
+def _json_field(resource: Resource) -> str:
+    """The JSON column behind a JSON-key column (``Resource.column`` makes those only when it has one)."""
+    if resource.json_field is None:
+        raise AssertionError(f"{resource.name} has no JSON field but resolved a JSON-key column")
+    return resource.json_field
 
 
 def _json_key_condition(json_field: str, column: Column, flt: Filter) -> Q:
@@ -235,12 +245,20 @@ def _json_key_condition(json_field: str, column: Column, flt: Filter) -> Q:
         return Q(Exact(kind, "boolean")) & Q(Exact(word, value))
     if op is Operator.IN:
         return Q(In(text, list(value))) if value else Q(pk__in=[])
+    value = _word(flt)
     if op in _COMPARISONS:
         if JSON_NUMBER.match(value):
             number = float(value) if any(c in value for c in ".eE") else int(value)
             return Q(_COMPARISONS[op](JsonKeyNumber(json_field, column.path), Value(number)))
         return Q(_COMPARISONS[op](text, value))
     return _equality_or_pattern(text, op, value)
+
+
+def _word(flt: Filter) -> str:
+    """The single value of any operator but ``in`` (the parser makes a tuple for ``in`` only)."""
+    if not isinstance(flt.value, str):
+        raise AssertionError(f"{flt.operator.value} carries one value, not {flt.value!r}")
+    return flt.value
 
 
 def _column_condition(column: Column, flt: Filter) -> Q:
@@ -261,7 +279,7 @@ def _column_condition(column: Column, flt: Filter) -> Q:
         return Q(In(lhs, values)) if values else Q(pk__in=[])
     if op in (Operator.LIKE, Operator.ILIKE):
         return _equality_or_pattern(lhs, op, flt.value)  # only text columns allow these
-    value = _value_parse(column, flt.value, field=flt.column)
+    value = _value_parse(column, _word(flt), field=flt.column)
     if op in _COMPARISONS:
         return Q(_COMPARISONS[op](lhs, value))
     return _equality_or_pattern(lhs, op, value)

@@ -91,7 +91,8 @@ def query_parse_parts(*, path: str, query_string: str) -> RestQuery:
     resource = _resource_parse(path)
     params = parse_qsl(query_string, keep_blank_values=True)
     seen: set[str] = set()
-    select, order, limit, offset = None, (), None, 0
+    select, limit, offset = None, None, 0
+    order: tuple[OrderTerm, ...] = ()
     filters: list[Filter] = []
     for name, value in params:
         if name in RESERVED_PARAMETERS:

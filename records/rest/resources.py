@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db.models import QuerySet
 
 from records.catalog import SYSTEM_PROTECTED, record_type_get
@@ -50,7 +50,7 @@ class Resource:
 
     name: str
     columns: tuple[Column, ...]
-    rows_visible: Callable[[AbstractBaseUser], QuerySet]
+    rows_visible: Callable[[User], QuerySet]
     json_field: str | None = None  # the model's JSON column whose keys are open columns
     reserved: frozenset[str] = frozenset()  # never columns, even on an open resource
     order_default: tuple[str, ...] = ()  # column names, when the query orders by nothing

@@ -1,7 +1,7 @@
 """``GET /v1/rest/<resource>?<PostgREST query>``: a thin view over ``records.rest.execute``."""
 from __future__ import annotations
 
-from django.http import HttpResponse
+from django.http import HttpRequest, HttpResponse
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.request import Request
 from rest_framework.views import APIView
@@ -22,12 +22,12 @@ class RestReadView(APIView):
         body = rest_read_encoded(user=request.user, query=query)
         return HttpResponse(body, content_type="application/json")
 
-    def http_method_not_allowed(self, request: Request, *args, **kwargs):
+    def http_method_not_allowed(self, request: HttpRequest, *args, **kwargs):
         raise RestReadOnly(
             f"/v1/rest is a read and answers GET only; {request.method} is refused. "
             "Write records through /v1/data",
             field=None,
         )
 
-    def options(self, request: Request, *args, **kwargs):
+    def options(self, request: HttpRequest, *args, **kwargs):
         return self.http_method_not_allowed(request, *args, **kwargs)

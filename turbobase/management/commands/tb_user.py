@@ -1,6 +1,8 @@
 """``manage.py tb_user NAME --password P [--admin]``: create or update a user."""
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
@@ -25,7 +27,8 @@ class Command(BaseCommand):
             raise CommandError("--password must not be empty")
         User = get_user_model()
         with transaction.atomic():
-            user, created = User.objects.get_or_create(**{User.USERNAME_FIELD: name})
+            lookup: dict[str, Any] = {User.USERNAME_FIELD: name}
+            user, created = User.objects.get_or_create(**lookup)
             user.set_password(password)
             # Without --admin the user is (or becomes) a plain user: the command states the whole role.
             user.is_staff = user.is_superuser = admin
