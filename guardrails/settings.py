@@ -5,11 +5,15 @@ writes the values, re-reading the (small) table at most once a second per proces
 """
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings as django_settings
+from django.db import transaction
 
 from guardrails.cache import TableCache
 from guardrails.models import InstanceSetting
-from guardrails.registry import SETTINGS, setting_spec
+from guardrails.registry import REGISTRY, SETTINGS, SettingInvalid, SettingSpec, SettingType, setting_spec
+from kernel.audit import audit_latest, audit_record
 
 # The whole (small) table, re-read at most once a second per process (guardrails.cache).
 _rows = TableCache(lambda: dict(InstanceSetting.objects.values_list("key", "value")))
@@ -33,16 +37,74 @@ def settings_cache_clear(*args: object, **kwargs: object) -> None:
     _rows.clear_now_and_after_commit()
 
 
-def setting_set(key: str, value: object) -> int:
-    """Store an override after checking it against the registry (``SettingInvalid`` names the key)."""
+SETTING_CHANGED = "setting.changed"
+
+
+def _override(key: str) -> int | None:
+    return InstanceSetting.objects.filter(key=key).values_list("value", flat=True).first()
+
+
+@transaction.atomic
+def setting_set(key: str, value: object, *, by: Any = None) -> int:
+    """Store an override after checking it against the registry (``SettingInvalid`` names the key).
+
+    A change is kept in the audit trail (who, when, old → new); setting the value already in
+    place records nothing.
+    """
     parsed = setting_spec(key).parse(value)
-    InstanceSetting.objects.update_or_create(key=key, defaults={"value": parsed})
+    before = _override(key)
+    if before != parsed:
+        InstanceSetting.objects.update_or_create(key=key, defaults={"value": parsed})
+        audit_record(actor=by, action=SETTING_CHANGED, target=key, before=before, after=parsed)
     _rows.clear_now_and_after_commit()
     return parsed
 
 
-def setting_clear(key: str) -> None:
-    """Drop the database row: the Django setting of that name, else the default, is in force again."""
+@transaction.atomic
+def setting_clear(key: str, *, by: Any = None) -> None:
+    """Drop the override: the Django setting of that name, else the default, is in force again."""
     setting_spec(key)
-    InstanceSetting.objects.filter(key=key).delete()
+    before = _override(key)
+    if before is not None:
+        InstanceSetting.objects.filter(key=key).delete()
+        audit_record(actor=by, action=SETTING_CHANGED, target=key, before=before, after=None)
     _rows.clear_now_and_after_commit()
+
+
+def _shown(spec: SettingSpec, value: int) -> int | bool:
+    return bool(value) if spec.type is SettingType.BOOLEAN else value
+
+
+def settings_list() -> list[dict[str, Any]]:
+    """Every instance setting with the value in force, its declaration and its last change."""
+    changes = audit_latest(action=SETTING_CHANGED, targets=list(REGISTRY))
+    rows = []
+    for spec in SETTINGS:
+        change = changes.get(spec.key)
+        rows.append({
+            "key": spec.key,
+            "value": _shown(spec, setting_get(spec.key)),
+            "default": _shown(spec, spec.default),
+            "type": spec.type.value,
+            "min": spec.min,
+            "max": spec.max,
+            "group": spec.group.value,
+            "description": spec.description,
+            "changedAt": change.at.isoformat() if change else None,
+            "changedBy": (change.actor_name or None) if change else None,
+        })
+    return rows
+
+
+@transaction.atomic
+def settings_patch(changes: Any, *, by: Any) -> list[dict[str, Any]]:
+    """``PATCH /v1/settings`` ``{key: value | null}``: all checked first, then all applied, or none."""
+    if not isinstance(changes, dict) or not changes:
+        raise SettingInvalid("the body must be a JSON object of {key: value | null}", field="body")
+    parsed = {key: None if value is None else setting_spec(key).parse(value) for key, value in changes.items()}
+    for key, value in parsed.items():
+        if value is None:
+            setting_clear(key, by=by)
+        else:
+            setting_set(key, value, by=by)
+    return settings_list()

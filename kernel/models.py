@@ -62,3 +62,6 @@ def token_revoke(*, token: AccessToken) -> AccessToken:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])
     return token
+
+
+from kernel.audit import AuditEvent  # noqa: E402,F401  (the audit trail's model, for Django to find)

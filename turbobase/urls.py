@@ -10,6 +10,7 @@ urlpatterns = [
     path("v1/health", HealthView.as_view(), name="health"),
     path("v1/", include("records.urls")),
     path("v1/", include("records.rest.urls")),
+    path("v1/", include("guardrails.urls")),
     path("v1/", include("records.held_deletes.urls")),
     path("v1/", include("extensions.urls")),
     path("v1/", include("processes.urls")),

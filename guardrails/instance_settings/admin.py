@@ -80,7 +80,7 @@ class WriteGuardrailAdmin(admin.ModelAdmin):
         )
         form = WriteGuardrailsForm(request.POST if request.method == "POST" else None, overrides=overrides)
         if request.method == "POST" and can_change and form.is_valid():
-            changed = self._save(form.overrides(), overrides)
+            changed = self._save(form.overrides(), overrides, by=request.user)
             self.message_user(request, f"{len(changed)} write guardrail(s) changed"
                               + (f": {', '.join(changed)}" if changed else ""), messages.SUCCESS)
             return HttpResponseRedirect(request.get_full_path())
@@ -103,13 +103,13 @@ class WriteGuardrailAdmin(admin.ModelAdmin):
         return TemplateResponse(request, self.change_list_template, context)
 
     @staticmethod
-    def _save(wanted: dict[str, int | None], current: dict[str, int]) -> list[str]:
+    def _save(wanted: dict[str, int | None], current: dict[str, int], *, by) -> list[str]:
         changed = []
         for key, value in wanted.items():
             if value is None and key in current:
-                setting_clear(key)
+                setting_clear(key, by=by)
             elif value is not None and current.get(key) != value:
-                setting_set(key, value)
+                setting_set(key, value, by=by)
             else:
                 continue
             changed.append(key)

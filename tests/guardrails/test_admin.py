@@ -7,6 +7,7 @@ from django.test import Client
 
 from guardrails.models import GuardrailRule, HeldDelete, InstanceSetting
 from guardrails.settings import setting_get, setting_set
+from kernel.audit import AuditEvent
 from records.boundary import record_create, record_delete
 from records.models import Record, RecordWriteState, WriteTrail
 from records.trail import Actor
@@ -149,6 +150,12 @@ def test_write_guardrails_edit_sets_and_clears_overrides(operator):
     assert [str(m) for m in res.context["messages"]] == [
         "3 write guardrail(s) changed: guardrails.max_deletes_per_min, guardrails.max_deletes_per_day, "
         "guardrails.max_rollback_deletes_per_hour"]
+    # The admin writes through the same registry and the same audit trail as the API.
+    assert sorted(AuditEvent.objects.filter(actor_name="root").values_list("target", "before", "after")) == [
+        ("guardrails.max_deletes_per_day", 9, None),
+        ("guardrails.max_deletes_per_min", None, 7),
+        ("guardrails.max_rollback_deletes_per_hour", None, 20),
+    ]
 
 
 @pytest.mark.parametrize("typed, error", [

@@ -104,3 +104,23 @@ def test_a_group_without_its_verb_shows_help(capsys):
     code, out, err = cli(capsys, "data")
     assert code == 2
     assert "settle" in err
+
+
+def test_settings_list_get_set_unset(instance, capsys):
+    code, out, _ = cli(capsys, "settings", "list")
+    assert code == 0
+    assert "PROCESS_SLICE_MAX_ROWS = 500\n" in out
+    code, out, _ = cli(capsys, "settings", "set", "PROCESS_SLICE_MAX_ROWS", "50")
+    assert (code, out) == (0, "PROCESS_SLICE_MAX_ROWS = 50 (default 500)\n")
+    code, out, _ = cli(capsys, "settings", "get", "PROCESS_SLICE_MAX_ROWS")
+    assert code == 0
+    assert out.splitlines()[:2] == [
+        "PROCESS_SLICE_MAX_ROWS = 50 (default 500)",
+        "Rows one migration slice works through before it queues the next. [integer, 1–2147483647]",
+    ]
+    assert out.splitlines()[2].startswith("changed ") and out.splitlines()[2].endswith(" by ops")
+    code, out, err = cli(capsys, "settings", "set", "PROCESS_SLICE_MAX_ROWS", "5e")
+    assert (code, out) == (1, "")
+    assert "400 invalid_setting" in err and "PROCESS_SLICE_MAX_ROWS must be a whole number" in err
+    code, out, _ = cli(capsys, "settings", "unset", "PROCESS_SLICE_MAX_ROWS")
+    assert (code, out) == (0, "PROCESS_SLICE_MAX_ROWS = 500\n")

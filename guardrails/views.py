@@ -1,0 +1,38 @@
+"""``/v1/settings``: every instance setting, read and changed by administrators."""
+from __future__ import annotations
+
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from guardrails.settings import settings_list, settings_patch
+from kernel.errors import Forbidden
+from kernel.scopes import request_scopes, scope_check
+
+
+class SettingsForbidden(Forbidden):
+    """Only an administrator reads and changes instance settings."""
+
+    error = "forbidden"
+
+
+def _admin_check(request: Request) -> None:
+    if not getattr(request.user, "is_staff", False):
+        raise SettingsForbidden()
+
+
+class SettingsView(APIView):
+    """``GET`` lists every setting; ``PATCH {key: value | null}`` changes some (null: the default)."""
+
+    def get(self, request: Request) -> Response:
+        # A read; an administrator's deploy token, which may change settings, may read them too.
+        scopes = request_scopes(request)
+        if scopes is not None and "extensions:deploy" not in scopes:
+            scope_check(request, "data:read")
+        _admin_check(request)
+        return Response({"settings": settings_list()})
+
+    def patch(self, request: Request) -> Response:
+        scope_check(request, "extensions:deploy")  # an administrator's operation, like a deploy
+        _admin_check(request)
+        return Response({"settings": settings_patch(request.data, by=request.user)})

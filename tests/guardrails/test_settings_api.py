@@ -1,0 +1,93 @@
+"""``/v1/settings``: every instance setting, changed by administrators, every bad value refused."""
+from __future__ import annotations
+
+import pytest
+
+from guardrails.models import InstanceSetting
+from guardrails.registry import REGISTRY
+from guardrails.settings import setting_get
+from kernel.audit import AuditEvent
+from kernel.models import token_issue
+from tests.conftest import client_for
+
+pytestmark = pytest.mark.django_db
+
+
+def _by_key(body: dict) -> dict[str, dict]:
+    return {row["key"]: row for row in body["settings"]}
+
+
+def test_get_lists_every_setting_with_its_declaration(admin_api):
+    res = admin_api.get("/v1/settings")
+    assert res.status_code == 200
+    rows = _by_key(res.json())
+    assert set(rows) == set(REGISTRY)
+    assert rows["PROCESS_SLICE_MAX_ROWS"] == {
+        "key": "PROCESS_SLICE_MAX_ROWS", "value": 500, "default": 500, "type": "integer", "min": 1,
+        "max": 2147483647, "group": "slices",
+        "description": "Rows one migration slice works through before it queues the next.",
+        "changedAt": None, "changedBy": None,
+    }
+    assert rows["processes.enabled"]["value"] is True
+    assert rows["processes.enabled"]["type"] == "boolean"
+
+
+def test_patch_sets_and_null_restores_the_default_and_every_change_is_kept(admin_api, admin_user):
+    res = admin_api.patch("/v1/settings", {"PROCESS_SLICE_MAX_ROWS": 50, "processes.enabled": False},
+                          format="json")
+    assert res.status_code == 200
+    rows = _by_key(res.json())
+    assert (rows["PROCESS_SLICE_MAX_ROWS"]["value"], rows["processes.enabled"]["value"]) == (50, False)
+    assert rows["PROCESS_SLICE_MAX_ROWS"]["changedBy"] == admin_user.username
+    assert rows["PROCESS_SLICE_MAX_ROWS"]["changedAt"] is not None
+    assert setting_get("PROCESS_SLICE_MAX_ROWS") == 50
+
+    res = admin_api.patch("/v1/settings", {"PROCESS_SLICE_MAX_ROWS": None}, format="json")
+    assert _by_key(res.json())["PROCESS_SLICE_MAX_ROWS"]["value"] == 500
+    assert list(InstanceSetting.objects.values_list("key", "value")) == [("processes.enabled", 0)]
+    trail = list(AuditEvent.objects.order_by("id").values_list("actor_name", "action", "target", "before", "after"))
+    assert sorted(trail[:2]) == [
+        ("root", "setting.changed", "PROCESS_SLICE_MAX_ROWS", None, 50),
+        ("root", "setting.changed", "processes.enabled", None, 0),
+    ]
+    assert trail[2] == ("root", "setting.changed", "PROCESS_SLICE_MAX_ROWS", 50, None)
+
+
+@pytest.mark.parametrize("body, key, message", [
+    ({"PROCESS_SLICE_MAX_ROWS": "5e"}, "PROCESS_SLICE_MAX_ROWS", "must be a whole number"),
+    ({"PROCESS_SLICE_MAX_ROWS": 0}, "PROCESS_SLICE_MAX_ROWS", "must be between 1 and 2147483647"),
+    ({"PROCESS_SLICE_MAX_ROWS": 10, "processes.slice_cap": -1}, "processes.slice_cap", "must be between"),
+    ({"processes.enabled": "perhaps"}, "processes.enabled", "must be true or false"),
+    ({"guardrails.max_everything": 1}, "guardrails.max_everything", "is not an instance setting"),
+    ({"PROCESS_SLICE_MAX_ROWS": [1]}, "PROCESS_SLICE_MAX_ROWS", "must be a whole number"),
+    ([], "body", "must be a JSON object"),
+    ({}, "body", "must be a JSON object"),
+])
+def test_a_bad_value_is_refused_naming_the_key_and_nothing_changes(admin_api, body, key, message):
+    res = admin_api.patch("/v1/settings", body, format="json")
+    assert res.status_code == 400
+    assert res.json()["error"] == "invalid_setting"
+    assert res.json()["rejection"]["field"] == key
+    assert message in res.json()["rejection"]["message"]
+    assert not InstanceSetting.objects.exists()
+    assert not AuditEvent.objects.exists()
+
+
+def test_a_non_administrator_is_refused(alice_api):
+    assert alice_api.get("/v1/settings").status_code == 403
+    res = alice_api.patch("/v1/settings", {"PROCESS_SLICE_MAX_ROWS": 5}, format="json")
+    assert res.status_code == 403
+    assert not InstanceSetting.objects.exists()
+
+
+def test_tokens_need_data_read_to_read_and_deploy_to_change(admin_user):
+    from rest_framework.test import APIClient
+
+    _, reader = token_issue(user=admin_user, scopes=["data:read"])
+    client = APIClient(HTTP_AUTHORIZATION=f"Bearer {reader}")
+    assert client.get("/v1/settings").status_code == 200
+    res = client.patch("/v1/settings", {"PROCESS_SLICE_MAX_ROWS": 5}, format="json")
+    assert res.status_code == 403
+    assert res.json()["scope"] == "extensions:deploy"
+    assert not InstanceSetting.objects.exists()
+    assert client_for(admin_user).get("/v1/settings").status_code == 200
