@@ -30,11 +30,13 @@ TARGET = 2.0
 
 def chain_source(steps: int) -> str:
     body = ",\n".join(
-        f"    {{ id: 's{n}', recordType: 'legacy_customer', build: (ctx) => ({{ parent: {{ n: {n}, run: ctx.runId }} }}) }}"
+        f"    {{ id: 's{n}', recordType: 'legacy_customer',"
+        f" build: (ctx) => ({{ parent: {{ n: {n}, run: ctx.runId }} }}) }}"
         for n in range(steps)
     )
     return ("import { defineProcess } from '@turbobase/extensions';\n"
-            f"export default defineProcess({{\n  id: 'bench:chain',\n  input: {{ type: 'object' }},\n  steps: [\n{body}\n  ],\n}});\n")
+            "export default defineProcess({\n  id: 'bench:chain',\n  input: { type: 'object' },\n"
+            f"  steps: [\n{body}\n  ],\n}});\n")
 
 
 def main(argv: list[str] | None = None) -> int:

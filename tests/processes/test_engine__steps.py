@@ -83,7 +83,8 @@ def test_declined_steps_are_skipped_and_the_run_commits(admin_user, alice):
 
 def test_a_throwing_when_fails_the_step_and_stops(admin_user, alice):
     steps = """
-      { id: 'a', recordType: 'salesOrder', when: (ctx) => { throw new Error('broken condition'); }, build: () => ({ parent: {} }) },
+      { id: 'a', recordType: 'salesOrder',
+        when: (ctx) => { throw new Error('broken condition'); }, build: () => ({ parent: {} }) },
       { id: 'b', recordType: 'salesOrder', build: () => ({ parent: { memo: 'b' } }) },"""
     run = _run(admin_user, alice, _process(steps))
     assert run.state == "failed"
@@ -94,7 +95,8 @@ def test_a_throwing_when_fails_the_step_and_stops(admin_user, alice):
 
 def test_extra_keys_from_build_are_ignored_and_the_step_creates(admin_user, alice, alice_actor):
     existing = record_create(actor=alice_actor, record_type="salesOrder", parent={"memo": "old"}).record
-    steps = f"""{{ id: 'a', recordType: 'salesOrder', build: () => ({{ pgRowId: '{existing.pk}', parent: {{ memo: 'new' }} }}) }}"""
+    steps = f"""{{ id: 'a', recordType: 'salesOrder',
+      build: () => ({{ pgRowId: '{existing.pk}', parent: {{ memo: 'new' }} }}) }}"""
     run = _run(admin_user, alice, _process(steps))
     assert run.state == "committed"
     assert Record.reads.count() == 2
@@ -120,11 +122,14 @@ def test_update_of_a_row_the_invoker_cannot_see_is_404_and_moved_version_409(adm
     owned_by_bob = record_create(actor=Actor(user=bob), record_type="legacy_customer", parent={"n": 1}).record
     mine = record_create(actor=Actor(user=alice), record_type="legacy_customer", parent={"n": 1}).record
     steps = f"""
-      {{ id: 'u', recordType: 'legacy_customer', update: {{ pgRowId: () => '{owned_by_bob.pk}' }}, build: () => ({{ parent: {{ n: 2 }} }}) }},"""
+      {{ id: 'u', recordType: 'legacy_customer', update: {{ pgRowId: () => '{owned_by_bob.pk}' }},
+        build: () => ({{ parent: {{ n: 2 }} }}) }},"""
     run = _run(admin_user, alice, _process(steps, pid="t:a"), pid="t:a")
     assert (run.state, ledger(run)) == ("failed", [("u", "failed", "RECORD_NOT_FOUND")])
     steps = f"""
-      {{ id: 'u', recordType: 'legacy_customer', update: {{ pgRowId: () => '{mine.pk}', expectedSyncVersion: () => 7 }}, build: () => ({{ parent: {{ n: 2 }} }}) }},"""
+      {{ id: 'u', recordType: 'legacy_customer',
+        update: {{ pgRowId: () => '{mine.pk}', expectedSyncVersion: () => 7 }},
+        build: () => ({{ parent: {{ n: 2 }} }}) }},"""
     run = _run(admin_user, alice, _process(steps, pid="t:b"), pid="t:b")
     assert (run.state, ledger(run)) == ("failed", [("u", "failed", "SYNC_VERSION_MOVED")])
     assert Record.reads.get(pk=owned_by_bob.pk).fields == {"n": 1}
@@ -152,7 +157,9 @@ def test_failure_at_an_undo_step_rolls_back_newest_first(admin_user, alice, hook
 
 def _drop(on_refused: str = "stop") -> str:
     return f"""
-      {{ id: 'drop', recordType: 'invoice', delete: {{ externalId: (ctx) => ctx.input.invoiceId, sourceSystem: 'netsuite' }}, onRefused: '{on_refused}' }},
+      {{ id: 'drop', recordType: 'invoice',
+        delete: {{ externalId: (ctx) => ctx.input.invoiceId, sourceSystem: 'netsuite' }},
+        onRefused: '{on_refused}' }},
       {{ id: 'after', recordType: 'legacy_customer', build: () => ({{ parent: {{ done: true }} }}) }},"""
 
 
@@ -169,7 +176,8 @@ def test_a_held_delete_is_confirmed_with_awaiting_confirmation(admin_user, alice
     run = _run(admin_user, alice, _process(_drop()), {"invoiceId": invoice.external_id})
     assert run.state == "committed"
     drop = run.ledger.get(step_id="drop")
-    assert (drop.disposition, drop.refusal_code, drop.external_id) == ("confirmed", "SOURCE_AWAITING_CONFIRMATION", invoice.external_id)
+    assert (drop.disposition, drop.refusal_code) == ("confirmed", "SOURCE_AWAITING_CONFIRMATION")
+    assert drop.external_id == invoice.external_id
     invoice.refresh_from_db()
     assert invoice.sync_state == "delete_held"
 
@@ -183,8 +191,12 @@ def test_allow_with_audit_removes_the_hold(admin_user, alice, alice_actor):
     assert invoice.sync_state == "deleted"
 
 
-@pytest.mark.parametrize("on_refused, state, after", [("continue", "committed", "confirmed"), ("stop", "failed", "skipped")])
-def test_on_refused_decides_whether_a_refused_delete_ends_the_run(admin_user, alice, alice_actor, hooks, on_refused, state, after):
+@pytest.mark.parametrize(
+    "on_refused, state, after", [("continue", "committed", "confirmed"), ("stop", "failed", "skipped")]
+)
+def test_on_refused_decides_whether_a_refused_delete_ends_the_run(
+    admin_user, alice, alice_actor, hooks, on_refused, state, after
+):
     def refuse(ctx):
         raise HookRejection("invoices are kept", code="KEEP_INVOICES", field=None)
     hooks(slot="before_delete", record_type="invoice", hook=refuse)
@@ -238,7 +250,8 @@ def test_ctx_query_reads_as_the_invoker_and_refuses_rpc(admin_user, alice, bob):
     run = _run(admin_user, alice, _process(steps, pid="t:q"), pid="t:q")
     created = Record.reads.get(pk=run.ledger.get(step_id="q").pg_row_id)
     assert created.fields == {"seen": ["alice's"]}
-    steps = """{ id: 'q', recordType: 'legacy_customer', build: async (ctx) => ({ parent: { r: await ctx.query('rpc/drop_everything') } }) }"""
+    steps = """{ id: 'q', recordType: 'legacy_customer',
+      build: async (ctx) => ({ parent: { r: await ctx.query('rpc/drop_everything') } }) }"""
     run = _run(admin_user, alice, _process(steps, pid="t:r"), pid="t:r")
     assert run.ledger.get(step_id="q").refusal_code == "RPC_NOT_SUPPORTED"
 
@@ -246,7 +259,8 @@ def test_ctx_query_reads_as_the_invoker_and_refuses_rpc(admin_user, alice, bob):
 def test_ctx_query_is_refused_once_the_invokers_access_changes(admin_user, alice):
     from django.contrib.auth.models import Group
 
-    steps = """{ id: 'q', recordType: 'legacy_customer', build: async (ctx) => ({ parent: { n: (await ctx.query('customer?select=pg_row_id')).length } }) }"""
+    steps = """{ id: 'q', recordType: 'legacy_customer',
+      build: async (ctx) => ({ parent: { n: (await ctx.query('customer?select=pg_row_id')).length } }) }"""
     deploy(_process(steps), by=admin_user)
     run = invoke("t:p", {}, alice)
     alice.groups.add(Group.objects.create(name="promoted"))

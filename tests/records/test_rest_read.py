@@ -182,7 +182,8 @@ def test_external_id_filter_and_the_ctx_query_shape(alice, rows):
         ("sync_state=is.true", "OPERATOR_NOT_APPLICABLE", "sync_state",
          "is.true applies to boolean columns; sync_state is text"),
         ("status=approx.1", "UNKNOWN_OPERATOR", "status",
-         "'approx' is not an operator; use one of eq, neq, gt, gte, lt, lte, like, ilike, is, in, optionally after not."),
+         "'approx' is not an operator; use one of eq, neq, gt, gte, lt, lte, like, ilike, is, in, "
+         "optionally after not."),
         ("limit=-1", "INVALID_LIMIT", "limit", "limit must be a non-negative integer, not '-1'"),
         ("offset=x", "INVALID_OFFSET", "offset", "offset must be a non-negative integer, not 'x'"),
     ],
