@@ -14,12 +14,13 @@ from records.errors import WriteNotEntitled
 from records.models import HIDDEN_STATES, Record
 
 
-def _policy_q(user: User, policy: str) -> Q:
+def policy_q(user: User, policy: str, *, prefix: str = "") -> Q:
+    """The rows ``policy`` lets ``user`` read; ``prefix`` reaches the record from a related row."""
     if getattr(user, "is_staff", False) or policy == "all":
         return Q()
     if policy == "group":
-        return Q(owner_id=user.pk) | Q(group__in=user.groups.all())
-    return Q(owner_id=user.pk)
+        return Q(**{f"{prefix}owner_id": user.pk}) | Q(**{f"{prefix}group__in": user.groups.all()})
+    return Q(**{f"{prefix}owner_id": user.pk})
 
 
 def records_visible(*, user: User, record_type: RecordType) -> QuerySet[Record]:
@@ -27,14 +28,14 @@ def records_visible(*, user: User, record_type: RecordType) -> QuerySet[Record]:
     return (
         Record.reads.filter(record_type=record_type.name)
         .exclude(sync_state__in=HIDDEN_STATES)
-        .filter(_policy_q(user, record_type.read_policy))
+        .filter(policy_q(user, record_type.read_policy))
     )
 
 
 def records_writable(*, user: User, record_type: RecordType) -> QuerySet[Record]:
     """Records the user may change or delete: visible to them and inside the type's write policy."""
     return records_visible(user=user, record_type=record_type).filter(
-        _policy_q(user, record_type.write_policy)
+        policy_q(user, record_type.write_policy)
     )
 
 
