@@ -10,7 +10,10 @@ from tests.sources.conftest import drain
 
 pytestmark = pytest.mark.django_db
 
-QUERY = "/v1/rest/record_write_state?select=pg_row_id,external_id,reason_code,status&reason_code=eq.write_settle_conflict"
+QUERY = (
+    "/v1/rest/record_write_state?select=pg_row_id,external_id,reason_code,status"
+    "&reason_code=eq.write_settle_conflict"
+)
 
 
 def _conflict(api) -> str:
