@@ -60,6 +60,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, Self
 
 from extensions.sandbox_child import SPAWN_TIMEOUT_S, ChildExited, ChildOverrun, ChildProcess
+from kernel.text import LOG_LINE_MAX_CHARS, LOG_LINES_PER_CALL, text_clean
 
 WALL_FACTOR = 3.0
 WALL_GRACE_S = 2.0
@@ -190,7 +191,9 @@ class LoadedModule:
 
 
 def _log(*parts: Any) -> None:
-    logger.info(" ".join(p if isinstance(p, str) else json.dumps(p) for p in parts))
+    line = " ".join(p if isinstance(p, str) else json.dumps(p) for p in parts)
+    # An extension's words reach the server's or worker's log: bounded, and safe to encode.
+    logger.info(text_clean(line, LOG_LINE_MAX_CHARS))
 
 
 Bridge = Mapping[str, Callable[..., Any]]
@@ -215,6 +218,7 @@ class Sandbox:
         self._child: ChildProcess | None = None
         self._cpu_used_ms = 0.0
         self._bridge_spent_s = 0.0
+        self._log_lines = 0  # ctx.log lines written by the call in hand (LOG_LINES_PER_CALL)
         self._lock = threading.Lock()
 
     def __enter__(self) -> Self:
@@ -295,11 +299,20 @@ class Sandbox:
             )
 
     def _set_bridge(self, bridge: Bridge | None) -> None:
-        functions: dict[str, Callable[..., Any]] = {"log": _log, **(bridge or {})}
+        functions: dict[str, Callable[..., Any]] = {"log": self._log_counted, **(bridge or {})}
         for name in functions:
             if not name.isidentifier() or name.startswith("_"):
                 raise ValueError(f"bridge function name {name!r} is not a plain identifier")
         self._bridge = functions
+
+    def _log_counted(self, *parts: Any) -> None:
+        """``ctx.log``: at most ``LOG_LINES_PER_CALL`` lines per call, then one line saying so."""
+        self._log_lines += 1
+        if self._log_lines <= LOG_LINES_PER_CALL:
+            _log(*parts)
+        elif self._log_lines == LOG_LINES_PER_CALL + 1:
+            logger.info("… [ctx.log: more than %d lines in one call; the rest of this call's "
+                        "lines are dropped]", LOG_LINES_PER_CALL)
 
     def _request(
         self, message: dict[str, Any], *, budget_ms: int | None, is_budgeted: bool = True
@@ -314,6 +327,7 @@ class Sandbox:
                 message["budget_ms"] = budget
             deadline_s = budget / 1000 * WALL_FACTOR + WALL_GRACE_S
             self._bridge_spent_s = 0.0
+            self._log_lines = 0
             try:
                 reply = self._ready_child().exchange(message, deadline_s, self._answer)
             except ChildOverrun:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernel.text import CODE_MAX_CHARS, FIELD_MAX_CHARS, MESSAGE_MAX_CHARS, text_clean
+
 
 class TurbobaseError(Exception):
     """Something went wrong."""
@@ -19,7 +21,9 @@ class TurbobaseError(Exception):
     retryable: bool = False
 
     def __init__(self, message: str | None = None, **extra: Any) -> None:
-        self.message = message or (self.__doc__ or self.error).strip()
+        # Messages may carry an extension's or a source's text: bounded and storable, always.
+        message = message or (self.__doc__ or self.error).strip()
+        self.message = text_clean(message, MESSAGE_MAX_CHARS)
         self.extra = extra
         super().__init__(self.message)
 
@@ -44,8 +48,8 @@ class Refusal(TurbobaseError):
     ) -> None:
         super().__init__(message, **extra)
         if code:
-            self.code = code
-        self.field = field
+            self.code = text_clean(code, CODE_MAX_CHARS)
+        self.field = None if field is None else text_clean(field, FIELD_MAX_CHARS)
 
     def rejection(self) -> dict[str, Any]:
         return {"code": self.code, "field": self.field, "message": self.message}

@@ -6,6 +6,7 @@ from uuid import UUID
 
 from django.contrib.auth.models import User
 
+from kernel.text import CODE_MAX_CHARS, FIELD_MAX_CHARS, MESSAGE_MAX_CHARS, text_clean
 from records.door import door_opened
 from records.models import WriteTrail
 
@@ -41,9 +42,10 @@ def trail_write(
         record_type=record_type,
         pg_row_id=pg_row_id,
         outcome=outcome,
-        code=str(code or ""),
-        field=field or "",
-        message=message or "",
+        # A hook's or a source's words: made storable and cut to the columns (kernel.text).
+        code=text_clean(code or "", CODE_MAX_CHARS),
+        field=text_clean(field or "", FIELD_MAX_CHARS),
+        message=text_clean(message or "", MESSAGE_MAX_CHARS),
         process_run_id=actor.process_run_id if actor else "",
         process_step=actor.process_step if actor else "",
     )

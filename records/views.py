@@ -8,10 +8,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from kernel.text import text_problem
 from records.boundary import record_create, record_delete, record_settle, record_update
 from records.errors import PayloadInvalid
 from records.serializers import write_result_out
 from records.trail import Actor
+
+IDEMPOTENCY_KEY_MAX_CHARS = 200  # README: limits
 
 _STATUS = {"created": 201, "duplicate": 200, "updated": 200, "deleted": 200, "queued": 202, "held": 202,
            "settled": 200}
@@ -21,6 +24,28 @@ def _body(request: Request) -> dict[str, Any]:
     if not isinstance(request.data, dict):
         raise PayloadInvalid("the body must be a JSON object", field="body")
     return request.data
+
+
+def idempotency_key_read(request: Request, body: dict[str, Any]) -> str | None:
+    """The caller's idempotency key (header first, then body), or 400 naming where it came from.
+
+    Stored as ``user:<pk>:<key>`` in a 255-character column, so the caller's part is bounded.
+    """
+    field, key = "Idempotency-Key", request.headers.get("Idempotency-Key")
+    if not key:
+        field, key = "idempotencyKey", body.get("idempotencyKey")
+    if key is None or key == "":
+        return None
+    if not isinstance(key, str):
+        raise PayloadInvalid(f"{field} must be a string", field=field)
+    if len(key) > IDEMPOTENCY_KEY_MAX_CHARS:
+        raise PayloadInvalid(
+            f"{field} is {len(key)} characters; at most {IDEMPOTENCY_KEY_MAX_CHARS} are accepted",
+            field=field)
+    problem = text_problem(key)
+    if problem is not None:
+        raise PayloadInvalid(f"{field} {problem}", field=field)
+    return key
 
 
 def _answer(result) -> Response:
@@ -33,9 +58,7 @@ class RecordDataView(APIView):
     @extend_schema(request=dict, responses={201: dict})
     def post(self, request: Request, record_type: str) -> Response:
         body = _body(request)
-        key = request.headers.get("Idempotency-Key") or body.get("idempotencyKey")
-        if key is not None and not isinstance(key, str):
-            raise PayloadInvalid("idempotencyKey must be a string", field="idempotencyKey")
+        key = idempotency_key_read(request, body)
         return _answer(record_create(
             actor=Actor(user=request.user), record_type=record_type, parent=body.get("parent"),
             lines=body.get("lines"),

@@ -52,6 +52,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "kernel.middleware.RequestTextMiddleware",  # NUL / lone surrogates in path or query → 400
 ]
 
 ROOT_URLCONF = "turbobase.urls"
@@ -92,6 +93,9 @@ REST_FRAMEWORK = {
         "kernel.auth.CsrfSessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PARSER_CLASSES": [  # DRF's, bounded in depth and refusing NUL / lone surrogates
+        "kernel.parsers.JSONParser", "kernel.parsers.FormParser", "kernel.parsers.MultiPartParser",
+    ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "kernel.http.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from urllib.parse import parse_qsl
 
+from kernel.text import text_problem
 from records.rest.codes import ReadCode
 from records.rest.errors import InvalidQuery, RpcNotSupported
 
@@ -38,6 +39,7 @@ class Operator(StrEnum):
 
 
 IS_VALUES = ("null", "true", "false")
+COUNT_MAX = 2**31 - 1  # the largest limit and offset a read takes (README: limits)
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,10 @@ def query_parse_parts(*, path: str, query_string: str) -> RestQuery:
     """Parse a path (already percent-decoded) and a raw query string."""
     resource = _resource_parse(path)
     params = parse_qsl(query_string, keep_blank_values=True)
+    for name, value in params:
+        problem = text_problem(name + value)
+        if problem is not None:  # a NUL reached the database driver and failed there (500)
+            raise _invalid(ReadCode.INVALID_VALUE, name, f"{name}={value!r} {problem}")
     seen: set[str] = set()
     select, limit, offset = None, None, 0
     order: tuple[OrderTerm, ...] = ()
@@ -184,6 +190,10 @@ def _order_parse(value: str) -> tuple[OrderTerm, ...]:
 def _count_parse(name: str, value: str, code: ReadCode) -> int:
     if not value.isascii() or not value.isdigit():
         raise _invalid(code, name, f"{name} must be a non-negative integer, not {value!r}")
+    # Bounded so limit + offset always fits the databases' 64-bit LIMIT/OFFSET.
+    digits = value.lstrip("0") or "0"  # int() of a long enough string fails (and is slow)
+    if len(digits) > len(str(COUNT_MAX)) or int(digits) > COUNT_MAX:
+        raise _invalid(code, name, f"{name} must be at most {COUNT_MAX}, not {value}")
     return int(value)
 
 
@@ -207,7 +217,17 @@ def _filter_parse(name: str, value: str) -> Filter:
         return Filter(column, operator, operand.lower(), is_negated)
     if operator is Operator.IN:
         return Filter(column, operator, _list_parse(name, operand), is_negated)
+    if operator in (Operator.LIKE, Operator.ILIKE) and _ends_in_lone_escape(operand):
+        # PostgreSQL refuses such a pattern at run time ("must not end with escape character").
+        raise _invalid(ReadCode.INVALID_VALUE, name,
+                       f"{word} pattern {operand!r} ends with a lone \\; "
+                       "write \\\\ for a backslash")
     return Filter(column, operator, operand, is_negated)
+
+
+def _ends_in_lone_escape(pattern: str) -> bool:
+    trailing = len(pattern) - len(pattern.rstrip("\\"))
+    return trailing % 2 == 1
 
 
 def _list_parse(name: str, operand: str) -> tuple[str, ...]:
