@@ -3,6 +3,7 @@
 #   make test   venv + install, the whole test suite (honours DATABASE_URL)
 #   make test-fast  the suite without real workers and PostgreSQL-only tests; make test-unit: no database
 #   make lint   ruff (check and format check), import contracts (lint-imports), mypy over the rooms
+#   make schema-check   the OpenAPI schema builds without a warning and validates
 
 PYTHON_BOOTSTRAP ?= python3
 VENV ?= .venv
@@ -14,7 +15,7 @@ PYTEST_ARGS ?=
 # The rooms mypy checks (tests/ and bench/ are linted by ruff only).
 ROOMS := kernel extensions guardrails records sources processes turbobase
 
-.PHONY: run test test-fast test-unit lint install install-runtime migrate demo clean-venv
+.PHONY: run test test-fast test-unit lint install install-runtime migrate demo clean-venv schema-check
 
 # The stamp is rebuilt whenever the pinned requirements or the project metadata change.
 $(VENV)/.installed: requirements.txt pyproject.toml
@@ -56,6 +57,9 @@ lint: install
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy $(ROOMS)
+
+schema-check: install
+	$(PY) manage.py spectacular --validate --fail-on-warn --file /dev/null
 
 clean-venv:
 	rm -rf $(VENV)

@@ -11,7 +11,12 @@ from typing import Any, Protocol
 
 
 class BundlePart(Protocol):
-    """A higher room's share of a bundle (the processes room registers ``schedules``)."""
+    """A higher room's share of a bundle (the processes room registers ``schedules``).
+
+    A part may also carry ``request_serializer`` (one item of its list in the body) and
+    ``change_serializer`` (one item of what ``diff``/``apply`` answer): the OpenAPI schema
+    documents the part with them (``extensions.serializers.BundlePartFields``).
+    """
 
     key: str
 

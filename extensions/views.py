@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.utils import extend_schema
-from rest_framework import permissions, serializers
+from rest_framework import permissions
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -12,10 +12,23 @@ from rest_framework.views import APIView
 from extensions.bundle import bundle_apply, bundle_plan
 from extensions.deploy import extension_deploy, extension_lint, extension_remove
 from extensions.errors import DeployForbidden, ExtensionInvalid
+from extensions.serializers import (
+    BundleAppliedOut,
+    BundleIn,
+    BundlePlanOut,
+    BundleRequestIn,
+    DeployedOut,
+    ExtensionListOut,
+    LintOut,
+    RemovedOut,
+)
 from extensions.store import extensions_list
 from kernel.models import AccessToken
+from kernel.openapi import error_responses
 
 DEPLOY_SCOPE = "extensions:deploy"
+# Every verb here needs a deployer; a body the sandbox or a validator refuses is a 400 or 422.
+DEPLOY_ERRORS = error_responses(400, 401, 403, 422)
 
 
 class ExtensionDeployer(permissions.BasePermission):
@@ -30,21 +43,6 @@ class ExtensionDeployer(permissions.BasePermission):
         if not user.is_staff:
             raise DeployForbidden()
         return True
-
-
-class SourceText(serializers.CharField):
-    """Text only: a number or a list is not a file's source (CharField would stringify it)."""
-
-    def to_internal_value(self, data: Any) -> str:
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return super().to_internal_value(data)
-
-
-class BundleIn(serializers.Serializer):
-    entry = SourceText(max_length=255, trim_whitespace=False)
-    files = serializers.DictField(child=SourceText(allow_blank=True, trim_whitespace=False),
-                                  allow_empty=False)
 
 
 def _first_error(errors: Any, path: str = "") -> tuple[str, str]:
@@ -70,11 +68,11 @@ class ExtensionListView(APIView):
 
     permission_classes = [permissions.IsAuthenticated, ExtensionDeployer]
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(responses={200: ExtensionListOut, **error_responses(401, 403)})
     def get(self, request: Request) -> Response:
         return Response({"extensions": extensions_list()})
 
-    @extend_schema(request=BundleIn, responses={201: dict})
+    @extend_schema(request=BundleIn, responses={201: DeployedOut, **DEPLOY_ERRORS})
     def post(self, request: Request) -> Response:
         entry, files = _bundle_in(request)
         result = extension_deploy(entry=entry, files=files, by=request.user)
@@ -87,7 +85,7 @@ class ExtensionDetailView(APIView):
 
     permission_classes = [permissions.IsAuthenticated, ExtensionDeployer]
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(request=None, responses={200: RemovedOut, **error_responses(401, 403, 404, 409)})
     def delete(self, request: Request, module_id: str) -> Response:
         module = extension_remove(module_id=module_id, by=request.user)
         return Response({"id": module.id, "kind": module.kind, "status": module.status})
@@ -98,7 +96,7 @@ class ExtensionLintView(APIView):
 
     permission_classes = [permissions.IsAuthenticated, ExtensionDeployer]
 
-    @extend_schema(request=BundleIn, responses={200: dict})
+    @extend_schema(request=BundleIn, responses={200: LintOut, **DEPLOY_ERRORS})
     def post(self, request: Request) -> Response:
         entry, files = _bundle_in(request)
         report = extension_lint(entry=entry, files=files)
@@ -118,7 +116,8 @@ class ExtensionBundlePlanView(APIView):
 
     permission_classes = [permissions.IsAuthenticated, ExtensionDeployer]
 
-    @extend_schema(request=dict, responses={200: dict})
+    @extend_schema(request=BundleRequestIn, responses={200: BundlePlanOut, **DEPLOY_ERRORS,
+                                                       **error_responses(404)})
     def post(self, request: Request) -> Response:
         return Response(bundle_plan(data=request.data, by=request.user).as_dict())
 
@@ -132,6 +131,7 @@ class ExtensionBundleApplyView(APIView):
 
     permission_classes = [permissions.IsAuthenticated, ExtensionDeployer]
 
-    @extend_schema(request=dict, responses={200: dict})
+    @extend_schema(request=BundleRequestIn, responses={200: BundleAppliedOut, **DEPLOY_ERRORS,
+                                                       **error_responses(404)})
     def post(self, request: Request) -> Response:
         return Response(bundle_apply(data=request.data, by=request.user))

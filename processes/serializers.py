@@ -5,7 +5,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from processes.models import ProcessRun, ProcessRunStep
+from processes.models import ProcessRun, ProcessRunStep, RunMode, RunState
 
 
 class RefusalSerializer(serializers.Serializer):
@@ -101,3 +101,114 @@ def steering_answer(run: ProcessRun, *, is_queued: bool | None = None) -> dict[s
     if is_queued is not None:
         body["queued"] = is_queued
     return body
+
+
+# --- the other bodies, for the schema ---------------------------------------------------------
+# The functions above render them; these say the same shapes to the OpenAPI schema and are checked
+# against real answers in tests/turbobase/test_openapi.py.
+
+# The process's input is whatever its own inputSchema says, so one path cannot list its fields.
+INVOKE_INPUT = {"type": "object", "additionalProperties": {},
+                "description": "The process's input, bare; checked against the process's "
+                               "inputSchema. No body reads as {}."}
+
+
+class FailureOut(serializers.Serializer):
+    """Why a run failed: its first failed step, or (failed before any step) the run's reason."""
+
+    stepId = serializers.CharField(allow_null=True)
+    code = serializers.CharField(allow_null=True)
+    message = serializers.CharField(allow_null=True)
+
+
+class RunSummaryOut(serializers.Serializer):
+    """One run in the queue."""
+
+    runId = serializers.UUIDField()
+    processId = serializers.CharField()
+    mode = serializers.ChoiceField(choices=RunMode.choices)
+    state = serializers.ChoiceField(choices=RunState.choices)
+    outstanding = serializers.IntegerField()
+    failure = FailureOut(allow_null=True)
+
+
+class RunBriefOut(RunSummaryOut):
+    """One of a process's last runs: the queue's shape plus its reason and its clock."""
+
+    reason = serializers.CharField(allow_null=True)
+    startedAt = serializers.DateTimeField(allow_null=True)
+    finishedAt = serializers.DateTimeField(allow_null=True)
+
+
+class TriggerOut(serializers.Serializer):
+    """How a process fires: by hand (``manual``), or by its first schedule."""
+
+    kind = serializers.ChoiceField(choices=("manual", "schedule"))
+    name = serializers.CharField(required=False, help_text="Schedules only.")
+    cron = serializers.CharField(required=False, help_text="Schedules only.")
+    tz = serializers.CharField(required=False, help_text="Schedules only.")
+    timezone = serializers.CharField(required=False, help_text="Schedules only; repeats tz.")
+    isPaused = serializers.BooleanField(required=False, help_text="Schedules only.")
+
+
+class ProcessOut(serializers.Serializer):
+    id = serializers.CharField()
+    description = serializers.CharField(allow_blank=True)
+    trigger = TriggerOut()
+    enabled = serializers.BooleanField()
+    disabledReason = serializers.CharField(allow_null=True, help_text="Which switch says no.")
+    isMigration = serializers.BooleanField()
+    version = serializers.IntegerField()
+    lastRuns = RunBriefOut(many=True, help_text="Your last five runs, newest first.")
+
+
+class ProcessListOut(serializers.Serializer):
+    processes = ProcessOut(many=True)
+
+
+RunCountsOut = type("RunCountsOut", (serializers.Serializer,), {
+    "__doc__": "Runs per state; every state is answered, even at 0.",
+    **{state: serializers.IntegerField() for state in RunState.values},
+})
+
+
+class QueueOut(serializers.Serializer):
+    runs = RunSummaryOut(many=True, help_text="Newest first, at most PROCESS_QUEUE_MAX_RUNS (500).")
+    counts = RunCountsOut()
+    truncated = serializers.BooleanField(help_text="True when more runs match than are listed.")
+
+
+class RunDetailOut(serializers.Serializer):
+    run = RunSerializer()
+    steps = StepSerializer(many=True)
+
+
+class RunQueuedOut(serializers.Serializer):
+    runId = serializers.UUIDField()
+    processId = serializers.CharField()
+    state = serializers.ChoiceField(choices=RunState.choices)
+
+
+class RunSettledOut(RunQueuedOut):
+    """``?mode=sync``: the run settled within the synchronous budget."""
+
+    reason = serializers.CharField(allow_null=True)
+    outstanding = serializers.IntegerField()
+    steps = StepSerializer(many=True)
+
+
+class SyncBudgetExceededOut(RunQueuedOut):
+    """``?mode=sync`` past the budget: not a failure; the run goes on."""
+
+    error = serializers.ChoiceField(choices=("sync_budget_exceeded",))
+    message = serializers.CharField()
+
+
+class CancelledOut(serializers.Serializer):
+    cancelled = serializers.IntegerField(help_text="How many queued runs were cancelled.")
+
+
+class SteeringOut(serializers.Serializer):
+    runId = serializers.UUIDField()
+    state = serializers.ChoiceField(choices=RunState.choices)
+    queued = serializers.BooleanField(required=False, help_text="Rollback and resume only.")

@@ -6,13 +6,15 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from kernel.openapi import error_responses
 from records.batch import batch_read, batch_reads_parse
+from records.serializers import BatchIn, BatchOut
 
 
 class BatchReadView(APIView):
     """Several PostgREST reads in one request, each as the caller and under the batch row cap."""
 
-    @extend_schema(request=dict, responses={200: dict})
+    @extend_schema(request=BatchIn, responses={200: BatchOut, **error_responses(400, 401)})
     def post(self, request: Request) -> Response:
         reads = batch_reads_parse(request.data)
         return Response({"results": batch_read(user=request.user, reads=reads)})

@@ -3,15 +3,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from kernel.openapi import error_responses
 from kernel.text import text_problem
 from records.boundary import record_create, record_delete, record_settle, record_update
 from records.errors import PayloadInvalid
-from records.serializers import write_result_out
+from records.serializers import (
+    RecordCreateIn,
+    RecordDeleteIn,
+    RecordSettleIn,
+    RecordUpdateIn,
+    WriteResultOut,
+    write_result_out,
+)
 from records.trail import Actor
 
 IDEMPOTENCY_KEY_MAX_CHARS = 200  # README: limits
@@ -48,6 +56,17 @@ def idempotency_key_read(request: Request, body: dict[str, Any]) -> str | None:
     return key
 
 
+# Every write can be refused for the same reasons: the body, the caller, the record, the rules.
+WRITE_ERRORS = error_responses(400, 401, 403, 404, 409, 422, 429)
+IDEMPOTENCY_HEADER = OpenApiParameter(
+    "Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
+    description="Same as the body's idempotencyKey: a retry answers the first write.")
+
+
+def _written(description: str) -> OpenApiResponse:
+    return OpenApiResponse(WriteResultOut, description=description)
+
+
 def _answer(result) -> Response:
     return Response(write_result_out(result), status=_STATUS[result.outcome])
 
@@ -55,7 +74,10 @@ def _answer(result) -> Response:
 class RecordDataView(APIView):
     """Create (POST), change (PATCH) or delete (DELETE) one record of ``record_type``."""
 
-    @extend_schema(request=dict, responses={201: dict})
+    @extend_schema(request=RecordCreateIn, parameters=[IDEMPOTENCY_HEADER], responses={
+        201: _written("Created (outcome created)."),
+        200: _written("This idempotency key already wrote this record (outcome duplicate)."),
+        **WRITE_ERRORS})
     def post(self, request: Request, record_type: str) -> Response:
         body = _body(request)
         key = idempotency_key_read(request, body)
@@ -66,7 +88,8 @@ class RecordDataView(APIView):
             idempotency_key=f"user:{request.user.pk}:{key}" if key else None,
         ))
 
-    @extend_schema(request=dict, responses={200: dict})
+    @extend_schema(request=RecordUpdateIn, responses={200: _written("Changed (outcome updated)."),
+                                                      **WRITE_ERRORS})
     def patch(self, request: Request, record_type: str) -> Response:
         body = _body(request)
         version = body.get("expectedSyncVersion")
@@ -78,7 +101,11 @@ class RecordDataView(APIView):
             expected_sync_version=version,
         ))
 
-    @extend_schema(request=dict, responses={202: dict})
+    @extend_schema(request=RecordDeleteIn, responses={
+        200: _written("Deleted here; nothing to tell a source (outcome deleted)."),
+        202: _written("Hidden now; the delete is queued for the source (queued) or held for an "
+                      "operator on Compliance → Guardrails (held)."),
+        **WRITE_ERRORS})
     def delete(self, request: Request, record_type: str) -> Response:
         body = _body(request)
         return _answer(record_delete(
@@ -90,7 +117,8 @@ class RecordDataView(APIView):
 class RecordSettleView(APIView):
     """Link a record whose upstream create landed but whose link back failed."""
 
-    @extend_schema(request=dict, responses={200: dict})
+    @extend_schema(request=RecordSettleIn, responses={200: _written("Linked (outcome settled)."),
+                                                      **WRITE_ERRORS})
     def post(self, request: Request, record_type: str) -> Response:
         body = _body(request)
         if not body.get("pgRowId"):

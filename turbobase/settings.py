@@ -96,7 +96,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": [  # DRF's, bounded in depth and refusing NUL / lone surrogates
         "kernel.parsers.JSONParser", "kernel.parsers.FormParser", "kernel.parsers.MultiPartParser",
     ],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "kernel.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "kernel.http.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
@@ -107,6 +107,20 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Tags by the segment after /v1: data, batch, rest, guardrails, extensions, processes, auth…
+    "SCHEMA_PATH_PREFIX": r"/v1",
+    "SERVE_INCLUDE_SCHEMA": False,  # /api/schema itself is not part of the API it describes
+    # PATCH /v1/data names its record and sends the fields to change: not a partial resource.
+    "COMPONENT_SPLIT_PATCH": False,
+    # Fields named alike in different rooms (kind, status) get an enum named for what they are.
+    "ENUM_NAME_OVERRIDES": {
+        "ExtensionKindEnum": "extensions.models.ExtensionKind",
+        "ExtensionStatusEnum": "extensions.models.ExtensionStatus",
+        "HeldStatusEnum": "guardrails.models.HeldStatus",
+        "TriggerKindEnum": ["manual", "schedule"],
+        "HealthStatusEnum": ["ok"],
+        "SyncBudgetExceededEnum": ["sync_budget_exceeded"],
+    },
 }
 
 # Record catalog: a JSON file; the shipped default holds the seed's record types.

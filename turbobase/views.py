@@ -6,7 +6,7 @@ from django.db import connection
 from django.middleware.csrf import get_token
 from django.utils.decorators import method_decorator
 from django.views.decorators.csrf import ensure_csrf_cookie
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.exceptions import NotAuthenticated
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
@@ -16,6 +16,8 @@ from rest_framework.views import APIView
 
 from kernel.errors import InvalidRequest, TurbobaseError
 from kernel.models import AccessToken
+from kernel.openapi import error_responses
+from turbobase.serializers import HealthOut, SignedInOut, SignInIn, WhoAmIOut
 
 
 class SignInFailed(TurbobaseError):
@@ -32,7 +34,7 @@ class SessionView(APIView):
     permission_classes = [AllowAny]
     authentication_classes = []  # signing in must not need a CSRF token yet
 
-    @extend_schema(request=dict, responses={200: dict})
+    @extend_schema(request=SignInIn, responses={200: SignedInOut, **error_responses(400, 401)})
     def post(self, request: Request) -> Response:
         data = request.data if isinstance(request.data, dict) else {}
         for name in ("username", "password"):
@@ -52,7 +54,7 @@ class SessionView(APIView):
             return [auth() for auth in api_settings.DEFAULT_AUTHENTICATION_CLASSES]
         return []
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(responses={200: WhoAmIOut, **error_responses(401)})
     def get(self, request: Request) -> Response:
         if not request.user.is_authenticated:
             raise NotAuthenticated("no session and no bearer token")
@@ -65,6 +67,7 @@ class SessionView(APIView):
             body["csrfToken"] = get_token(request._request)
         return Response(body)
 
+    @extend_schema(request=None, responses={204: OpenApiResponse(description="Signed out.")})
     def delete(self, request: Request) -> Response:
         logout(request._request)
         return Response(status=204)
@@ -76,7 +79,7 @@ class HealthView(APIView):
     permission_classes = [AllowAny]
     authentication_classes = []
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(responses={200: HealthOut})
     def get(self, request: Request) -> Response:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")

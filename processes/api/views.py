@@ -11,13 +11,19 @@ import time
 from typing import Any
 
 from django.http import QueryDict
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    PolymorphicProxySerializer,
+    extend_schema,
+)
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from guardrails.settings import setting_get
 from kernel.models import AccessToken
+from kernel.openapi import error_responses
 from processes import serializers as out
 from processes.api.reads import processes_list, queue_read, run_ledger
 from processes.catalog import process_module_get
@@ -25,6 +31,21 @@ from processes.errors import InvokeForbidden
 from processes.invoke import mode_parse, run_invoke
 from processes.models import ProcessRun, RunMode
 from processes.steering import process_cancel_queued, run_cancel, run_get, run_resume, run_rollback
+
+# Steering a run: it may be missing, not yours, or in a state that does not allow the verb.
+STEERING_ERRORS = error_responses(401, 403, 404, 409)
+INVOKE_MODE = OpenApiParameter("mode", str, enum=RunMode.values, description=(
+    "sync: wait for the run to settle, within the instance's synchronous budget "
+    "(processes.sync_budget_ms)."))
+INVOKE_ACCEPTED = PolymorphicProxySerializer(
+    component_name="InvokeAccepted", resource_type_field_name=None,
+    serializers=[out.RunQueuedOut, out.SyncBudgetExceededOut])
+INVOKE_RESPONSES = {
+    202: OpenApiResponse(INVOKE_ACCEPTED, description=(
+        "Queued; with ?mode=sync, the run did not settle within the budget and goes on.")),
+    200: OpenApiResponse(out.RunSettledOut, description="?mode=sync: the run settled."),
+    **error_responses(400, 401, 403, 404, 409),
+}
 
 SYNC_POLL_SECONDS = 0.05
 SYNC_POLL_MAX_SECONDS = 0.5
@@ -67,7 +88,7 @@ def run_settle_wait(run: ProcessRun, *, budget_ms: int) -> ProcessRun | None:
 class ProcessListView(APIView):
     """Every deployed process: its trigger, whether it is on, and your last five runs."""
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(responses={200: out.ProcessListOut, **error_responses(401)})
     def get(self, request: Request) -> Response:
         body = []
         for listing in processes_list(user=request.user):
@@ -83,7 +104,8 @@ class ProcessListView(APIView):
 class ProcessInvokeView(APIView):
     """``POST /v1/processes/:id``: the body is the input. 202 queued; ``?mode=sync`` waits."""
 
-    @extend_schema(request=dict, responses={200: dict, 202: dict})
+    @extend_schema(request={"application/json": out.INVOKE_INPUT}, parameters=[INVOKE_MODE],
+                   responses=INVOKE_RESPONSES)
     def post(self, request: Request, process_id: str) -> Response:
         invoke_access_check(request)
         process_module_get(process_id)  # 404 before the mode is read: no such process is the news
@@ -101,7 +123,7 @@ class ProcessInvokeView(APIView):
 class ProcessCancelView(APIView):
     """``POST /v1/processes/:id/cancel``: every queued run of the process you may see → ``{cancelled}``."""
 
-    @extend_schema(request=None, responses={200: dict})
+    @extend_schema(request=None, responses={200: out.CancelledOut, **error_responses(401, 403)})
     def post(self, request: Request, process_id: str) -> Response:
         invoke_access_check(request)
         return Response({"cancelled": process_cancel_queued(user=request.user, process_id=process_id)})
@@ -110,14 +132,14 @@ class ProcessCancelView(APIView):
 class RunDetailView(APIView):
     """``GET /v1/processes/runs/:runId``: the run and its ledger, in sequence."""
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(responses={200: out.RunDetailOut, **error_responses(401, 404)})
     def get(self, request: Request, run_id: str) -> Response:
         run = run_get(user=request.user, run_id=run_id)
         return Response(out.run_with_steps(run, run_ledger(run)))
 
 
 class RunCancelView(APIView):
-    @extend_schema(request=None, responses={200: dict})
+    @extend_schema(request=None, responses={200: out.SteeringOut, **STEERING_ERRORS})
     def post(self, request: Request, run_id: str) -> Response:
         invoke_access_check(request)
         return Response(out.steering_answer(run_cancel(user=request.user, run_id=run_id)))
@@ -126,7 +148,10 @@ class RunCancelView(APIView):
 class RunRollbackView(APIView):
     """202 queued; 200 ``queued: false`` when already rolled back; 409 while queued or running."""
 
-    @extend_schema(request=None, responses={200: dict, 202: dict})
+    @extend_schema(request=None, responses={
+        202: OpenApiResponse(out.SteeringOut, description="The rollback is queued (queued: true)."),
+        200: OpenApiResponse(out.SteeringOut, description="Already rolled back (queued: false)."),
+        **STEERING_ERRORS})
     def post(self, request: Request, run_id: str) -> Response:
         invoke_access_check(request)
         run, is_queued = run_rollback(user=request.user, run_id=run_id)
@@ -136,7 +161,9 @@ class RunRollbackView(APIView):
 class RunResumeView(APIView):
     """202 queued; 409 ``process_run_not_resumable`` naming the state, or ``process_is_a_migration``."""
 
-    @extend_schema(request=None, responses={202: dict})
+    @extend_schema(request=None, responses={
+        202: OpenApiResponse(out.SteeringOut, description="The continuation is queued."),
+        **STEERING_ERRORS})
     def post(self, request: Request, run_id: str) -> Response:
         invoke_access_check(request)
         run = run_resume(user=request.user, run_id=run_id)
@@ -146,7 +173,9 @@ class RunResumeView(APIView):
 class QueueView(APIView):
     """``GET /v1/processes/queue[?mode=async]``: the newest runs and all six state counts."""
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(parameters=[OpenApiParameter("mode", str, enum=RunMode.values,
+                                                description="One lane only.")],
+                   responses={200: out.QueueOut, **error_responses(400, 401)})
     def get(self, request: Request) -> Response:
         raw_mode = request.query_params.get("mode")
         mode = mode_parse(raw_mode) if raw_mode else None

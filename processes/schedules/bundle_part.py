@@ -5,6 +5,7 @@ from collections.abc import Collection, Mapping
 from datetime import datetime
 from typing import Any
 
+from processes.schedules.serializers import ScheduleChangeOut, ScheduleEntryIn
 from processes.schedules.service import (
     ScheduleSpec,
     schedules_apply,
@@ -18,6 +19,9 @@ class SchedulesPart:
     """Registered with ``extensions.bundle_parts`` at start-up (see ``schedules/models.py``)."""
 
     key = "schedules"
+    # How /api/schema documents this part of the bundle body and of the plan and apply answers.
+    request_serializer = ScheduleEntryIn
+    change_serializer = ScheduleChangeOut
 
     def parse(self, raw: Any) -> list[ScheduleSpec]:
         return schedules_parse(raw)

@@ -1,9 +1,15 @@
-"""Input and output shapes of the guardrails API."""
+"""Input and output shapes of the held-deletes API.
+
+``held_delete_out`` and ``decision_note_in`` render and parse; the serializer classes say the same
+shapes to the OpenAPI schema (checked against real answers in ``tests/turbobase/test_openapi.py``).
+"""
 from __future__ import annotations
 
 from typing import Any
 
-from guardrails.models import HeldDelete
+from rest_framework import serializers
+
+from guardrails.models import HeldDelete, HeldStatus
 from kernel.errors import InvalidRequest
 
 
@@ -39,3 +45,33 @@ def decision_note_in(data: Any) -> str:
     if len(note) > 2000:
         raise InvalidRequest("note must be at most 2000 characters", field="note")
     return note
+
+
+class HeldDeleteOut(serializers.Serializer):
+    """A delete held for an operator; the record stays hidden until it is decided."""
+
+    id = serializers.IntegerField()
+    recordType = serializers.CharField()
+    pgRowId = serializers.UUIDField()
+    externalId = serializers.CharField(allow_null=True)
+    sourceSystem = serializers.CharField()
+    status = serializers.ChoiceField(choices=HeldStatus.choices)
+    requestedBy = serializers.CharField(allow_null=True, help_text="Username.")
+    requestedAt = serializers.DateTimeField()
+    processRunId = serializers.CharField(allow_null=True, help_text="The run that asked, if any.")
+    processStep = serializers.CharField(allow_null=True)
+    decidedBy = serializers.CharField(allow_null=True, help_text="Username.")
+    decidedAt = serializers.DateTimeField(allow_null=True)
+    note = serializers.CharField(allow_blank=True)
+
+
+class HeldDeleteListOut(serializers.Serializer):
+    """Pending first (oldest first), then decided ones (newest first)."""
+
+    heldDeletes = HeldDeleteOut(many=True)
+
+
+class DecisionIn(serializers.Serializer):
+    """An approve or reject; the body may be empty."""
+
+    note = serializers.CharField(required=False, allow_null=True, allow_blank=True, max_length=2000)

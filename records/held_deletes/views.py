@@ -8,8 +8,15 @@ from rest_framework.views import APIView
 
 from guardrails.models import HeldDelete, HeldStatus
 from kernel.errors import InvalidRequest
+from kernel.openapi import error_responses
 from records.errors import AdminRequired
-from records.held_deletes.serializers import decision_note_in, held_delete_out
+from records.held_deletes.serializers import (
+    DecisionIn,
+    HeldDeleteListOut,
+    HeldDeleteOut,
+    decision_note_in,
+    held_delete_out,
+)
 from records.verdicts import held_delete_decide
 
 
@@ -21,7 +28,7 @@ def _admin_check(request: Request) -> None:
 class HeldDeleteListView(APIView):
     """Held deletes, pending first (oldest first), then decided ones (newest first)."""
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(responses={200: HeldDeleteListOut, **error_responses(400, 401, 403)})
     def get(self, request: Request) -> Response:
         _admin_check(request)
         rows = HeldDelete.objects.select_related("requested_by", "decided_by")
@@ -40,7 +47,8 @@ class HeldDeleteDecideView(APIView):
 
     approve: bool = True
 
-    @extend_schema(request=dict, responses={200: dict})
+    @extend_schema(request=DecisionIn, responses={200: HeldDeleteOut,
+                                                  **error_responses(400, 401, 403, 404, 409)})
     def post(self, request: Request, held_id: int) -> Response:
         _admin_check(request)
         note = decision_note_in(request.data)
