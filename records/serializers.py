@@ -62,7 +62,9 @@ class RecordOut(serializers.Serializer):
     syncState = serializers.ChoiceField(choices=SyncState.choices)
     syncVersion = serializers.IntegerField()
     syncedAt = serializers.DateTimeField(allow_null=True)
-    parent = serializers.DictField(help_text="The record's fields.")
+    # "parent" is the contract's name; DRF takes declared fields off the class, so the field never
+    # shadows Field.parent at run time (mypy cannot know).
+    parent = serializers.DictField(help_text="The record's fields.")  # type: ignore[assignment]
     lines = serializers.ListField(child=serializers.DictField(), help_text="The record's lines.")
 
 
@@ -76,7 +78,7 @@ class WriteResultOut(RecordOut):
 class RecordCreateIn(serializers.Serializer):
     """``POST /v1/data/<recordType>``; the ``Idempotency-Key`` header may stand for the key."""
 
-    parent = serializers.DictField(help_text="The record's fields.")
+    parent = serializers.DictField(help_text="The record's fields.")  # type: ignore[assignment]
     lines = serializers.ListField(child=serializers.DictField(), required=False)
     idempotencyKey = serializers.CharField(
         required=False,
@@ -95,7 +97,7 @@ class RecordUpdateIn(RecordAddressIn):
 
     expectedSyncVersion = serializers.IntegerField(
         required=False, help_text="Refused with 409 when the record has moved past this version.")
-    parent = serializers.DictField(help_text="The fields to change.")
+    parent = serializers.DictField(help_text="The fields to change.")  # type: ignore[assignment]
 
 
 class RecordDeleteIn(RecordAddressIn):

@@ -11,7 +11,6 @@ from records.rest.errors import RestReadOnly
 from records.rest.execute import rest_read_encoded
 from records.rest.parser import query_parse_parts
 
-
 QUERY_PARAMETERS = [
     OpenApiParameter("select", str, description="Columns, optionally aliased: select=a,alias:b,*"),
     OpenApiParameter("order", str, description="order=a.desc.nullslast,b"),
