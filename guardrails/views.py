@@ -1,12 +1,15 @@
 """``/v1/settings``: every instance setting, read and changed by administrators."""
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from guardrails.serializers import SETTINGS_PATCH, SettingsOut
 from guardrails.settings import settings_list, settings_patch
 from kernel.errors import Forbidden
+from kernel.openapi import error_responses
 from kernel.scopes import request_scopes, scope_check
 
 
@@ -24,6 +27,7 @@ def _admin_check(request: Request) -> None:
 class SettingsView(APIView):
     """``GET`` lists every setting; ``PATCH {key: value | null}`` changes some (null: the default)."""
 
+    @extend_schema(responses={200: SettingsOut, **error_responses(401, 403)})
     def get(self, request: Request) -> Response:
         # A read; an administrator's deploy token, which may change settings, may read them too.
         scopes = request_scopes(request)
@@ -32,6 +36,8 @@ class SettingsView(APIView):
         _admin_check(request)
         return Response({"settings": settings_list()})
 
+    @extend_schema(request={"application/json": SETTINGS_PATCH},
+                   responses={200: SettingsOut, **error_responses(400, 401, 403)})
     def patch(self, request: Request) -> Response:
         scope_check(request, "extensions:deploy")  # an administrator's operation, like a deploy
         _admin_check(request)

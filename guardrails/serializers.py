@@ -1,0 +1,62 @@
+"""Shapes of ``/v1/settings``, for the OpenAPI schema (the view renders ``settings_list`` itself).
+
+The PATCH body is written from the registry, so every key, its type and its bounds are in the
+schema and cannot drift from what ``SettingSpec.parse`` accepts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from guardrails.registry import SETTINGS, SettingGroup, SettingSpec, SettingType
+
+INTEGER_OR_BOOLEAN = {"oneOf": [{"type": "integer"}, {"type": "boolean"}]}
+
+
+@extend_schema_field(INTEGER_OR_BOOLEAN)
+class SettingValueField(serializers.Field):
+    """A boolean setting's value is true or false; every other setting's is a whole number."""
+
+
+class SettingOut(serializers.Serializer):
+    """One instance setting: the value in force, its declaration and its last change."""
+
+    key = serializers.CharField()
+    value = SettingValueField()
+    default = SettingValueField()
+    type = serializers.ChoiceField(choices=[t.value for t in SettingType])
+    min = serializers.IntegerField()
+    max = serializers.IntegerField()
+    group = serializers.ChoiceField(choices=[g.value for g in SettingGroup])
+    description = serializers.CharField()
+    changedAt = serializers.DateTimeField(allow_null=True)
+    changedBy = serializers.CharField(allow_null=True)
+
+
+class SettingsOut(serializers.Serializer):
+    settings = SettingOut(many=True)
+
+
+def _value_schema(spec: SettingSpec) -> dict[str, Any]:
+    if spec.type is SettingType.BOOLEAN:
+        schema: dict[str, Any] = {"type": "boolean"}
+    else:
+        schema = {"type": "integer", "minimum": spec.min, "maximum": spec.max}
+    return {
+        **schema,
+        "nullable": True,
+        "description": f"{spec.description} ({spec.type.value}, "
+        f"default {spec.default}; null: the default)",
+    }
+
+
+# ``{key: value | null}``: only the keys to change; all are checked before any is applied.
+SETTINGS_PATCH = {
+    "type": "object",
+    "minProperties": 1,
+    "additionalProperties": False,
+    "properties": {spec.key: _value_schema(spec) for spec in SETTINGS},
+}
