@@ -81,7 +81,7 @@ class RecordCreateIn(serializers.Serializer):
     parent = serializers.DictField(help_text="The record's fields.")  # type: ignore[assignment]
     lines = serializers.ListField(child=serializers.DictField(), required=False)
     idempotencyKey = serializers.CharField(
-        required=False,
+        required=False, max_length=200,
         help_text="A retry with the same key answers the first write (outcome duplicate).")
 
 
