@@ -13,13 +13,17 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db.models import Count
+from django.http import QueryDict
 
 from extensions.models import ExtensionKind, ExtensionModule, ExtensionStatus
 from guardrails.settings import setting_get
+from kernel.filters import filter_apply
+from processes.api.filters import STATE, RunFilter
 from processes.models import Disposition, Process, ProcessRun, ProcessRunStep, RunState
 from processes.steering import runs_visible
 
 DEFAULT_QUEUE_MAX_RUNS = 500
+QUEUE_OWN_PARAMETERS = ("mode",)  # read by the view itself (the seed's lane filter)
 LAST_RUNS = 5
 
 # How a process fires. Every process can be invoked by hand; issue 5's schedules register a
@@ -71,17 +75,32 @@ def queue_max_runs() -> int:
     return int(getattr(settings, "PROCESS_QUEUE_MAX_RUNS", DEFAULT_QUEUE_MAX_RUNS))
 
 
-def queue_read(*, user: User, mode: str | None = None) -> QueueRead:
-    """The newest runs (at most ``PROCESS_QUEUE_MAX_RUNS``, 500) and counts over every visible run."""
+def queue_read(
+    *, user: User, mode: str | None = None, params: QueryDict | None = None
+) -> QueueRead:
+    """The newest runs (at most ``PROCESS_QUEUE_MAX_RUNS``, 500) and counts over every visible run.
+
+    ``params`` are the queue's filters (``processes.api.filters.RunFilter``). ``state`` narrows
+    the list but not the counts: they stay the whole picture of the process and time window asked
+    for, every bucket reported, so "none cancelled" still reads differently from "not asked".
+    """
     visible = runs_visible(user)
     if mode:
         visible = visible.filter(mode=mode)
+    params = params if params is not None else QueryDict()
+    listed = filter_apply(RunFilter, params=params, queryset=visible, also_known=QUEUE_OWN_PARAMETERS)
+    everything_but_state = params.copy()
+    everything_but_state.pop(STATE, None)
+    window = filter_apply(
+        RunFilter, params=everything_but_state, queryset=visible, also_known=QUEUE_OWN_PARAMETERS
+    )
     counts = {state: 0 for state in RunState.values}
-    for row in visible.order_by().values("state").annotate(n=Count("pk")):
+    for row in window.order_by().values("state").annotate(n=Count("pk")):
         counts[row["state"]] = row["n"]
-    runs = list(visible.order_by("-created_at", "-pk")[:queue_max_runs()])
+    runs = list(listed.order_by("-created_at", "-pk")[:queue_max_runs()])
+    states = params.getlist(STATE) or RunState.values
     return QueueRead(runs=runs, failures=run_failures(runs), counts=counts,
-                     is_truncated=sum(counts.values()) > len(runs))
+                     is_truncated=sum(counts[state] for state in states) > len(runs))
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from guardrails.settings import setting_get
+from kernel.filters import filter_parameters
 from kernel.models import AccessToken
 from kernel.openapi import error_responses
 from processes import serializers as out
+from processes.api.filters import RunFilter
 from processes.api.reads import processes_list, queue_read, run_ledger
 from processes.catalog import process_module_get
 from processes.errors import InvokeForbidden
@@ -174,15 +176,16 @@ class QueueView(APIView):
     """``GET /v1/processes/queue[?mode=async]``: the newest runs and all six state counts."""
 
     @extend_schema(parameters=[OpenApiParameter("mode", str, enum=RunMode.values,
-                                                description="One lane only.")],
+                                                description="One lane only."),
+                               *filter_parameters(RunFilter)],
                    responses={200: out.QueueOut, **error_responses(400, 401)})
     def get(self, request: Request) -> Response:
         raw_mode = request.query_params.get("mode")
         mode = mode_parse(raw_mode) if raw_mode else None
-        read = queue_read(user=request.user, mode=mode)
+        read = queue_read(user=request.user, mode=mode, params=request.query_params)
         return Response({
             "runs": [out.run_summary(run, read.failures.get(run.pk)) for run in read.runs],
             "counts": read.counts,
-            # The list is bounded; the counts are over every run you can see.
+            # The list is bounded; the counts cover every state of the runs asked for.
             "truncated": read.is_truncated,
         })

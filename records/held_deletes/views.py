@@ -6,10 +6,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from guardrails.models import HeldDelete, HeldStatus
-from kernel.errors import InvalidRequest
+from kernel.filters import filter_parameters
 from kernel.openapi import error_responses
 from records.errors import AdminRequired
+from records.held_deletes.filters import HeldDeleteFilter, held_deletes_list
 from records.held_deletes.serializers import (
     DecisionIn,
     HeldDeleteListOut,
@@ -28,18 +28,12 @@ def _admin_check(request: Request) -> None:
 class HeldDeleteListView(APIView):
     """Held deletes, pending first (oldest first), then decided ones (newest first)."""
 
-    @extend_schema(responses={200: HeldDeleteListOut, **error_responses(400, 401, 403)})
+    @extend_schema(parameters=filter_parameters(HeldDeleteFilter),
+                   responses={200: HeldDeleteListOut, **error_responses(400, 401, 403)})
     def get(self, request: Request) -> Response:
         _admin_check(request)
-        rows = HeldDelete.objects.select_related("requested_by", "decided_by")
-        status = request.query_params.get("status")
-        if status is not None:
-            if status not in HeldStatus.values:
-                raise InvalidRequest(f"status must be one of {', '.join(HeldStatus.values)}", field="status")
-            rows = rows.filter(status=status)
-        pending = rows.filter(status=HeldStatus.PENDING).order_by("requested_at", "id")
-        decided = rows.exclude(status=HeldStatus.PENDING).order_by("-decided_at", "-id")
-        return Response({"heldDeletes": [held_delete_out(h) for h in [*pending, *decided]]})
+        held = held_deletes_list(params=request.query_params)
+        return Response({"heldDeletes": [held_delete_out(h) for h in held]})
 
 
 class HeldDeleteDecideView(APIView):

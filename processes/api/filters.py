@@ -1,0 +1,35 @@
+"""The filters of ``GET /v1/processes/queue`` (applied by ``kernel.filters.filter_apply``).
+
+``state`` may be repeated (``?state=failed&state=rolled_back``). Date bounds are half-open —
+``createdAfter`` is "at or after", ``createdBefore`` "strictly before" — so consecutive windows
+never list a run twice. ``mode`` keeps its own parse (``processes.invoke.mode_parse``): the seed
+names that parameter and its refusal.
+"""
+
+from __future__ import annotations
+
+import django_filters
+
+from processes.models import ProcessRun, RunState
+
+STATE = "state"
+
+
+class RunFilter(django_filters.FilterSet):
+    state = django_filters.MultipleChoiceFilter(
+        choices=RunState.choices,
+        help_text="Only runs in these states; the counts still cover every state.",
+    )
+    processId = django_filters.CharFilter(
+        field_name="process_id", help_text="One process's runs, e.g. acme:raise-po."
+    )
+    createdAfter = django_filters.IsoDateTimeFilter(
+        field_name="created_at", lookup_expr="gte", help_text="ISO 8601; invoked at or after."
+    )
+    createdBefore = django_filters.IsoDateTimeFilter(
+        field_name="created_at", lookup_expr="lt", help_text="ISO 8601; invoked strictly before."
+    )
+
+    class Meta:
+        model = ProcessRun
+        fields: list[str] = []  # every filter is declared above, under its camelCase name
