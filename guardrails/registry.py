@@ -164,16 +164,14 @@ SETTINGS: tuple[SettingSpec, ...] = (
         _T.MILLISECONDS,
         5 * _MINUTE,
         _G.WAITS,
-        "How long an awaitSource step waits for the source's verdict.",
-        min=1,
+        "How long an awaitSource step waits for the source's verdict; 0 ends the wait at once.",
     ),
     SettingSpec(
         "processes.delete_wait_budget_ms",
         _T.MILLISECONDS,
         5 * _MINUTE,
         _G.WAITS,
-        "How long a rollback delete waits for the rollback window to free.",
-        min=1,
+        "How long a rollback delete waits for the rollback window to free; 0 does not wait.",
     ),
     SettingSpec(
         "processes.enabled",

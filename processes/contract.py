@@ -4,6 +4,7 @@ The sandbox describes a module's default export as JSON with every function repl
 (``extensions.description.is_function``), so the whole contract is checked here in Python, once,
 with the field named on the first violation and nothing stored.
 """
+
 from __future__ import annotations
 
 from typing import Any, NoReturn
@@ -15,6 +16,24 @@ from kernel.errors import InvalidRequest
 from records.catalog import catalog_load
 
 FOR_EACH_MAX_ITEMS = 100  # DEFAULT_PROCESS_FOR_EACH_MAX_ITEMS
+
+# The keys the contract knows; anything else is refused by name rather than silently ignored
+# (a misspelt ``awaitsource`` would otherwise deploy and never wait).
+PROCESS_KEYS = frozenset({"id", "input", "steps", "eachRow", "onFailure", "description"})
+STEP_KEYS = frozenset(
+    {
+        "id",
+        "recordType",
+        "build",
+        "update",
+        "delete",
+        "when",
+        "rollback",
+        "onRefused",
+        "awaitSource",
+    }
+)
+GROUP_KEYS = frozenset({"id", "forEach", "steps"})
 
 
 class ContractInvalid(InvalidRequest):
@@ -47,7 +66,10 @@ def _check_update(step: dict, where: str) -> None:
         _fail(f"{where}.update", "must be an object with step, pgRowId or externalId")
     keys = [k for k in ("step", "pgRowId", "externalId") if update.get(k) is not None]
     if len(keys) != 1:
-        _fail(f"{where}.update", "must address the record by exactly one of step, pgRowId or externalId")
+        _fail(
+            f"{where}.update",
+            "must address the record by exactly one of step, pgRowId or externalId",
+        )
     if "step" in keys and not (isinstance(update["step"], str) and update["step"]):
         _fail(f"{where}.update.step", "must be a step id string")
     for key in ("pgRowId", "externalId", "expectedSyncVersion"):
@@ -63,7 +85,10 @@ def _check_delete(step: dict, where: str) -> None:
     if not isinstance(delete, dict):
         _fail(f"{where}.delete", "must be an object with pgRowId or externalId")
     if "step" in delete:
-        _fail(f"{where}.delete.step", "there is no delete.step: a run that deletes its own work is a rollback")
+        _fail(
+            f"{where}.delete.step",
+            "there is no delete.step: a run that deletes its own work is a rollback",
+        )
     keys = [k for k in ("pgRowId", "externalId") if delete.get(k) is not None]
     if len(keys) != 1:
         _fail(f"{where}.delete", "must address the record by exactly one of pgRowId or externalId")
@@ -77,14 +102,27 @@ def _check_delete(step: dict, where: str) -> None:
         _fail(f"{where}.rollback", "a delete cannot be undone: a delete step is always 'keep'")
 
 
+def _check_known(value: dict, known: frozenset[str], where: str, what: str) -> None:
+    unknown = sorted(set(value) - known)
+    if unknown:
+        prefix = f"{where}." if where else ""
+        _fail(
+            f"{prefix}{unknown[0]}", f"is not a key of {what} (known: {', '.join(sorted(known))})"
+        )
+
+
 def _check_step(step: Any, where: str, catalog_types: set[str]) -> None:
     if not isinstance(step, dict):
         _fail(where, "must be a step object")
+    _check_known(step, STEP_KEYS, where, "a step")
     record_type = step.get("recordType")
     if not isinstance(record_type, str) or not record_type:
         _fail(f"{where}.recordType", "is required")
     if record_type not in catalog_types:
-        _fail(f"{where}.recordType", f"{record_type!r} is not a record type the write boundary accepts")
+        _fail(
+            f"{where}.recordType",
+            f"{record_type!r} is not a record type the write boundary accepts",
+        )
     if step.get("update") is not None and step.get("delete") is not None:
         _fail(f"{where}.update", "a step either updates or deletes, not both")
     if step.get("delete") is not None:
@@ -92,7 +130,10 @@ def _check_step(step: Any, where: str, catalog_types: set[str]) -> None:
     else:
         _check_fn(step, "build", where, required=True)
         if "onRefused" in step:
-            _fail(f"{where}.onRefused", "is for delete steps only: a refused write always ends the run")
+            _fail(
+                f"{where}.onRefused",
+                "is for delete steps only: a refused write always ends the run",
+            )
     if step.get("update") is not None:
         _check_update(step, where)
     _check_fn(step, "when", where)
@@ -104,7 +145,9 @@ def _check_step(step: Any, where: str, catalog_types: set[str]) -> None:
         _fail(f"{where}.awaitSource", "must be true or false")
 
 
-def _check_steps(steps: Any, where: str, catalog_types: set[str], input_schema: dict, *, nested: bool) -> None:
+def _check_steps(
+    steps: Any, where: str, catalog_types: set[str], input_schema: dict, *, nested: bool
+) -> None:
     if not isinstance(steps, list) or not steps:
         _fail(where, "must be a non-empty list of steps")
     seen: set[str] = set()
@@ -114,7 +157,10 @@ def _check_steps(steps: Any, where: str, catalog_types: set[str], input_schema: 
         if not isinstance(step_id, str) or not step_id:
             _fail(f"{at}.id", "is required")
         if ":" in step_id:
-            _fail(f"{at}.id", "must not contain ':' (it separates group, index and step in ledger ids)")
+            _fail(
+                f"{at}.id",
+                "must not contain ':' (it separates group, index and step in ledger ids)",
+            )
         if step_id in seen:
             _fail(f"{at}.id", f"duplicate step id {step_id!r}")
         seen.add(step_id)
@@ -127,12 +173,19 @@ def _check_steps(steps: Any, where: str, catalog_types: set[str], input_schema: 
 
 
 def _check_group(group: dict, where: str, catalog_types: set[str], input_schema: dict) -> None:
+    _check_known(group, GROUP_KEYS, where, "a repeated group")
     for_each = group.get("forEach")
-    if not isinstance(for_each, dict) or not isinstance(for_each.get("input"), str) or not for_each["input"]:
+    if (
+        not isinstance(for_each, dict)
+        or not isinstance(for_each.get("input"), str)
+        or not for_each["input"]
+    ):
         _fail(f"{where}.forEach.input", "must name a property of input")
     properties = input_schema.get("properties")
     if isinstance(properties, dict) and for_each["input"] not in properties:
-        _fail(f"{where}.forEach.input", f"{for_each['input']!r} is not a property of the input schema")
+        _fail(
+            f"{where}.forEach.input", f"{for_each['input']!r} is not a property of the input schema"
+        )
     _check_steps(group.get("steps"), f"{where}.steps", catalog_types, input_schema, nested=True)
 
 
@@ -163,4 +216,5 @@ def process_contract_check(definition: Any) -> dict:
         _fail("description", "must be a string")
     catalog_types = set(catalog_load().types)
     _check_steps(definition.get("steps"), "steps", catalog_types, schema, nested=False)
+    _check_known(definition, PROCESS_KEYS, "", "defineProcess")
     return definition
