@@ -11,6 +11,7 @@ from typing import Any
 from extensions.pool import sandbox_pooled
 from extensions.sandbox import SandboxError, SandboxLimits
 from guardrails.settings import setting_get
+from kernel.text import CODE_MAX_CHARS, MESSAGE_MAX_CHARS, text_clean
 from processes.engine.query import query_run
 
 
@@ -18,6 +19,8 @@ class StepCodeFailed(Exception):
     """The author's function failed; ``code``/``message`` go on the step's ledger row."""
 
     def __init__(self, code: str, message: str) -> None:
+        # The author's words (a thrown Error) go on the ledger: bounded and storable (kernel.text).
+        code, message = text_clean(code, CODE_MAX_CHARS), text_clean(message, MESSAGE_MAX_CHARS)
         super().__init__(message)
         self.code, self.message = code, message
 
