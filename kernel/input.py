@@ -2,6 +2,7 @@
 
 - JSON nested deeper than ``JSON_MAX_DEPTH`` is refused (400 ``INVALID_JSON``): deeper bodies
   made Python recurse past its limit somewhere between parsing and the database;
+- a number decoded as infinity (``1e999``) is refused with 400 ``INVALID_NUMBER`` naming it;
 - every string in the body — object keys included — must be storable text (``kernel.text``):
   a NUL or a lone surrogate is refused with 400 ``INVALID_TEXT`` naming where it is
   (``parent.company_name``, ``lines[2].memo``), before any view reads the body, so record
@@ -13,6 +14,7 @@ overflow.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -31,6 +33,12 @@ class InvalidText(InvalidRequest):
     code = "INVALID_TEXT"
 
 
+class InvalidNumber(InvalidRequest):
+    """A number in the request is out of the range JSON can store."""
+
+    code = "INVALID_NUMBER"
+
+
 def _child_path(path: str, key: str | int) -> str:
     if isinstance(key, int):
         return f"{path}[{key}]"
@@ -45,6 +53,10 @@ def data_check(data: Any, *, path: str = "") -> None:
         if isinstance(value, str):
             _text_check(value, path or "body")
             continue
+        if isinstance(value, float) and not math.isfinite(value):
+            # 1e999 decodes to infinity, which no JSON column can store.
+            field = path or "body"
+            raise InvalidNumber(f"{field} is a number out of range (±1.8e308)", field=field)
         if isinstance(value, Mapping):
             children = []
             for key in value:

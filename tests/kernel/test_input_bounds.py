@@ -82,6 +82,23 @@ def test_the_depth_limit_is_exact(alice_api):
     assert Record.reads.count() == 1
 
 
+@pytest.mark.parametrize("number", ["1e999", "-1e999"])
+def test_a_number_decoding_to_infinity_is_400_naming_it(alice_api, number):
+    res = post_raw(
+        alice_api, "/v1/data/customer", '{"parent": {"company_name": "A", "n": ' + number + "}}"
+    )
+    assert res.status_code == 400, res.content
+    assert res.json() == {
+        "error": "invalid_request",
+        "rejection": {
+            "code": "INVALID_NUMBER",
+            "field": "parent.n",
+            "message": "parent.n is a number out of range (±1.8e308)",
+        },
+    }
+    assert_nothing_written()
+
+
 # --- NUL and lone surrogates in the body ------------------------------------------------------
 
 
