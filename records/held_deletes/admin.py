@@ -15,6 +15,7 @@ from django.http import HttpRequest
 
 from guardrails.models import Guardrail, GuardrailRule, HeldStatus
 from kernel.errors import TurbobaseError
+from kernel.users import acting_user
 from records.catalog import catalog_load
 from records.verdicts import held_delete_decide
 
@@ -48,7 +49,7 @@ class GuardrailAdmin(admin.ModelAdmin):
         decided, skipped = 0, []
         for held in queryset.order_by("id"):
             try:
-                held_delete_decide(held_id=held.pk, approve=approve, by=request.user)
+                held_delete_decide(held_id=held.pk, approve=approve, by=acting_user(request))
             except TurbobaseError as exc:  # already decided by someone else meanwhile
                 skipped.append(f"#{held.pk}: {exc.message}")
             else:
