@@ -18,11 +18,14 @@ schema lists exactly what the view accepts.
 from __future__ import annotations
 
 from collections.abc import Collection
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import django_filters
+from django.core.exceptions import ValidationError
 from django.db.models import Model, QuerySet
 from django.http import QueryDict
+from django_filters.fields import IsoDateTimeField
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework.settings import api_settings
@@ -36,6 +39,27 @@ class FilterInvalid(InvalidRequest):
     """A query parameter of a list is unknown, or its value is not one the list accepts."""
 
     code = "INVALID_FILTER"
+
+
+class InstantField(IsoDateTimeField):
+    """An ISO 8601 date or time that exists in UTC, where the database compares it.
+
+    ``9999-12-31T23:59:59-10:00`` parses, but its UTC instant is past year 9999: converting it
+    raised ``OverflowError`` (a 500). Converting here makes it an invalid value like any other.
+    """
+
+    def to_python(self, value: Any) -> datetime | None:
+        try:
+            parsed = super().to_python(value)
+            return parsed.astimezone(UTC) if parsed is not None else None
+        except OverflowError as exc:
+            raise ValidationError(self.error_messages["invalid"], code="invalid") from exc
+
+
+class InstantFilter(django_filters.IsoDateTimeFilter):
+    """``IsoDateTimeFilter`` over ``InstantField``: every accepted value is a UTC instant."""
+
+    field_class = InstantField
 
 
 def _params_check(params: QueryDict, known: Collection[str]) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import django_filters
 
+from kernel.filters import InstantFilter
 from processes.models import ProcessRun, RunState
 
 STATE = "state"
@@ -23,10 +24,10 @@ class RunFilter(django_filters.FilterSet):
     processId = django_filters.CharFilter(
         field_name="process_id", help_text="One process's runs, e.g. acme:raise-po."
     )
-    createdAfter = django_filters.IsoDateTimeFilter(
+    createdAfter = InstantFilter(
         field_name="created_at", lookup_expr="gte", help_text="ISO 8601; invoked at or after."
     )
-    createdBefore = django_filters.IsoDateTimeFilter(
+    createdBefore = InstantFilter(
         field_name="created_at", lookup_expr="lt", help_text="ISO 8601; invoked strictly before."
     )
 

@@ -11,7 +11,7 @@ import django_filters
 from django.http import QueryDict
 
 from guardrails.models import HeldDelete, HeldStatus
-from kernel.filters import filter_apply
+from kernel.filters import InstantFilter, filter_apply
 
 
 class HeldDeleteFilter(django_filters.FilterSet):
@@ -22,10 +22,10 @@ class HeldDeleteFilter(django_filters.FilterSet):
     processRunId = django_filters.CharFilter(
         field_name="process_run_id", help_text="Holds asked for by one run's steps."
     )
-    requestedAfter = django_filters.IsoDateTimeFilter(
+    requestedAfter = InstantFilter(
         field_name="requested_at", lookup_expr="gte", help_text="ISO 8601; at or after."
     )
-    requestedBefore = django_filters.IsoDateTimeFilter(
+    requestedBefore = InstantFilter(
         field_name="requested_at", lookup_expr="lt", help_text="ISO 8601; strictly before."
     )
 

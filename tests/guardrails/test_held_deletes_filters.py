@@ -105,6 +105,11 @@ def test_bad_values_are_refused_by_name_and_decide_nothing(admin_api, holds):
         "requestedBefore: Enter a valid date/time.",
     )
     _refused(
+        admin_api.get(BASE, {"requestedAfter": "9999-12-31T23:59:59-10:00"}),  # past 9999 in UTC
+        "requestedAfter",
+        "requestedAfter: Enter a valid date/time.",
+    )
+    _refused(
         admin_api.get(BASE, {"state": "pending"}),
         "state",
         "state is not a filter of this list "

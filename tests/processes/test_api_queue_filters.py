@@ -129,6 +129,16 @@ def test_a_date_that_is_not_iso_8601_is_refused_by_name(alice_api):
     )
 
 
+def test_a_time_with_no_utc_instant_is_refused_by_name_not_a_500(alice_api):
+    # Parses as ISO 8601, but in UTC it would be past year 9999 (or before year 1).
+    for name, value in (
+        ("createdAfter", "9999-12-31T23:59:59-10:00"),
+        ("createdBefore", "0001-01-01T00:00:00+10:00"),
+    ):
+        _refused(alice_api.get(QUEUE, {name: value}), name, f"{name}: Enter a valid date/time.")
+    assert alice_api.get(QUEUE, {"createdAfter": "0001-01-01"}).status_code == 200
+
+
 def test_an_unknown_parameter_is_refused_rather_than_ignored(alice_api):
     _refused(
         alice_api.get(QUEUE, {"stat": "failed"}),
