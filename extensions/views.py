@@ -23,26 +23,27 @@ from extensions.serializers import (
     RemovedOut,
 )
 from extensions.store import extensions_list
-from kernel.models import AccessToken
 from kernel.openapi import error_responses
+from kernel.permissions import ScopedAccess
+from kernel.scopes import DATA_READ, EXTENSIONS_DEPLOY
 
-DEPLOY_SCOPE = "extensions:deploy"
 # Every verb here needs a deployer; a body the sandbox or a validator refuses is a 400 or 422.
 DEPLOY_ERRORS = error_responses(400, 401, 403, 422)
 
 
 class ExtensionDeployer(permissions.BasePermission):
-    """An administrator's session, or a token carrying extensions:deploy owned by one."""
+    """An administrator: their session, or their token (whose extensions:deploy scope
+    ``ScopedAccess`` has checked first)."""
 
     def has_permission(self, request: Request, view: Any) -> bool:
-        user = request.user
-        token = request.auth
-        if isinstance(token, AccessToken) and not token.has_scope(DEPLOY_SCOPE):
-            raise DeployForbidden(f"this access token lacks the {DEPLOY_SCOPE} scope; deploying extensions "
-                                  "needs an administrator's token that carries it")
-        if not user.is_staff:
+        if not request.user.is_staff:
             raise DeployForbidden()
         return True
+
+
+# Everything under /v1/extensions is the deploy surface. The list is also a read: `ext plan` reads
+# it with the same deploy token it then applies with, and a data:read token may read it too.
+DEPLOYER = [ScopedAccess, ExtensionDeployer]
 
 
 def _first_error(errors: Any, path: str = "") -> tuple[str, str]:
@@ -66,7 +67,8 @@ def _bundle_in(request: Request) -> tuple[str, dict[str, str]]:
 class ExtensionListView(APIView):
     """Deploy one extension (POST), or list what is stored (GET)."""
 
-    permission_classes = [permissions.IsAuthenticated, ExtensionDeployer]
+    permission_classes = DEPLOYER
+    required_scopes = {"get": (DATA_READ, EXTENSIONS_DEPLOY), "post": EXTENSIONS_DEPLOY}
 
     @extend_schema(responses={200: ExtensionListOut, **error_responses(401, 403)})
     def get(self, request: Request) -> Response:
@@ -83,7 +85,8 @@ class ExtensionListView(APIView):
 class ExtensionDetailView(APIView):
     """Remove one extension: it stops being served; its versions stay in the store."""
 
-    permission_classes = [permissions.IsAuthenticated, ExtensionDeployer]
+    permission_classes = DEPLOYER
+    required_scopes = {"delete": EXTENSIONS_DEPLOY}
 
     @extend_schema(request=None, responses={200: RemovedOut, **error_responses(401, 403, 404, 409)})
     def delete(self, request: Request, module_id: str) -> Response:
@@ -94,7 +97,8 @@ class ExtensionDetailView(APIView):
 class ExtensionLintView(APIView):
     """The id-literal check (and the fold, transpile and evaluation it needs), storing nothing."""
 
-    permission_classes = [permissions.IsAuthenticated, ExtensionDeployer]
+    permission_classes = DEPLOYER
+    required_scopes = {"post": EXTENSIONS_DEPLOY}
 
     @extend_schema(request=BundleIn, responses={200: LintOut, **DEPLOY_ERRORS})
     def post(self, request: Request) -> Response:
@@ -114,7 +118,8 @@ class ExtensionBundlePlanView(APIView):
     it is (``modules[1].id``, ``schedules[0].scheduleExpr``). Nothing is written.
     """
 
-    permission_classes = [permissions.IsAuthenticated, ExtensionDeployer]
+    permission_classes = DEPLOYER
+    required_scopes = {"post": EXTENSIONS_DEPLOY}
 
     @extend_schema(request=BundleRequestIn, responses={200: BundlePlanOut, **DEPLOY_ERRORS,
                                                        **error_responses(404)})
@@ -129,7 +134,8 @@ class ExtensionBundleApplyView(APIView):
     removed: [{id, kind, status}], undeclared: [...], schedules: [{name, change, …}]}``.
     """
 
-    permission_classes = [permissions.IsAuthenticated, ExtensionDeployer]
+    permission_classes = DEPLOYER
+    required_scopes = {"post": EXTENSIONS_DEPLOY}
 
     @extend_schema(request=BundleRequestIn, responses={200: BundleAppliedOut, **DEPLOY_ERRORS,
                                                        **error_responses(404)})

@@ -10,7 +10,7 @@ from guardrails.serializers import SETTINGS_PATCH, SettingsOut
 from guardrails.settings import settings_list, settings_patch
 from kernel.errors import Forbidden
 from kernel.openapi import error_responses
-from kernel.scopes import request_scopes, scope_check
+from kernel.scopes import DATA_READ, EXTENSIONS_DEPLOY
 
 
 class SettingsForbidden(Forbidden):
@@ -27,18 +27,17 @@ def _admin_check(request: Request) -> None:
 class SettingsView(APIView):
     """``GET`` lists every setting; ``PATCH {key: value | null}`` changes some (null: the default)."""
 
+    # A read; an administrator's deploy token, which may change settings, may read them too.
+    # Changing one is an administrator's operation, like a deploy.
+    required_scopes = {"get": (DATA_READ, EXTENSIONS_DEPLOY), "patch": EXTENSIONS_DEPLOY}
+
     @extend_schema(responses={200: SettingsOut, **error_responses(401, 403)})
     def get(self, request: Request) -> Response:
-        # A read; an administrator's deploy token, which may change settings, may read them too.
-        scopes = request_scopes(request)
-        if scopes is not None and "extensions:deploy" not in scopes:
-            scope_check(request, "data:read")
         _admin_check(request)
         return Response({"settings": settings_list()})
 
     @extend_schema(request={"application/json": SETTINGS_PATCH},
                    responses={200: SettingsOut, **error_responses(400, 401, 403)})
     def patch(self, request: Request) -> Response:
-        scope_check(request, "extensions:deploy")  # an administrator's operation, like a deploy
         _admin_check(request)
         return Response({"settings": settings_patch(request.data, by=request.user)})

@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.core import checks
 
 
 class KernelConfig(AppConfig):
@@ -7,3 +8,7 @@ class KernelConfig(AppConfig):
 
     def ready(self) -> None:
         import kernel.openapi  # noqa: F401  (registers the security schemes with drf-spectacular)
+        from kernel.scopes import scope_declarations_check
+
+        # Every API view declares a scope per handler, or `manage.py check`/`migrate` refuse.
+        checks.register(scope_declarations_check, checks.Tags.security)

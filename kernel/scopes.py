@@ -1,23 +1,57 @@
-"""Token scopes: what a personal access token may do.
+"""Token scopes: what a personal access token may do, declared by every API view per method.
 
 A session is the person themself and carries every scope; a token carries only the scopes it was
-issued with (``kernel.models.SCOPES``). A view that needs a scope lists it in
-``required_scopes`` and adds ``TokenHasScope`` to its permissions, or calls ``scope_check``.
+issued with (``kernel.models.SCOPES``): ``data:read`` for every read, ``data:write`` for every
+record write, ``extensions:deploy`` for deploying extensions and for what seed 000 gives it (driving
+processes, deciding held deletes). A token outside its scopes is refused 403
+``{"error": "insufficient_scope", "scope": <the one needed>, "message": …}``.
+
+How it cannot be forgotten: ``kernel.permissions.ScopedAccess`` is DRF's default permission
+class, and it needs the view to say which scope each of its handlers needs::
+
+    class RecordDataView(APIView):
+        required_scopes = {"post": DATA_WRITE, "patch": DATA_WRITE, "delete": DATA_WRITE}
+
+(a tuple, ``{"get": (DATA_READ, EXTENSIONS_DEPLOY)}``, accepts any one of its scopes).
+
+A handler without a declaration is refused for everyone (403 ``scope_undeclared``), and the
+system check ``kernel.E001`` (``scope_declarations_check``, run by ``manage.py check``, ``migrate``
+and the test that walks the URL resolver) names every such view before it ships. A view that is
+deliberately open to anyone (health, sign-in) replaces the permission classes and says why in
+``scope_exempt``. Rejected: a scope check at the top of each handler — that is exactly the check
+the issue found missing on 27 route × token cells.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
-from rest_framework import permissions
+from django.core import checks
+from django.urls import URLPattern, URLResolver, get_resolver
+from rest_framework.views import APIView
 
 from kernel.errors import Forbidden
-from kernel.models import AccessToken
+from kernel.models import SCOPES, AccessToken
+from kernel.permissions import DECLARED_METHODS, ScopedAccess
+
+DATA_READ = "data:read"
+DATA_WRITE = "data:write"
+EXTENSIONS_DEPLOY = "extensions:deploy"
+
+API_PREFIX = "v1/"
 
 
 class ScopeMissing(Forbidden):
     """The access token does not carry the scope this needs."""
 
-    error = "scope_required"
+    error = "insufficient_scope"
+
+
+class ScopeUndeclared(Forbidden):
+    """This route does not declare the scope it needs, so nobody may use it."""
+
+    error = "scope_undeclared"
 
 
 def request_scopes(request: Any) -> frozenset[str] | None:
@@ -28,17 +62,84 @@ def request_scopes(request: Any) -> frozenset[str] | None:
     return None
 
 
-def scope_check(request: Any, scope: str) -> None:
-    """Refuse (403 ``scope_required``) a token request whose token lacks ``scope``."""
+# What a view declares for one handler: a scope, or a tuple of scopes any one of which will do.
+ScopeRule = str | tuple[str, ...]
+
+
+def scope_alternatives(rule: ScopeRule) -> tuple[str, ...]:
+    return (rule,) if isinstance(rule, str) else tuple(rule)
+
+
+def scope_check(request: Any, rule: ScopeRule) -> None:
+    """Refuse (403 ``insufficient_scope``) a token request whose token lacks the scope ``rule`` needs.
+
+    A tuple is "any one of these"; the refusal names the first as ``scope`` (the one to ask for).
+    """
     scopes = request_scopes(request)
-    if scopes is not None and scope not in scopes:
-        raise ScopeMissing(f"this access token lacks the {scope} scope", scope=scope)
+    alternatives = scope_alternatives(rule)
+    if scopes is not None and not scopes.intersection(alternatives):
+        raise ScopeMissing(
+            f"this access token lacks the {' or '.join(alternatives)} scope", scope=alternatives[0]
+        )
 
 
-class TokenHasScope(permissions.BasePermission):
-    """Every scope in the view's ``required_scopes`` must be on the token (sessions pass)."""
+def _api_views(patterns: list, prefix: str = "") -> Iterator[tuple[str, type[APIView], dict]]:
+    for entry in patterns:
+        if isinstance(entry, URLResolver):
+            yield from _api_views(entry.url_patterns, prefix + str(entry.pattern))
+        elif isinstance(entry, URLPattern):
+            cls = getattr(entry.callback, "cls", None)
+            if isinstance(cls, type) and issubclass(cls, APIView):
+                yield prefix + str(entry.pattern), cls, getattr(entry.callback, "initkwargs", {})
 
-    def has_permission(self, request, view) -> bool:
-        for scope in getattr(view, "required_scopes", ()):
-            scope_check(request, scope)
-        return True
+
+def api_routes(urlconf: str | None = None) -> list[tuple[str, type[APIView], dict]]:
+    """Every DRF view under ``/v1``: ``(route pattern, view class, as_view() kwargs)``."""
+    return [
+        r for r in _api_views(get_resolver(urlconf).url_patterns) if r[0].startswith(API_PREFIX)
+    ]
+
+
+def view_scope_problems(cls: type[APIView]) -> list[str]:
+    """What is wrong with ``cls``'s scope declaration (empty: nothing)."""
+    if getattr(cls, "scope_exempt", ""):
+        return []
+    if not any(isinstance(p, type) and issubclass(p, ScopedAccess) for p in cls.permission_classes):
+        return [
+            f"{cls.__name__}: permission_classes leave out ScopedAccess and it sets no scope_exempt"
+        ]
+    declared = getattr(cls, "required_scopes", {})
+    problems = [
+        f"{cls.__name__}.{m}() declares no scope in required_scopes"
+        for m in DECLARED_METHODS
+        if hasattr(cls, m) and m not in declared
+    ]
+    problems += [
+        f"{cls.__name__}.required_scopes[{m!r}]: no such handler"
+        for m in declared
+        if m not in DECLARED_METHODS or not hasattr(cls, m)
+    ]
+    problems += [
+        f"{cls.__name__}.required_scopes[{m!r}]: unknown scope {s!r}"
+        for m, rule in declared.items()
+        for s in scope_alternatives(rule)
+        if s not in SCOPES
+    ]
+    return problems
+
+
+def scope_declarations_check(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """System check ``kernel.E001``: every API view declares a scope for every handler."""
+    seen: set[type] = set()
+    errors = []
+    for route, cls, _ in api_routes():
+        if cls in seen:
+            continue
+        seen.add(cls)
+        errors += [
+            checks.Error(
+                problem, hint=f"route /{route}; see kernel.scopes", obj=cls, id="kernel.E001"
+            )
+            for problem in view_scope_problems(cls)
+        ]
+    return errors

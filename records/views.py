@@ -9,6 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from kernel.openapi import error_responses
+from kernel.scopes import DATA_WRITE
 from kernel.text import text_problem
 from records.boundary import record_create, record_delete, record_settle, record_update
 from records.errors import PayloadInvalid
@@ -74,6 +75,8 @@ def _answer(result) -> Response:
 class RecordDataView(APIView):
     """Create (POST), change (PATCH) or delete (DELETE) one record of ``record_type``."""
 
+    required_scopes = {"post": DATA_WRITE, "patch": DATA_WRITE, "delete": DATA_WRITE}
+
     @extend_schema(request=RecordCreateIn, parameters=[IDEMPOTENCY_HEADER], responses={
         201: _written("Created (outcome created)."),
         200: _written("This idempotency key already wrote this record (outcome duplicate)."),
@@ -116,6 +119,8 @@ class RecordDataView(APIView):
 
 class RecordSettleView(APIView):
     """Link a record whose upstream create landed but whose link back failed."""
+
+    required_scopes = {"post": DATA_WRITE}
 
     @extend_schema(request=RecordSettleIn, responses={200: _written("Linked (outcome settled)."),
                                                       **WRITE_ERRORS})

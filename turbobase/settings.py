@@ -92,7 +92,7 @@ REST_FRAMEWORK = {
         "kernel.auth.BearerTokenAuthentication",
         "kernel.auth.CsrfSessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PERMISSION_CLASSES": ["kernel.permissions.ScopedAccess"],  # views declare scopes
     "DEFAULT_PARSER_CLASSES": [  # DRF's, bounded in depth and refusing NUL / lone surrogates
         "kernel.parsers.JSONParser", "kernel.parsers.FormParser", "kernel.parsers.MultiPartParser",
     ],

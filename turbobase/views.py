@@ -32,6 +32,7 @@ class SessionView(APIView):
     """``POST`` signs in and answers the CSRF token; ``DELETE`` signs out; ``GET`` says who you are."""
 
     permission_classes = [AllowAny]
+    scope_exempt = "signing in and out is what makes a session; GET answers any token its owner"
     authentication_classes = []  # signing in must not need a CSRF token yet
 
     @extend_schema(request=SignInIn, responses={200: SignedInOut, **error_responses(400, 401)})
@@ -77,6 +78,7 @@ class HealthView(APIView):
     """Liveness: answers without credentials, and touches the database so a dead one shows."""
 
     permission_classes = [AllowAny]
+    scope_exempt = "liveness answers without credentials"
     authentication_classes = []
 
     @extend_schema(responses={200: HealthOut})

@@ -1,9 +1,10 @@
 """``/v1/processes``: invoke, watch, steer. Thin views over the processes services.
 
-Who may act: a signed-in session, or a bearer token carrying ``extensions:deploy`` whose owner is
-an administrator (``invoke_access_check``). That bar guards every verb that makes a run do
-something (invoke, cancel, roll back, resume): a token acts as its owner, and a run's writes are
-made as a person. Reads are open to any signed-in caller and scoped by ``runs_visible``.
+Who may act: a signed-in session, or a bearer token carrying ``extensions:deploy`` (its
+``required_scopes``) whose owner is an administrator (``invoke_access_check``). That bar guards
+every verb that makes a run do something (invoke, cancel, roll back, resume): a token acts as its
+owner, and a run's writes are made as a person. Reads need ``data:read`` on a token and are scoped
+by ``runs_visible``.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from guardrails.settings import setting_get
 from kernel.filters import filter_parameters
 from kernel.models import AccessToken
 from kernel.openapi import error_responses
+from kernel.scopes import DATA_READ, EXTENSIONS_DEPLOY
 from processes import serializers as out
 from processes.api.filters import RunFilter
 from processes.api.reads import processes_list, queue_read, run_ledger
@@ -54,11 +56,14 @@ SYNC_POLL_MAX_SECONDS = 0.5
 
 
 def invoke_access_check(request: Request) -> None:
-    """A token drives processes only with ``extensions:deploy`` and an administrator owner (403)."""
+    """A token drives processes only when its owner is an administrator (403 ``admin_required``).
+
+    Its ``extensions:deploy`` scope is checked before this, with every view's declared scopes.
+    """
     token = request.auth
     if not isinstance(token, AccessToken):
         return  # a session: the person themself
-    if "extensions:deploy" not in token.scopes or not request.user.is_staff:
+    if not request.user.is_staff:
         raise InvokeForbidden(
             "a personal access token may drive processes only when it carries extensions:deploy "
             "and its owner is an administrator")
@@ -90,6 +95,8 @@ def run_settle_wait(run: ProcessRun, *, budget_ms: int) -> ProcessRun | None:
 class ProcessListView(APIView):
     """Every deployed process: its trigger, whether it is on, and your last five runs."""
 
+    required_scopes = {"get": DATA_READ}
+
     @extend_schema(responses={200: out.ProcessListOut, **error_responses(401)})
     def get(self, request: Request) -> Response:
         body = []
@@ -105,6 +112,8 @@ class ProcessListView(APIView):
 
 class ProcessInvokeView(APIView):
     """``POST /v1/processes/:id``: the body is the input. 202 queued; ``?mode=sync`` waits."""
+
+    required_scopes = {"post": EXTENSIONS_DEPLOY}
 
     @extend_schema(request={"application/json": out.INVOKE_INPUT}, parameters=[INVOKE_MODE],
                    responses=INVOKE_RESPONSES)
@@ -125,6 +134,8 @@ class ProcessInvokeView(APIView):
 class ProcessCancelView(APIView):
     """``POST /v1/processes/:id/cancel``: every queued run of the process you may see → ``{cancelled}``."""
 
+    required_scopes = {"post": EXTENSIONS_DEPLOY}
+
     @extend_schema(request=None, responses={200: out.CancelledOut, **error_responses(401, 403)})
     def post(self, request: Request, process_id: str) -> Response:
         invoke_access_check(request)
@@ -134,6 +145,8 @@ class ProcessCancelView(APIView):
 class RunDetailView(APIView):
     """``GET /v1/processes/runs/:runId``: the run and its ledger, in sequence."""
 
+    required_scopes = {"get": DATA_READ}
+
     @extend_schema(responses={200: out.RunDetailOut, **error_responses(401, 404)})
     def get(self, request: Request, run_id: str) -> Response:
         run = run_get(user=request.user, run_id=run_id)
@@ -141,6 +154,8 @@ class RunDetailView(APIView):
 
 
 class RunCancelView(APIView):
+    required_scopes = {"post": EXTENSIONS_DEPLOY}
+
     @extend_schema(request=None, responses={200: out.SteeringOut, **STEERING_ERRORS})
     def post(self, request: Request, run_id: str) -> Response:
         invoke_access_check(request)
@@ -149,6 +164,8 @@ class RunCancelView(APIView):
 
 class RunRollbackView(APIView):
     """202 queued; 200 ``queued: false`` when already rolled back; 409 while queued or running."""
+
+    required_scopes = {"post": EXTENSIONS_DEPLOY}
 
     @extend_schema(request=None, responses={
         202: OpenApiResponse(out.SteeringOut, description="The rollback is queued (queued: true)."),
@@ -163,6 +180,8 @@ class RunRollbackView(APIView):
 class RunResumeView(APIView):
     """202 queued; 409 ``process_run_not_resumable`` naming the state, or ``process_is_a_migration``."""
 
+    required_scopes = {"post": EXTENSIONS_DEPLOY}
+
     @extend_schema(request=None, responses={
         202: OpenApiResponse(out.SteeringOut, description="The continuation is queued."),
         **STEERING_ERRORS})
@@ -174,6 +193,8 @@ class RunResumeView(APIView):
 
 class QueueView(APIView):
     """``GET /v1/processes/queue[?mode=async]``: the newest runs and all six state counts."""
+
+    required_scopes = {"get": DATA_READ}
 
     @extend_schema(parameters=[OpenApiParameter("mode", str, enum=RunMode.values,
                                                 description="One lane only."),

@@ -8,6 +8,7 @@ from rest_framework.views import APIView
 
 from kernel.filters import filter_parameters
 from kernel.openapi import error_responses
+from kernel.scopes import DATA_READ, EXTENSIONS_DEPLOY
 from records.errors import AdminRequired
 from records.held_deletes.filters import HeldDeleteFilter, held_deletes_list
 from records.held_deletes.serializers import (
@@ -28,6 +29,8 @@ def _admin_check(request: Request) -> None:
 class HeldDeleteListView(APIView):
     """Held deletes, pending first (oldest first), then decided ones (newest first)."""
 
+    required_scopes = {"get": DATA_READ}
+
     @extend_schema(parameters=filter_parameters(HeldDeleteFilter),
                    responses={200: HeldDeleteListOut, **error_responses(400, 401, 403)})
     def get(self, request: Request) -> Response:
@@ -38,6 +41,9 @@ class HeldDeleteListView(APIView):
 
 class HeldDeleteDecideView(APIView):
     """Approve (the delete is sent) or reject (the record comes back) one held delete."""
+
+    # Seed 000 gives an administrator's token extensions:deploy to act on the instance.
+    required_scopes = {"post": EXTENSIONS_DEPLOY}
 
     approve: bool = True
 

@@ -7,6 +7,7 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from kernel.openapi import error_responses
+from kernel.scopes import DATA_READ
 from records.rest.errors import RestReadOnly
 from records.rest.execute import rest_read_encoded
 from records.rest.parser import query_parse_parts
@@ -28,6 +29,8 @@ DESCRIPTION = ("Rows of a record type (or process_run, process_run_step) in Post
 
 class RestReadView(APIView):
     """Read rows of a record type (or a registered resource) with PostgREST syntax, under RLS."""
+
+    required_scopes = {"get": DATA_READ}
 
     @extend_schema(
         description=DESCRIPTION, parameters=QUERY_PARAMETERS,

@@ -70,19 +70,21 @@ def test_real_session_login_with_csrf_deploys(admin_user):
     assert res.status_code == 201, res.content
 
 
-@pytest.mark.parametrize("who", ["non-admin session", "non-admin token", "admin token without scope"])
-def test_anyone_else_is_refused_admin_required_and_nothing_stored(alice, alice_api, admin_user, who):
+@pytest.mark.parametrize("who, error", [("non-admin session", "admin_required"),
+                                        ("non-admin token", "admin_required"),
+                                        ("admin token without scope", "insufficient_scope")])
+def test_anyone_else_is_refused_and_nothing_stored(alice, alice_api, admin_user, who, error):
     if who == "non-admin session":
         client = alice_api
     elif who == "non-admin token":
         client = bearer(token_issue(user=alice, scopes=["extensions:deploy"])[1])
     else:
-        client = bearer(token_issue(user=admin_user, scopes=["data:read"])[1])
+        client = bearer(token_issue(user=admin_user, scopes=["data:write"])[1])
     for res in (client.post("/v1/extensions", bundle(), format="json"), client.get("/v1/extensions"),
                 client.post("/v1/extensions/lint", bundle(), format="json"),
                 client.delete("/v1/extensions/acme:raise-po-and-bill")):
         assert res.status_code == 403, res.content
-        assert res.json()["error"] == "admin_required"
+        assert res.json()["error"] == error
     assert counts() == (0, 0)
 
 

@@ -86,12 +86,12 @@ def test_sign_in_without_password_is_400(alice):
 
 def test_session_get_says_who_and_sign_out_ends_it(alice):
     client = csrf_client()
-    sign_in(client, "alice", "pw-alice")
+    token = sign_in(client, "alice", "pw-alice").json()["csrfToken"]
     me = client.get("/v1/auth/session")
     assert me.status_code == 200
     assert {k: v for k, v in me.json().items() if k != "csrfToken"} == {
         "username": "alice", "isAdmin": False, "via": "session"}
-    assert client.delete("/v1/auth/session").status_code == 204
+    assert client.delete("/v1/auth/session", HTTP_X_CSRFTOKEN=token).status_code == 204
     after = client.get("/v1/auth/session")
     assert after.status_code == 401
     assert after.json()["error"] == "not_authenticated"
@@ -175,5 +175,5 @@ def test_scope_check_limits_tokens_not_sessions(db):
     with pytest.raises(ScopeMissing) as refused:
         scope_check(SimpleNamespace(auth=token), "extensions:deploy")
     assert refused.value.http_status == 403
-    assert refused.value.body() == {"error": "scope_required", "scope": "extensions:deploy",
+    assert refused.value.body() == {"error": "insufficient_scope", "scope": "extensions:deploy",
                                     "message": "this access token lacks the extensions:deploy scope"}

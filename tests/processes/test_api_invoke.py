@@ -146,16 +146,16 @@ def test_an_admin_token_with_extensions_deploy_invokes_and_the_run_is_its_owners
     assert ProcessRun.objects.get().invoked_by == admin_user
 
 
-@pytest.mark.parametrize("owner_is_admin, scopes", [
-    (False, ["extensions:deploy"]),
-    (True, ["data:read", "data:write"]),
-    (False, ["data:write"]),
+@pytest.mark.parametrize("owner_is_admin, scopes, error", [
+    (False, ["extensions:deploy"], "admin_required"),
+    (True, ["data:read", "data:write"], "insufficient_scope"),
+    (False, ["data:write"], "insufficient_scope"),
 ])
-def test_any_other_token_is_403_admin_required(owner_is_admin, scopes, two_notes):
+def test_any_other_token_is_403(owner_is_admin, scopes, error, two_notes):
     owner = make_user("tokenowner", admin=owner_is_admin)
     res = token_client(owner, scopes).post(URL, {"memo": "x"}, format="json")
     assert res.status_code == 403
-    assert res.json()["error"] == "admin_required"
+    assert res.json()["error"] == error
     assert_no_run()
 
 

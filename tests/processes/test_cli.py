@@ -17,7 +17,8 @@ def instance(live_server, monkeypatch):
     """A live instance with acme:two-notes deployed and an administrator's token in the environment."""
     owner = make_user("ops", admin=True)
     process_deploy(TWO_NOTES, by=owner, name="two-notes.ts")
-    _, raw = token_issue(user=owner, scopes=["extensions:deploy"])
+    # extensions:deploy drives runs; data:read reads them (list, runs, run, logs).
+    _, raw = token_issue(user=owner, scopes=["extensions:deploy", "data:read"])
     monkeypatch.setenv("TURBOBASE_URL", live_server.url)
     monkeypatch.setenv("TURBOBASE_TOKEN", raw)
     return owner

@@ -72,7 +72,23 @@ def test_unreachable_instance_is_a_clear_error(db, monkeypatch, capsys):
     assert err == "turbobase: cannot reach Turbobase at http://127.0.0.1:9: is it running (make run)?\n"
 
 
-def test_data_settle_links_a_settle_conflict(instance, capsys):
+def writer_token(owner, monkeypatch) -> None:
+    """Settling is a record write: it needs data:write, which the deploy token lacks."""
+    monkeypatch.setenv("TURBOBASE_TOKEN", token_issue(user=owner, scopes=["data:write"])[1])
+
+
+def test_data_settle_with_the_deploy_token_is_insufficient_scope(instance, capsys):
+    record = record_create(actor=Actor(user=instance), record_type="customer",
+                           parent={"company_name": "Initech"}).record
+    code, out, err = cli(capsys, "data", "settle", "customer", str(record.pk))
+    assert (code, out) == (1, "")
+    assert err.startswith(
+        "turbobase: POST /v1/data/customer/settle answered 403 insufficient_scope")
+    assert "data:write" in err
+
+
+def test_data_settle_links_a_settle_conflict(instance, monkeypatch, capsys):
+    writer_token(instance, monkeypatch)
     record = record_create(actor=Actor(user=instance), record_type="customer",
                            parent={"company_name": "Initech"}).record
     # Fake the upstream state the outbound worker leaves: created upstream, link back failed.
@@ -89,7 +105,8 @@ def test_data_settle_links_a_settle_conflict(instance, capsys):
     assert RecordWriteState.reads.get(record=record).status == "settled"
 
 
-def test_data_settle_of_a_row_not_in_conflict_is_409(instance, capsys):
+def test_data_settle_of_a_row_not_in_conflict_is_409(instance, monkeypatch, capsys):
+    writer_token(instance, monkeypatch)
     record = record_create(actor=Actor(user=instance), record_type="customer",
                            parent={"company_name": "Initech"}).record
     code, out, err = cli(capsys, "data", "settle", "customer", str(record.pk))
