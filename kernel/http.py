@@ -7,17 +7,42 @@ transaction is marked for rollback either way.
 
 from __future__ import annotations
 
+import math
+
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
+from django.utils import timezone
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
 from kernel.errors import TurbobaseError
 
+# A 429 that cannot say when to come back still tells the client to back off, rather than nothing.
+RETRY_AFTER_DEFAULT_S = 60
+
+
+def retry_after_seconds(exc: Exception) -> int:
+    """Seconds until ``exc`` may be retried: its ``retry_at``, DRF's ``wait``, or the default."""
+    retry_at = getattr(exc, "retry_at", None)
+    if retry_at is not None:
+        return max(1, math.ceil((retry_at - timezone.now()).total_seconds()))
+    wait = getattr(exc, "wait", None)
+    if wait is not None:
+        return max(1, math.ceil(wait))
+    return RETRY_AFTER_DEFAULT_S
+
 
 def exception_handler(exc: Exception, context: dict) -> Response | None:
-    """DRF exception handler: domain errors and DRF's own, in the seed's body shapes."""
+    """DRF exception handler: every error rendered once, and every 429 says when to retry."""
+    response = _error_response(exc, context)
+    if response is not None and response.status_code == 429 and "Retry-After" not in response:
+        response["Retry-After"] = str(retry_after_seconds(exc))
+    return response
+
+
+def _error_response(exc: Exception, context: dict) -> Response | None:
+    """Domain errors and DRF's own, in the seed's body shapes."""
     if isinstance(exc, TurbobaseError):
         set_rollback()
         return Response(exc.body(), status=exc.http_status)

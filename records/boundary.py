@@ -304,7 +304,8 @@ def _charge_delete(rt: RecordType, record: Record, *, rollback: bool, on_cap: st
                f"the window frees at {admission.retry_at.isoformat()}")
     if rollback or on_cap == "wait":
         raise DeleteWindowWait(message, cap=admission.cap, retry_at=admission.retry_at)
-    raise DeleteCapExceeded(f"delete refused, the record stays: {message}", field=admission.cap)
+    raise DeleteCapExceeded(f"delete refused, the record stays: {message}", field=admission.cap,
+                            retry_at=admission.retry_at)
 
 
 def _hold(actor: Actor, rt: RecordType, record: Record, prior: str) -> WriteResult:

@@ -1,6 +1,8 @@
 """Domain exceptions of the records room."""
 from __future__ import annotations
 
+from datetime import datetime
+
 from kernel.errors import Conflict, Forbidden, InvalidRequest, NotFound, Refusal
 from records.codes import RefusalCode
 
@@ -77,6 +79,10 @@ class DeleteCapExceeded(Refusal):
 
     http_status = 429
     code = RefusalCode.DELETE_CAP_EXCEEDED
+
+    def __init__(self, message: str, *, field: str, retry_at: datetime | None = None) -> None:
+        super().__init__(message, field=field)
+        self.retry_at = retry_at  # when the window frees: the answer's Retry-After
 
 
 class HookRejection(Refusal):
