@@ -1,0 +1,63 @@
+"""django-q2's screens (Scheduled tasks, Successful and Failed tasks, Queued tasks), read-only.
+
+django-q2 registers admin screens where an administrator can type any dotted path into a
+Schedule's ``func`` — ``os.system`` included — and a worker runs it, or resubmit a stored task.
+That is arbitrary host code for anyone with an admin login, so the screens are re-registered here
+as view-only: no add, no change, no delete, no actions. Schedules are made by code (the system
+schedules ``qcluster`` puts back, and ``ext deploy``'s process schedules), never typed in.
+
+``django_q.admin`` is imported first so its registrations exist to replace, whichever app's admin
+module autodiscovery reaches first.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import django_q.admin as q_admin
+from django.contrib import admin
+from django.http import HttpRequest
+from django_q.models import Failure, OrmQ, Schedule, Success
+
+
+class ReadOnly:
+    """View-only: every field read-only, nothing added, changed, deleted or re-run."""
+
+    actions = None
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class ScheduleAdmin(ReadOnly, q_admin.ScheduleAdmin):
+    pass
+
+
+class SuccessAdmin(ReadOnly, q_admin.TaskAdmin):
+    pass
+
+
+class FailureAdmin(ReadOnly, q_admin.FailAdmin):
+    pass
+
+
+class QueuedAdmin(ReadOnly, q_admin.QueueAdmin):
+    pass
+
+
+# Only what django-q2 registered is replaced (it shows Queued tasks on the ORM broker only).
+for model, model_admin in (
+    (Schedule, ScheduleAdmin),
+    (Success, SuccessAdmin),
+    (Failure, FailureAdmin),
+    (OrmQ, QueuedAdmin),
+):
+    if admin.site.is_registered(model):
+        admin.site.unregister(model)
+        admin.site.register(model, model_admin)
