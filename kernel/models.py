@@ -64,4 +64,23 @@ def token_revoke(*, token: AccessToken) -> AccessToken:
     return token
 
 
+class SignInFailure(models.Model):
+    """Failed sign-ins for one username in the current window (``kernel.sign_in``).
+
+    One row per username (unique), counted with ``F()`` updates, so every web process counts into
+    the same row and agrees on the lockout; nothing lives in a per-process cache.
+    """
+
+    username = models.CharField(max_length=150, unique=True)
+    failures = models.PositiveIntegerField(default=0)
+    first_failed_at = models.DateTimeField(db_index=True)
+    locked_until = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "sign_in_failure"
+
+    def __str__(self) -> str:
+        return f"{self.username}: {self.failures} failed sign-in(s)"
+
+
 from kernel.audit import AuditEvent  # noqa: E402,F401  (the audit trail's model, for Django to find)

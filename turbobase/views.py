@@ -17,7 +17,11 @@ from rest_framework.views import APIView
 from kernel.errors import InvalidRequest, TurbobaseError
 from kernel.models import AccessToken
 from kernel.openapi import error_responses
+from kernel.parsers import JSONParser
+from kernel.sign_in import sign_in_failure_record, sign_in_lock_check, sign_in_success_record
 from turbobase.serializers import HealthOut, SignedInOut, SignInIn, WhoAmIOut
+
+USERNAME_MAX_LENGTH = 150  # Django's own limit: a longer name cannot be anyone's
 
 
 class SignInFailed(TurbobaseError):
@@ -27,33 +31,48 @@ class SignInFailed(TurbobaseError):
     http_status = 401
 
 
+def credential_in(data: object, name: str) -> str:
+    """One credential from the JSON body (whose text ``kernel.parsers`` has already checked)."""
+    value = data.get(name) if isinstance(data, dict) else None
+    if not isinstance(value, str) or not value:
+        raise InvalidRequest(f"{name} is required", field=name)
+    if name == "username" and len(value) > USERNAME_MAX_LENGTH:
+        message = f"username is longer than {USERNAME_MAX_LENGTH} characters"
+        raise InvalidRequest(message, field=name)
+    return value
+
+
 @method_decorator(ensure_csrf_cookie, name="dispatch")
 class SessionView(APIView):
     """``POST`` signs in and answers the CSRF token; ``DELETE`` signs out; ``GET`` says who you are."""
 
     permission_classes = [AllowAny]
     scope_exempt = "signing in and out is what makes a session; GET answers any token its owner"
-    authentication_classes = []  # signing in must not need a CSRF token yet
+    # JSON only: a cross-site HTML form can post urlencoded or multipart bodies but never
+    # application/json (that needs a CORS preflight), so no other site can sign a browser in.
+    parser_classes = [JSONParser]
 
-    @extend_schema(request=SignInIn, responses={200: SignedInOut, **error_responses(400, 401)})
+    @extend_schema(request=SignInIn, responses={200: SignedInOut, **error_responses(400, 401, 429)})
     def post(self, request: Request) -> Response:
-        data = request.data if isinstance(request.data, dict) else {}
-        for name in ("username", "password"):
-            if not isinstance(data.get(name), str) or not data.get(name):
-                raise InvalidRequest(f"{name} is required", field=name)
-        user = authenticate(request._request, username=data["username"], password=data["password"])
+        username = credential_in(request.data, "username")
+        password = credential_in(request.data, "password")
+        sign_in_lock_check(username=username)  # before the password: a locked name learns nothing
+        user = authenticate(request._request, username=username, password=password)
         if user is None:
+            sign_in_failure_record(username=username)
             raise SignInFailed()
+        sign_in_success_record(username=username)
         login(request._request, user)
         return Response({"username": user.get_username(), "isAdmin": user.is_staff,
                          "csrfToken": get_token(request._request)})
 
     def get_authenticators(self):
-        # Signing in (POST) and out must not need credentials or a CSRF token; "who am I" (GET)
+        # Signing in (POST) cannot need a session or a CSRF token yet. Signing out (DELETE) is a
+        # session's unsafe request like any other, so its CSRF token is checked; "who am I" (GET)
         # answers for a session or a bearer token alike, so the CLI's whoami works with a token.
-        if getattr(self.request, "method", "GET") == "GET":  # no request: the schema generator
-            return [auth() for auth in api_settings.DEFAULT_AUTHENTICATION_CLASSES]
-        return []
+        if getattr(self.request, "method", "GET") == "POST":  # no request: the schema generator
+            return []
+        return [auth() for auth in api_settings.DEFAULT_AUTHENTICATION_CLASSES]
 
     @extend_schema(responses={200: WhoAmIOut, **error_responses(401)})
     def get(self, request: Request) -> Response:
