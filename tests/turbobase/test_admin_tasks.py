@@ -7,6 +7,7 @@ from django.contrib import admin
 from django.test import Client, RequestFactory
 from django_q.models import Failure, OrmQ, Schedule, Success, Task
 
+from kernel.models import SignInFailure
 from tests.conftest import make_user
 
 pytestmark = pytest.mark.django_db
@@ -87,3 +88,37 @@ def test_a_failed_task_cannot_be_resubmitted(operator):
     assert res.status_code in (200, 302)
     assert OrmQ.objects.count() == 0
     assert Failure.objects.filter(pk=failed.pk).exists()
+
+
+def admin_sign_in(client: Client, username: str, password: str):
+    return client.post("/admin/login/?next=/admin/", {"username": username, "password": password})
+
+
+def test_the_admin_sign_in_shares_the_api_lockout(admin_user, settings):
+    settings.TURBOBASE_SIGN_IN_MAX_FAILURES = 3
+    client = Client()
+    for _ in range(2):
+        assert (
+            admin_sign_in(client, "root", "wrong").status_code == 200
+        )  # the form again, with an error
+    # The third failure comes through the API: both doors count into one row.
+    api = Client().post(
+        "/v1/auth/session",
+        {"username": "root", "password": "wrong"},
+        content_type="application/json",
+    )
+    assert api.status_code == 401
+    locked = admin_sign_in(client, "root", "pw-root")
+    assert locked.status_code == 200
+    assert b"too many failed sign-ins for this username" in locked.content
+    assert "_auth_user_id" not in client.session
+    assert SignInFailure.objects.get(username="root").failures == 3
+
+
+def test_an_admin_sign_in_resets_the_count_and_a_missing_password_does_not(admin_user):
+    client = Client()
+    admin_sign_in(client, "root", "wrong")
+    client.post("/admin/login/?next=/admin/", {"username": "root"})
+    assert SignInFailure.objects.get(username="root").failures == 1
+    assert admin_sign_in(client, "root", "pw-root").status_code == 302
+    assert not SignInFailure.objects.exists()
