@@ -19,6 +19,8 @@ from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 
+from kernel.scopes import ScopeRule, scope_alternatives
+
 
 class BearerTokenScheme(OpenApiAuthenticationExtension):
     """``Authorization: Bearer <token>``: a personal access token from ``tb_token``."""
@@ -89,10 +91,12 @@ class OpenErrorBody(OpenApiSerializerExtension):
 ERROR_MEANINGS = {
     400: "The request is malformed; rejection.field names the part at fault.",
     401: "No session and no bearer token, or an invalid one.",
-    403: "Signed in, but not allowed to do this.",
+    403: "Signed in, but not allowed to do this (or a token without the scope it needs: "
+    "insufficient_scope, naming the scope).",
     404: "No such thing (or not one you may see).",
     409: "The state does not allow it now (the body names the state).",
     413: "The answer would be larger than the instance allows.",
+    415: "The body is not JSON.",
     422: "The write was refused (write_refused: the rejection says by whom and why).",
     429: "A rolling-window cap would be exceeded; try again later.",
 }
@@ -107,11 +111,38 @@ def error_responses(*statuses: int) -> dict[int, OpenApiResponse]:
 
 
 class AutoSchema(SpectacularAutoSchema):
-    """drf-spectacular's schema, plus a request body on DELETE where a view declares one.
+    """drf-spectacular's schema, plus what our views declare rather than decorate.
 
-    ``DELETE /v1/data/<recordType>`` names its record in the body (the contract); the stock
-    class documents bodies only for POST, PUT and PATCH.
+    - A handler's ``required_scopes`` (``kernel.scopes``) is said in its description, and its
+      401 and 403 answers are documented without every view listing them again.
+    - ``DELETE /v1/data/<recordType>`` names its record in the body (the contract); the stock
+      class documents bodies only for POST, PUT and PATCH.
     """
+
+    def scope_rule(self) -> ScopeRule | None:
+        declared = getattr(self.view, "required_scopes", None) or {}
+        return declared.get(self.method.lower())
+
+    def get_operation(self, *args: Any, **kwargs: Any) -> Any:
+        operation = super().get_operation(*args, **kwargs)
+        rule = self.scope_rule()
+        if operation is None or rule is None:
+            return operation
+        needed = " or ".join(f"`{scope}`" for scope in scope_alternatives(rule))
+        sentence = f"A personal access token needs the {needed} scope."
+        operation["description"] = f"{operation.get('description', '')}\n\n{sentence}".strip()
+        return operation
+
+    def _get_response_bodies(self, direction: Any = "response") -> Any:
+        # Not get_response_serializers: @extend_schema replaces that method, not this one.
+        responses = super()._get_response_bodies(direction)
+        if self.scope_rule() is not None:
+            for status, answer in error_responses(401, 403).items():
+                if str(status) not in responses:
+                    responses[str(status)] = self._get_response_for_code(
+                        answer, str(status), direction=direction
+                    )
+        return responses
 
     def _get_request_body(self, direction: str = "request") -> Any:
         if self.method != "DELETE" or self.get_request_serializer() is None:

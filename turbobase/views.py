@@ -52,7 +52,9 @@ class SessionView(APIView):
     # application/json (that needs a CORS preflight), so no other site can sign a browser in.
     parser_classes = [JSONParser]
 
-    @extend_schema(request=SignInIn, responses={200: SignedInOut, **error_responses(400, 401, 429)})
+    @extend_schema(
+        request=SignInIn, responses={200: SignedInOut, **error_responses(400, 401, 415, 429)}
+    )
     def post(self, request: Request) -> Response:
         username = credential_in(request.data, "username")
         password = credential_in(request.data, "password")
@@ -87,7 +89,10 @@ class SessionView(APIView):
             body["csrfToken"] = get_token(request._request)
         return Response(body)
 
-    @extend_schema(request=None, responses={204: OpenApiResponse(description="Signed out.")})
+    @extend_schema(
+        request=None,
+        responses={204: OpenApiResponse(description="Signed out."), **error_responses(403)},
+    )
     def delete(self, request: Request) -> Response:
         logout(request._request)
         return Response(status=204)
