@@ -27,11 +27,19 @@ class Decision(models.TextChoices):
     DENY = "deny"
 
 
+class RuleAction(models.TextChoices):
+    """The write a rule decides on. Labels equal the values: the column's choices are unchanged."""
+
+    CREATE = "create", "create"
+    UPDATE = "update", "update"
+    DELETE = "delete", "delete"
+
+
 class GuardrailRule(models.Model):
     """``<recordType>.<action>`` → decision."""
 
     record_type = models.CharField(max_length=64)
-    action = models.CharField(max_length=16, choices=[("create", "create"), ("update", "update"), ("delete", "delete")])
+    action = models.CharField(max_length=16, choices=RuleAction.choices)
     decision = models.CharField(max_length=20, choices=Decision.choices)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -110,7 +118,7 @@ class HeldDelete(models.Model):
         verbose_name = "held delete"
         constraints = [
             models.UniqueConstraint(
-                fields=["pg_row_id"], condition=models.Q(status="pending"), name="held_delete_one_pending"
+                fields=["pg_row_id"], condition=models.Q(status=HeldStatus.PENDING), name="held_delete_one_pending"
             )
         ]
 

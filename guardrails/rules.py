@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from guardrails.cache import TableCache
-from guardrails.models import Decision, GuardrailRule
+from guardrails.models import Decision, GuardrailRule, RuleAction
 
 _rules = TableCache(lambda: {
     (record_type, action): decision
@@ -19,7 +19,7 @@ def rule_decide(*, record_type: str, action: str, is_connected: bool) -> str:
     decision = _rules.get().get((record_type, action))
     if decision:
         return decision
-    if action == "delete" and is_connected:
+    if action == RuleAction.DELETE and is_connected:
         return Decision.HOLD
     return Decision.ALLOW
 

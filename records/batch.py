@@ -16,6 +16,7 @@ from django.contrib.auth.models import User
 
 from guardrails.settings import setting_get
 from kernel.errors import InvalidRequest, TurbobaseError
+from records.codes import RefusalCode
 from records.rest.execute import rows_stream
 from records.rest.parser import query_parse
 
@@ -26,7 +27,7 @@ class BatchInvalid(InvalidRequest):
     """The batch body is not ``{"reads": ["<resource>?<query>", …]}``."""
 
     error = "invalid_batch"
-    code = "BATCH_INVALID"
+    code = RefusalCode.BATCH_INVALID
 
 
 def batch_max_reads() -> int:

@@ -15,7 +15,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from guardrails.models import Decision, HeldDelete, WindowKind
+from guardrails.models import Decision, HeldDelete, RuleAction, WindowKind
 from guardrails.rules import rule_decide
 from guardrails.windows import window_admit
 from kernel.errors import Refusal, TurbobaseError
@@ -33,15 +33,17 @@ from records.errors import (
     RequiredFieldMissing,
     SyncVersionMoved,
 )
-from records.hooks import HookContext, hooks_run
+from records.hooks import HookContext, HookSlot, hooks_run
 from records.models import (
     Record,
     RecordWriteState,
     SyncState,
+    TrailAction,
     TrailOutcome,
     WriteOperation,
     WriteStatus,
 )
+from records.outcomes import WriteOutcome
 from records.policies import default_group, records_writable, write_entitlement_check
 from records.signals import outbound_write_queued
 from records.trail import Actor, trail_write
@@ -62,19 +64,19 @@ class DeleteWindowWait(TurbobaseError):
 
 @dataclass(frozen=True)
 class WriteResult:
-    """What the boundary did: ``outcome`` is created / duplicate / updated / deleted / held / queued."""
+    """What the boundary did, and the notice a held delete carries."""
 
     record: Record
-    outcome: str
+    outcome: WriteOutcome
     code: str | None = None
     message: str = ""
 
     @property
     def is_new(self) -> bool:
-        return self.outcome == "created"
+        return self.outcome == WriteOutcome.CREATED
 
 
-def _refusing(actor: Actor, action: str, record_type: str, pg_row_id=None):
+def _refusing(actor: Actor, action: TrailAction, record_type: str, pg_row_id=None):
     """Decorator-free helper: run ``fn`` in a savepoint; on refusal, trail it and re-raise."""
 
     class _Guard:
@@ -118,7 +120,7 @@ def _check_payload(rt: RecordType, parent: Any, lines: Any, *, is_create: bool) 
         )
 
 
-def _rule_check(rt: RecordType, action: str) -> str:
+def _rule_check(rt: RecordType, action: RuleAction) -> str:
     decision = rule_decide(record_type=rt.name, action=action, is_connected=rt.is_connected)
     if decision == Decision.DENY:
         raise GuardrailDenied(f"the guardrail rule {rt.name}.{action} denies this write", field=None)
@@ -149,10 +151,10 @@ def record_create(
 ) -> WriteResult:
     """Create one record. A used idempotency key returns the first record and writes nothing."""
     rt = record_type_get(record_type)
-    with _refusing(actor, "create", rt.name):
+    with _refusing(actor, TrailAction.CREATE, rt.name):
         _check_payload(rt, parent, lines, is_create=True)
         write_entitlement_check(user=actor.user, record_type=rt)
-        _rule_check(rt, "create")
+        _rule_check(rt, RuleAction.CREATE)
         if idempotency_key:
             existing = Record.objects.filter(idempotency_key=idempotency_key).first()
             if existing is not None:
@@ -163,8 +165,9 @@ def record_create(
             source_system=rt.source or "",
             sync_state=SyncState.PENDING if rt.is_connected else SyncState.LOCAL,
         )
-        hooks_run(HookContext("before_save", rt.name, "create", record_snapshot(record), dict(parent),
-                              actor=actor.user.get_username(), process_run_id=actor.process_run_id or None))
+        hooks_run(HookContext(HookSlot.BEFORE_SAVE, rt.name, WriteOperation.CREATE, record_snapshot(record),
+                              dict(parent), actor=actor.user.get_username(),
+                              process_run_id=actor.process_run_id or None))
         if not idempotency_key:
             record.save(force_insert=True)
         else:
@@ -180,9 +183,9 @@ def record_create(
                 return _duplicate(actor, rt, existing)
         if rt.is_connected:
             _queue_outbound(record, WriteOperation.CREATE, {"parent": parent, "lines": lines or []})
-        trail_write(actor=actor, action="create", record_type=rt.name, outcome=TrailOutcome.ALLOWED,
+        trail_write(actor=actor, action=TrailAction.CREATE, record_type=rt.name, outcome=TrailOutcome.ALLOWED,
                     pg_row_id=record.pg_row_id)
-        return WriteResult(record, "created")
+        return WriteResult(record, WriteOutcome.CREATED)
 
 
 def _duplicate(actor: Actor, rt: RecordType, existing: Record) -> WriteResult:
@@ -190,9 +193,9 @@ def _duplicate(actor: Actor, rt: RecordType, existing: Record) -> WriteResult:
         raise PayloadInvalid(
             f"idempotency key already used for a {existing.record_type} record", field="idempotencyKey"
         )
-    trail_write(actor=actor, action="create", record_type=rt.name, outcome=TrailOutcome.DUPLICATE,
+    trail_write(actor=actor, action=TrailAction.CREATE, record_type=rt.name, outcome=TrailOutcome.DUPLICATE,
                 pg_row_id=existing.pg_row_id, message="idempotency key already used; nothing written")
-    return WriteResult(existing, "duplicate")
+    return WriteResult(existing, WriteOutcome.DUPLICATE)
 
 
 def _address(
@@ -226,10 +229,10 @@ def record_update(
 ) -> WriteResult:
     """Change the named fields of one record; only those fields are written."""
     rt = record_type_get(record_type)
-    with _refusing(actor, "update", rt.name, pg_row_id):
+    with _refusing(actor, TrailAction.UPDATE, rt.name, pg_row_id):
         _check_payload(rt, parent, None, is_create=False)
         write_entitlement_check(user=actor.user, record_type=rt)
-        _rule_check(rt, "update")
+        _rule_check(rt, RuleAction.UPDATE)
         record = _address(actor, rt, pg_row_id=pg_row_id, external_id=external_id)
         if expected_sync_version is not None and int(expected_sync_version) != record.sync_version:
             raise SyncVersionMoved(
@@ -238,7 +241,7 @@ def record_update(
             )
         merged = record_snapshot(record)
         merged["parent"].update(parent)
-        hooks_run(HookContext("before_save", rt.name, "update", merged, dict(parent),
+        hooks_run(HookContext(HookSlot.BEFORE_SAVE, rt.name, WriteOperation.UPDATE, merged, dict(parent),
                               actor=actor.user.get_username(), process_run_id=actor.process_run_id or None))
         record.fields = merged["parent"]
         Record.objects.filter(pk=record.pk).update(
@@ -247,9 +250,9 @@ def record_update(
         record.refresh_from_db()
         if rt.is_connected:
             _queue_outbound(record, WriteOperation.UPDATE, {"parent": parent})
-        trail_write(actor=actor, action="update", record_type=rt.name, outcome=TrailOutcome.ALLOWED,
+        trail_write(actor=actor, action=TrailAction.UPDATE, record_type=rt.name, outcome=TrailOutcome.ALLOWED,
                     pg_row_id=record.pg_row_id)
-        return WriteResult(record, "updated")
+        return WriteResult(record, WriteOutcome.UPDATED)
 
 
 @door_opened
@@ -265,21 +268,21 @@ def record_delete(
     or asks the caller to wait (``on_cap='wait'``, raises ``DeleteWindowWait``).
     """
     rt = record_type_get(record_type)
-    with _refusing(actor, "delete", rt.name, pg_row_id):
+    with _refusing(actor, TrailAction.DELETE, rt.name, pg_row_id):
         write_entitlement_check(user=actor.user, record_type=rt)
-        decision = _rule_check(rt, "delete")
+        decision = _rule_check(rt, RuleAction.DELETE)
         record = _address(actor, rt, pg_row_id=pg_row_id, external_id=external_id, source_system=source_system)
-        hooks_run(HookContext("before_delete", rt.name, "delete", record_snapshot(record),
+        hooks_run(HookContext(HookSlot.BEFORE_DELETE, rt.name, WriteOperation.DELETE, record_snapshot(record),
                               actor=actor.user.get_username(), process_run_id=actor.process_run_id or None))
         if not rt.is_connected:
             snapshot = record_snapshot(record)
             pk = record.pk
             record.delete()
             record.pk = pk  # Django clears the pk on delete; the answer and the trail still name the row
-            trail_write(actor=actor, action="delete", record_type=rt.name, outcome=TrailOutcome.ALLOWED,
+            trail_write(actor=actor, action=TrailAction.DELETE, record_type=rt.name, outcome=TrailOutcome.ALLOWED,
                         pg_row_id=record.pk)
             after_delete_schedule(actor, rt.name, snapshot)
-            return WriteResult(record, "deleted")
+            return WriteResult(record, WriteOutcome.DELETED)
         _charge_delete(rt, record, rollback=rollback, on_cap=on_cap)
         prior = record.sync_state
         if decision == Decision.HOLD and not rollback:
@@ -287,10 +290,11 @@ def record_delete(
         Record.objects.filter(pk=record.pk).update(sync_state=SyncState.DELETING, updated_at=timezone.now())
         record.sync_state = SyncState.DELETING
         _queue_outbound(record, WriteOperation.DELETE, {"prior_state": prior})
-        trail_write(actor=actor, action="delete", record_type=rt.name, outcome=TrailOutcome.ALLOWED,
-                    pg_row_id=record.pg_row_id, code="ALLOW_WITH_AUDIT" if decision == Decision.ALLOW_WITH_AUDIT else "")
+        trail_write(actor=actor, action=TrailAction.DELETE, record_type=rt.name, outcome=TrailOutcome.ALLOWED,
+                    pg_row_id=record.pg_row_id,
+                    code=RefusalCode.ALLOW_WITH_AUDIT if decision == Decision.ALLOW_WITH_AUDIT else "")
         after_delete_schedule(actor, rt.name, record_snapshot(record))
-        return WriteResult(record, "queued")
+        return WriteResult(record, WriteOutcome.QUEUED)
 
 
 def _charge_delete(rt: RecordType, record: Record, *, rollback: bool, on_cap: str) -> None:
@@ -318,14 +322,14 @@ def _hold(actor: Actor, rt: RecordType, record: Record, prior: str) -> WriteResu
         process_run_id=actor.process_run_id, process_step=actor.process_step,
     )
     message = "the delete is held for an operator's approval; the record is hidden until then"
-    trail_write(actor=actor, action="delete", record_type=rt.name, outcome=TrailOutcome.HELD,
+    trail_write(actor=actor, action=TrailAction.DELETE, record_type=rt.name, outcome=TrailOutcome.HELD,
                 pg_row_id=record.pg_row_id, code=RefusalCode.SOURCE_AWAITING_CONFIRMATION, message=message)
-    return WriteResult(record, "held", code=RefusalCode.SOURCE_AWAITING_CONFIRMATION, message=message)
+    return WriteResult(record, WriteOutcome.HELD, code=RefusalCode.SOURCE_AWAITING_CONFIRMATION, message=message)
 
 
 def after_delete_schedule(actor: Actor, record_type: str, snapshot: dict) -> None:
     """Run the after_delete hooks once the delete has committed (they cannot refuse it)."""
-    context = HookContext("after_delete", record_type, "delete", snapshot,
+    context = HookContext(HookSlot.AFTER_DELETE, record_type, WriteOperation.DELETE, snapshot,
                           actor=actor.user.get_username(), process_run_id=actor.process_run_id or None)
     transaction.on_commit(lambda: _run_after_delete(context))
 
@@ -347,7 +351,7 @@ def record_settle(*, actor: Actor, record_type: str, pg_row_id: Any) -> WriteRes
     upstream record that arrived meanwhile is discarded.
     """
     rt = record_type_get(record_type)
-    with _refusing(actor, "settle", rt.name, pg_row_id):
+    with _refusing(actor, TrailAction.SETTLE, rt.name, pg_row_id):
         write_entitlement_check(user=actor.user, record_type=rt)
         record = _address(actor, rt, pg_row_id=pg_row_id, external_id=None)
         state = (
@@ -370,6 +374,6 @@ def record_settle(*, actor: Actor, record_type: str, pg_row_id: Any) -> WriteRes
         state.status = WriteStatus.SETTLED
         state.save(update_fields=["status", "updated_at"])
         record.refresh_from_db()
-        trail_write(actor=actor, action="settle", record_type=rt.name, outcome=TrailOutcome.SETTLED,
+        trail_write(actor=actor, action=TrailAction.SETTLE, record_type=rt.name, outcome=TrailOutcome.SETTLED,
                     pg_row_id=record.pg_row_id)
-        return WriteResult(record, "settled")
+        return WriteResult(record, WriteOutcome.SETTLED)

@@ -1,4 +1,9 @@
-"""Refusal codes of the write boundary and the sources. One enum; codes are never reused."""
+"""Codes the records room puts on what it answers and keeps: refusals, notices, reason codes.
+
+One enum; a code is never reused for another meaning. The values are the contract (clients and
+process steps read them), so a member's value is never renamed; the seed's own codes keep the
+seed's spelling, ``write_settle_conflict`` in lower case included.
+"""
 from __future__ import annotations
 
 from enum import StrEnum
@@ -20,7 +25,16 @@ class RefusalCode(StrEnum):
     GUARDRAIL_DENIED = "GUARDRAIL_DENIED"
     DELETE_CAP_EXCEEDED = "DELETE_CAP_EXCEEDED"
     RECORD_REFERENCED = "RECORD_REFERENCED"
-    SOURCE_REFUSED = "SOURCE_REFUSED"
+    SOURCE_REFUSED = "SOURCE_REFUSED"  # the source said no without a code of its own
     HOOK_FAILED = "HOOK_FAILED"  # a deployed hook threw or broke its contract: the write is refused
     HOOK_TIMEOUT = "HOOK_TIMEOUT"  # a deployed hook ran past its CPU budget: the write is refused
+    # A hook refused in its own words but named no code of its own (the class default).
+    HOOK_REJECTED = "HOOK_REJECTED"
+    HOOK_CONTRACT_INVALID = "HOOK_CONTRACT_INVALID"  # a deployed hook's defineHook({...}) is wrong
+    BATCH_INVALID = "BATCH_INVALID"  # the /v1/batch body is not {"reads": [...]}
+    HELD_DELETE_NOT_PENDING = "HELD_DELETE_NOT_PENDING"  # that held delete was already decided
     WRITE_SETTLE_CONFLICT = "write_settle_conflict"  # the seed spells this reason code in lower case
+    # Not refusals: the code on an allowed delete's trail row under an allow_with_audit rule, and
+    # the reason code a write state carries while its source does not answer (it is retried).
+    ALLOW_WITH_AUDIT = "ALLOW_WITH_AUDIT"
+    TRANSIENT = "TRANSIENT"

@@ -88,7 +88,7 @@ class DeleteCapExceeded(Refusal):
 class HookRejection(Refusal):
     """A hook rejected the write."""
 
-    code = "HOOK_REJECTED"
+    code = RefusalCode.HOOK_REJECTED
 
 
 class AdminRequired(Forbidden):

@@ -38,7 +38,7 @@ HOOK_TIMEOUT = RefusalCode.HOOK_TIMEOUT
 class HookContractInvalid(ExtensionInvalid):
     """The hook does not satisfy the defineHook contract."""
 
-    code = "HOOK_CONTRACT_INVALID"
+    code = RefusalCode.HOOK_CONTRACT_INVALID
 
 
 def _is_function(value: Any) -> bool:

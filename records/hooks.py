@@ -8,11 +8,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from records.errors import HookRejection
 
-SLOTS = ("before_save", "before_delete", "after_delete")
+
+class HookSlot(StrEnum):
+    """When a hook runs: before a create or update is saved, before a delete, after a delete."""
+
+    BEFORE_SAVE = "before_save"
+    BEFORE_DELETE = "before_delete"
+    AFTER_DELETE = "after_delete"
+
+
+SLOTS = tuple(slot.value for slot in HookSlot)
 
 
 @dataclass

@@ -55,7 +55,7 @@ class Record(DoorGuarded):
         constraints = [
             models.UniqueConstraint(
                 fields=["record_type", "source_system", "external_id"],
-                condition=models.Q(external_id__isnull=False) & ~models.Q(sync_state="deleted"),
+                condition=models.Q(external_id__isnull=False) & ~models.Q(sync_state=SyncState.DELETED),
                 name="record_external_id_unique",
             )
         ]
@@ -121,6 +121,15 @@ class TrailOutcome(models.TextChoices):
     SETTLED = "settled"
 
 
+class TrailAction(models.TextChoices):
+    """What a trail row's decision was about: one of the write operations, or a settle."""
+
+    CREATE = "create"
+    UPDATE = "update"
+    DELETE = "delete"
+    SETTLE = "settle"
+
+
 class WriteTrail(DoorGuarded):
     """One row per boundary decision: who, what, on which record, with what outcome, and why."""
 
@@ -129,7 +138,7 @@ class WriteTrail(DoorGuarded):
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    action = models.CharField(max_length=16)
+    action = models.CharField(max_length=16, choices=TrailAction.choices)
     record_type = models.CharField(max_length=64)
     pg_row_id = models.UUIDField(null=True, blank=True)
     outcome = models.CharField(max_length=16, choices=TrailOutcome.choices)

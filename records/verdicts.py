@@ -14,19 +14,22 @@ from django.utils import timezone
 
 from guardrails.models import HeldDelete, HeldStatus
 from kernel.errors import Conflict, NotFound
+from records.codes import RefusalCode
 from records.door import door_opened
 from records.models import (
     Record,
     RecordWriteState,
     SyncState,
+    TrailAction,
     TrailOutcome,
     WriteOperation,
     WriteStatus,
 )
+from records.outcomes import VerdictKind
 from records.signals import outbound_write_queued
 from records.trail import Actor, trail_write
 
-# Sent after commit with write_state_id=…, record_id=…, verdict=confirmed|refused|settle_conflict.
+# Sent after commit with write_state_id=…, record_id=…, verdict=<the final VerdictKind>.
 source_verdict = Signal()
 
 
@@ -34,14 +37,14 @@ source_verdict = Signal()
 class Verdict:
     """A source's answer to one write."""
 
-    kind: str  # confirmed / refused / settle_conflict
+    kind: VerdictKind  # a final kind: confirmed / refused / settle_conflict
     external_id: str | None = None
     code: str = ""
     field: str = ""
     message: str = ""
 
 
-def _announce(state: RecordWriteState, kind: str) -> None:
+def _announce(state: RecordWriteState, kind: VerdictKind) -> None:
     ids = (state.pk, state.record_id)
     transaction.on_commit(
         lambda: source_verdict.send(sender=RecordWriteState, write_state_id=ids[0], record_id=ids[1], verdict=kind)
@@ -56,7 +59,7 @@ def verdict_apply(*, write_state_id: int, verdict: Verdict) -> RecordWriteState:
     record = Record.objects.select_for_update().get(pk=state.record_id)
     now = timezone.now()
     state.reason_code, state.field, state.message = verdict.code, verdict.field or "", verdict.message
-    if verdict.kind == "confirmed":
+    if verdict.kind == VerdictKind.CONFIRMED:
         state.status = WriteStatus.CONFIRMED
         if verdict.external_id:
             state.external_id = verdict.external_id
@@ -66,11 +69,11 @@ def verdict_apply(*, write_state_id: int, verdict: Verdict) -> RecordWriteState:
             if verdict.external_id and not record.external_id:
                 record.external_id = verdict.external_id
             new_state, record.synced_at = SyncState.SYNCED, now
-    elif verdict.kind == "settle_conflict":
+    elif verdict.kind == VerdictKind.SETTLE_CONFLICT:
         state.status, state.external_id = WriteStatus.SETTLE_CONFLICT, verdict.external_id
-        state.reason_code = "write_settle_conflict"
+        state.reason_code = RefusalCode.WRITE_SETTLE_CONFLICT
         new_state = SyncState.SETTLE_CONFLICT
-    elif verdict.kind == "refused":
+    elif verdict.kind == VerdictKind.REFUSED:
         state.status = WriteStatus.REFUSED
         if state.operation == WriteOperation.DELETE:
             # A refused delete brings the record back, with the reason on its write state.
@@ -109,7 +112,7 @@ def verdict_transient(*, write_state_id: int, message: str, next_attempt_at) -> 
     """Count a failed attempt; the write stays at the head of its type's queue."""
     state = RecordWriteState.objects.get(pk=write_state_id)
     state.attempts += 1
-    state.message, state.reason_code, state.next_attempt_at = message, "TRANSIENT", next_attempt_at
+    state.message, state.reason_code, state.next_attempt_at = message, RefusalCode.TRANSIENT, next_attempt_at
     state.save(update_fields=["attempts", "message", "reason_code", "next_attempt_at", "updated_at"])
     return state
 
@@ -117,7 +120,7 @@ def verdict_transient(*, write_state_id: int, message: str, next_attempt_at) -> 
 class HeldDeleteNotPending(Conflict):
     """That held delete was already decided."""
 
-    code = "HELD_DELETE_NOT_PENDING"
+    code = RefusalCode.HELD_DELETE_NOT_PENDING
 
 
 class HeldDeleteNotFound(NotFound):
@@ -162,7 +165,7 @@ def held_delete_decide(*, held_id: int, approve: bool, by: User, note: str = "")
     held.status = HeldStatus.APPROVED if approve else HeldStatus.REJECTED
     held.decided_by, held.decided_at, held.note = by, timezone.now(), note
     held.save()
-    trail_write(actor=Actor(user=by), action="delete", record_type=held.record_type,
+    trail_write(actor=Actor(user=by), action=TrailAction.DELETE, record_type=held.record_type,
                 outcome=TrailOutcome.APPROVED if approve else TrailOutcome.REJECTED,
                 pg_row_id=held.pg_row_id, message=note)
     return held

@@ -13,6 +13,7 @@ from kernel.scopes import DATA_WRITE
 from kernel.text import text_problem
 from records.boundary import record_create, record_delete, record_settle, record_update
 from records.errors import PayloadInvalid
+from records.outcomes import WriteOutcome
 from records.serializers import (
     RecordCreateIn,
     RecordDeleteIn,
@@ -25,8 +26,10 @@ from records.trail import Actor
 
 IDEMPOTENCY_KEY_MAX_CHARS = 200  # README: limits
 
-_STATUS = {"created": 201, "duplicate": 200, "updated": 200, "deleted": 200, "queued": 202, "held": 202,
-           "settled": 200}
+_STATUS = {
+    WriteOutcome.CREATED: 201, WriteOutcome.DUPLICATE: 200, WriteOutcome.UPDATED: 200,
+    WriteOutcome.DELETED: 200, WriteOutcome.QUEUED: 202, WriteOutcome.HELD: 202, WriteOutcome.SETTLED: 200,
+}
 
 
 def _body(request: Request) -> dict[str, Any]:

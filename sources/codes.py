@@ -1,4 +1,8 @@
-"""Codes the sources room adds to the records room's refusal codes. Never reused for another meaning."""
+"""Codes the sources room adds to the records room's refusal codes. Never reused for another meaning.
+
+A source that refuses without a code of its own gets ``records.codes.RefusalCode.SOURCE_REFUSED``;
+the reason code of a failed attempt is ``RefusalCode.TRANSIENT`` (``records.verdicts`` writes it).
+"""
 from __future__ import annotations
 
 from enum import StrEnum
@@ -11,5 +15,3 @@ class SourceCode(StrEnum):
     SOURCE_NOT_LINKED = "SOURCE_NOT_LINKED"
     # The source answered in a shape the connector cannot read; parked so nobody re-sends blindly.
     SOURCE_ANSWER_INVALID = "SOURCE_ANSWER_INVALID"
-    # reason_code records.verdicts writes for a failed attempt (kept here to name it in one place).
-    TRANSIENT = "TRANSIENT"

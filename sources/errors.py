@@ -6,6 +6,7 @@ exception never escapes into the worker; ``SourceAdapter.send`` turns them into 
 from __future__ import annotations
 
 from kernel.errors import Refusal, TurbobaseError
+from records.codes import RefusalCode
 
 
 class SourceUnavailable(TurbobaseError):
@@ -19,7 +20,7 @@ class SourceUnavailable(TurbobaseError):
 class SourceRefused(Refusal):
     """The connected system refused the write."""
 
-    code = "SOURCE_REFUSED"
+    code = RefusalCode.SOURCE_REFUSED
 
 
 class AdapterNotFound(TurbobaseError):

@@ -37,12 +37,10 @@ from django.utils import timezone
 from guardrails.settings import setting_get
 from records.catalog import RecordTypeNotFound, record_type_get
 from records.models import Record, RecordWriteState, WriteOperation, WriteStatus
+from records.outcomes import VerdictKind
 from records.verdicts import Verdict, verdict_apply, verdict_transient
 from sources.adapters import adapter_for_source
 from sources.adapters.base import (
-    CONFIRMED,
-    SETTLE_CONFLICT,
-    TRANSIENT,
     OutboundWrite,
     Outcome,
     confirmed,
@@ -164,9 +162,9 @@ def outbound_send(*, state: RecordWriteState) -> Outcome:
         parent=dict(state.payload.get("parent") or {}), lines=list(state.payload.get("lines") or []),
     )
     outcome = adapter.send(write)
-    if state.operation == WriteOperation.UPDATE and not record.external_id and outcome.kind == CONFIRMED:
+    if state.operation == WriteOperation.UPDATE and not record.external_id and outcome.kind == VerdictKind.CONFIRMED:
         # Applied upstream to a record whose own link back is still unsettled: it stays unsettled.
-        return Outcome(SETTLE_CONFLICT, external_id=write.external_id,
+        return Outcome(VerdictKind.SETTLE_CONFLICT, external_id=write.external_id,
                        message=f"{state.source_system} applied the {state.operation} to {write.external_id}; "
                                "the row is still not linked to it: settle it")
     return outcome
@@ -195,7 +193,7 @@ def outbound_outcome_apply(*, state: RecordWriteState, outcome: Outcome) -> None
     """Record the source's answer through ``records.verdicts`` (the only code that moves a record)."""
     if not RecordWriteState.reads.filter(pk=state.pk, status=WriteStatus.PENDING).exists():
         return  # decided meanwhile (a lease that ran out mid-send): the first verdict stands
-    if outcome.kind == TRANSIENT:
+    if outcome.kind == VerdictKind.TRANSIENT:
         attempts = state.attempts + 1
         delay = outbound_backoff(attempts=attempts)
         message = outcome.message
@@ -209,11 +207,11 @@ def outbound_outcome_apply(*, state: RecordWriteState, outcome: Outcome) -> None
     try:
         verdict_apply(write_state_id=state.pk, verdict=verdict)
     except IntegrityError:
-        if outcome.kind != CONFIRMED:
+        if outcome.kind != VerdictKind.CONFIRMED:
             raise
         # Another row already holds that id (an inbound copy arrived first): keep the id, let settle link it.
         verdict_apply(write_state_id=state.pk, verdict=Verdict(
-            SETTLE_CONFLICT, external_id=outcome.external_id,
+            VerdictKind.SETTLE_CONFLICT, external_id=outcome.external_id,
             message=f"{state.source_system} created {outcome.external_id}, but linking it back failed: "
                     "another row already holds that id",
         ))

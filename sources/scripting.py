@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 from records.catalog import record_type_get
+from records.models import WriteOperation
 from sources.models import SandboxScript
 
-OPERATIONS = ("", "create", "update", "delete")
+OPERATIONS = ("", *WriteOperation.values)  # blank: every operation
 
 
 def sandbox_script_set(

@@ -9,6 +9,7 @@ from enum import StrEnum
 
 
 class ReadCode(StrEnum):
+    INVALID_QUERY = "INVALID_QUERY"  # the class default of InvalidQuery; parser errors name their own
     INVALID_PATH = "INVALID_PATH"
     RPC_NOT_SUPPORTED = "RPC_NOT_SUPPORTED"
     READ_ONLY = "READ_ONLY"

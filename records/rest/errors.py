@@ -9,7 +9,7 @@ class InvalidQuery(InvalidRequest):
     """The query is not valid PostgREST syntax for this resource."""
 
     error = "invalid_query"
-    code = "INVALID_QUERY"
+    code = ReadCode.INVALID_QUERY
 
 
 class RpcNotSupported(InvalidRequest):

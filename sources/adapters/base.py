@@ -18,21 +18,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from records.catalog import RecordType
+from records.codes import RefusalCode
+from records.models import WriteOperation
+from records.outcomes import VerdictKind
 from sources.errors import SourceRefused, SourceUnavailable
 
 logger = logging.getLogger(__name__)
 
-CONFIRMED = "confirmed"
-REFUSED = "refused"
-TRANSIENT = "transient"
-SETTLE_CONFLICT = "settle_conflict"
-
-
 @dataclass(frozen=True)
 class Outcome:
-    """A source's answer to one write."""
+    """A source's answer to one write; its kinds are the records room's ``VerdictKind``."""
 
-    kind: str
+    kind: VerdictKind
     external_id: str | None = None
     code: str = ""
     field: str = ""
@@ -40,23 +37,23 @@ class Outcome:
 
     @property
     def is_final(self) -> bool:
-        return self.kind != TRANSIENT
+        return self.kind.is_final
 
 
 def confirmed(external_id: str | None) -> Outcome:
-    return Outcome(CONFIRMED, external_id=external_id)
+    return Outcome(VerdictKind.CONFIRMED, external_id=external_id)
 
 
 def refused(code: str, field: str | None, message: str) -> Outcome:
-    return Outcome(REFUSED, code=code, field=field or "", message=message)
+    return Outcome(VerdictKind.REFUSED, code=code, field=field or "", message=message)
 
 
 def transient(message: str) -> Outcome:
-    return Outcome(TRANSIENT, message=message)
+    return Outcome(VerdictKind.TRANSIENT, message=message)
 
 
 def settle_conflict(external_id: str | None, message: str) -> Outcome:
-    return Outcome(SETTLE_CONFLICT, external_id=external_id, message=message)
+    return Outcome(VerdictKind.SETTLE_CONFLICT, external_id=external_id, message=message)
 
 
 @dataclass(frozen=True)
@@ -64,7 +61,7 @@ class OutboundWrite:
     """Everything an adapter may know about one write: no model instances, no session."""
 
     write_state_id: int
-    operation: str  # create / update / delete
+    operation: WriteOperation
     record_type: RecordType
     source_name: str
     pg_row_id: str
@@ -98,9 +95,12 @@ class SourceAdapter:
 
     def send(self, write: OutboundWrite) -> Outcome:
         """Dispatch one write and always come back with an outcome, whatever the adapter raised."""
-        method = {"create": self.create, "update": self.update, "delete": self.delete}.get(write.operation)
+        method = {
+            WriteOperation.CREATE: self.create, WriteOperation.UPDATE: self.update,
+            WriteOperation.DELETE: self.delete,
+        }.get(write.operation)
         if method is None:
-            return refused("SOURCE_REFUSED", "operation", f"unknown operation {write.operation!r}")
+            return refused(RefusalCode.SOURCE_REFUSED, "operation", f"unknown operation {write.operation!r}")
         try:
             return method(write)
         except SourceRefused as exc:

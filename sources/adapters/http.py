@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 import requests
 
+from records.codes import RefusalCode
 from sources.adapters.base import OutboundWrite, Outcome, SourceAdapter, confirmed
 from sources.codes import SourceCode
 from sources.errors import SourceRefused, SourceUnavailable
@@ -81,7 +82,7 @@ class HttpAdapter(SourceAdapter):
         if 400 <= status < 500:
             raise SourceRefused(
                 str(answer.get("message") or f"{self.source_name} refused the write (HTTP {status})"),
-                code=str(answer.get("code") or "SOURCE_REFUSED"), field=answer.get("field"),
+                code=str(answer.get("code") or RefusalCode.SOURCE_REFUSED), field=answer.get("field"),
             )
         if not 200 <= status < 300:
             raise SourceUnavailable(f"{self.source_name} answered HTTP {status}")

@@ -19,7 +19,8 @@ from django.db.models import F
 from django.utils import timezone
 
 from records.codes import RefusalCode
-from records.models import HIDDEN_STATES, Record
+from records.models import HIDDEN_STATES, Record, WriteOperation
+from records.outcomes import VerdictKind
 from sources.adapters.base import (
     OutboundWrite,
     Outcome,
@@ -93,9 +94,10 @@ class SandboxAdapter(SourceAdapter):
             message = script.refuse_message or f"{self.source_name} refused the {write.operation}"
             return refused(script.refuse_code, script.refuse_field or None, message)
         if script.settle_conflict:
-            simulate = {"create": self._create, "update": self._update, "delete": self._delete}
+            simulate = {WriteOperation.CREATE: self._create, WriteOperation.UPDATE: self._update,
+                        WriteOperation.DELETE: self._delete}
             outcome = simulate[write.operation](write)
-            if outcome.kind != "confirmed":
+            if outcome.kind != VerdictKind.CONFIRMED:
                 return outcome
             return settle_conflict(
                 outcome.external_id,
