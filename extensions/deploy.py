@@ -13,12 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
+from extensions.codes import ExtensionCode
 from extensions.errors import (
     ConduitNotSupported,
     ExtensionIdMismatch,
@@ -55,24 +57,31 @@ MAX_ID_CHARS = 200  # ExtensionModule.id
 class ExtensionSyntaxInvalid(ExtensionInvalid):
     """The extension's source does not parse."""
 
-    code = "extension_syntax_error"
+    code = ExtensionCode.EXTENSION_SYNTAX_ERROR
 
 
 class ExtensionLoadFailed(ExtensionInvalid):
     """Evaluating the extension in the sandbox failed; ``code`` is the sandbox's own."""
 
     http_status = 422
-    code = "sandbox_error"
+    code = ExtensionCode.SANDBOX_ERROR
+
+
+class DeployOutcome(StrEnum):
+    """What a deploy did to its id (the answer's ``outcome``)."""
+
+    WRITTEN = "written"  # a new id
+    DUPLICATE = "duplicate"  # the id was deployed: this version replaced it
 
 
 @dataclass(frozen=True)
 class DeployResult:
-    """What a deploy stored: ``written`` for a new id, ``duplicate`` when it replaced one."""
+    """What a deploy stored, and whether it replaced an earlier version."""
 
     id: str
     kind: str
     version: int
-    outcome: str
+    outcome: DeployOutcome
     status: str = ExtensionStatus.ACTIVE
 
 
@@ -216,7 +225,7 @@ def _store(bundle: Bundle, *, kind: str, module_id: str, definition: Any, by: An
             compiled=bundle.compiled_json(), definition=definition, sha256=bundle.sha256,
             deployed_by=by if getattr(by, "pk", None) else None,
         )
-        outcome = "duplicate" if is_replacing else "written"
+        outcome = DeployOutcome.DUPLICATE if is_replacing else DeployOutcome.WRITTEN
         extension_deployed.send(sender=ExtensionModule, module=module, outcome=outcome)
     return DeployResult(id=module_id, kind=kind, version=version, outcome=outcome)
 

@@ -16,6 +16,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from extensions.codes import ExtensionCode
 from extensions.idliteral import first_id_literal
 from kernel.errors import InvalidRequest
 
@@ -29,7 +30,7 @@ DEFINES = re.compile(r"\bdefine(Process|Hook|Conduit)\s*\(")
 class ProjectFileInvalid(InvalidRequest):
     """A project file cannot be read."""
 
-    code = "PROJECT_FILE_INVALID"
+    code = ExtensionCode.PROJECT_FILE_INVALID
 
 
 def text_read(path: Path) -> str:

@@ -59,6 +59,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, Self
 
+from extensions.codes import ExtensionCode
 from extensions.sandbox_child import SPAWN_TIMEOUT_S, ChildExited, ChildOverrun, ChildProcess
 from kernel.text import LOG_LINE_MAX_CHARS, LOG_LINES_PER_CALL, text_clean
 
@@ -94,7 +95,7 @@ class SourceLocation:
 class SandboxError(Exception):
     """The extension could not be run in the sandbox."""
 
-    code = "sandbox_error"
+    code = ExtensionCode.SANDBOX_ERROR
     is_retryable = False
 
     def __init__(self, message: str | None = None, location: SourceLocation | None = None) -> None:
@@ -106,43 +107,43 @@ class SandboxError(Exception):
 class SandboxTimeout(SandboxError):
     """The extension ran past its CPU budget."""
 
-    code = "sandbox_timeout"
+    code = ExtensionCode.SANDBOX_TIMEOUT
 
 
 class SandboxMemoryExceeded(SandboxError):
     """The extension ran past its memory limit."""
 
-    code = "sandbox_memory_exceeded"
+    code = ExtensionCode.SANDBOX_MEMORY_EXCEEDED
 
 
 class SandboxStackOverflow(SandboxError):
     """The extension recursed past the sandbox's stack limit."""
 
-    code = "sandbox_stack_overflow"
+    code = ExtensionCode.SANDBOX_STACK_OVERFLOW
 
 
 class SandboxScriptError(SandboxError):
     """The extension threw an error."""
 
-    code = "sandbox_script_error"
+    code = ExtensionCode.SANDBOX_SCRIPT_ERROR
 
 
 class SandboxViolation(SandboxError):
     """The extension reached for something the sandbox does not give it."""
 
-    code = "sandbox_violation"
+    code = ExtensionCode.SANDBOX_VIOLATION
 
 
 class SandboxPromiseUnsettled(SandboxError):
     """The extension returned a Promise that can never settle."""
 
-    code = "sandbox_promise_unsettled"
+    code = ExtensionCode.SANDBOX_PROMISE_UNSETTLED
 
 
 class SandboxCrashed(SandboxError):
     """The sandbox process ended unexpectedly."""
 
-    code = "sandbox_crashed"
+    code = ExtensionCode.SANDBOX_CRASHED
     is_retryable = True
 
 

@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from extensions.codes import ExtensionCode
 from extensions.sandbox_child import ChildExited, ChildOverrun, ChildProcess
 from extensions.transpile_child import CHILD_SCRIPT as COMPILER_SCRIPT
 
@@ -84,7 +85,7 @@ class Diagnostic:
 class TranspileError(Exception):
     """The extension's source does not parse."""
 
-    code = "extension_syntax_error"
+    code = ExtensionCode.EXTENSION_SYNTAX_ERROR
 
     def __init__(self, diagnostics: list[Diagnostic]) -> None:
         self.diagnostics = diagnostics
@@ -99,7 +100,7 @@ class CompileLimitExceeded(TranspileError):
     ``limit`` the limit, e.g. ``{"maxChars": 100000}`` or ``{"compileMs": 30000}``.
     """
 
-    code = "extension_too_large"
+    code = ExtensionCode.EXTENSION_TOO_LARGE  # deploy answers it as ExtensionTooLarge
 
     def __init__(self, message: str, *, file: str | None, limit: dict[str, int]) -> None:
         super().__init__([Diagnostic(file or "files", 1, 1, message, 0)])

@@ -12,6 +12,7 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
+from guardrails.codes import GuardrailCode
 from kernel.errors import InvalidRequest
 
 _INT_MAX = 2**31 - 1  # every value fits a 32-bit integer column and a JavaScript number
@@ -39,7 +40,7 @@ class SettingInvalid(InvalidRequest):
     """That value is not valid for that setting."""
 
     error = "invalid_setting"
-    code = "INVALID_SETTING"
+    code = GuardrailCode.INVALID_SETTING
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernel.codes import KernelCode
 from kernel.text import CODE_MAX_CHARS, FIELD_MAX_CHARS, MESSAGE_MAX_CHARS, text_clean
 
 
@@ -36,7 +37,7 @@ class Refusal(TurbobaseError):
 
     error = "write_refused"
     http_status = 422
-    code: str = "REFUSED"
+    code: str = KernelCode.REFUSED
 
     def __init__(
         self,
@@ -87,4 +88,4 @@ class InvalidRequest(Refusal):
 
     error = "invalid_request"
     http_status = 400
-    code = "INVALID"
+    code = KernelCode.INVALID

@@ -16,6 +16,7 @@ from rest_framework import exceptions as drf_exceptions
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
+from kernel.codes import KernelCode
 from kernel.errors import TurbobaseError
 
 # A 429 that cannot say when to come back still tells the client to back off, rather than nothing.
@@ -67,7 +68,7 @@ def _error_response(exc: Exception, context: dict) -> Response | None:
                 {
                     "error": "invalid_request",
                     "rejection": {
-                        "code": "INVALID_JSON",
+                        "code": KernelCode.INVALID_JSON,
                         "field": None,
                         "message": str(exc.detail),
                     },

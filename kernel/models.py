@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from kernel.codes import KernelCode
 from kernel.errors import InvalidRequest
 
 TOKEN_PREFIX = "tbp_"
@@ -17,7 +18,7 @@ SCOPES = ("extensions:deploy", "data:read", "data:write")
 class ScopeUnknown(InvalidRequest):
     """That scope does not exist."""
 
-    code = "SCOPE_UNKNOWN"
+    code = KernelCode.SCOPE_UNKNOWN
 
 
 def token_hash(raw: str) -> str:

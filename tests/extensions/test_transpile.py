@@ -87,7 +87,7 @@ def test_an_oversized_file_is_refused_without_parsing() -> None:
 
     assert str(raised.value) == "huge.ts is 100002 characters, over the limit of 100000 characters per file"
     assert (raised.value.field, raised.value.limit) == ("files.huge.ts", {"maxChars": 100_000})
-    assert raised.value.code == "extension_too_large"
+    assert raised.value.code == "EXTENSION_TOO_LARGE"
     assert compiles_in_flight() == 0  # refused before any compiler saw it
 
 

@@ -1,0 +1,33 @@
+"""Codes the extensions room answers with: deploy refusals and the sandbox's failures.
+
+One enum; a code is never reused for another meaning. The values are what a deploy's rejection
+and a step's refusal carry, so they keep their spelling (the sandbox's are lower case, and the
+seed spells ``extension_id_mismatch`` in lower case). ``sandbox_child.py`` runs isolated from the
+project (stdlib and dukpy only) and so writes the sandbox codes as plain strings; a test checks
+that each one it can send is a member here.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class ExtensionCode(StrEnum):
+    EXTENSION_INVALID = "EXTENSION_INVALID"
+    EXTENSION_ID_MISMATCH = "extension_id_mismatch"
+    IMPORT_REFUSED = "IMPORT_REFUSED"
+    CONDUIT_NOT_SUPPORTED = "CONDUIT_NOT_SUPPORTED"
+    EXTENSION_IN_USE = "EXTENSION_IN_USE"
+    EXTENSION_SYNTAX_ERROR = "extension_syntax_error"
+    # A file or the whole deploy is over a compile limit (characters, or compile time).
+    EXTENSION_TOO_LARGE = "EXTENSION_TOO_LARGE"
+    PROJECT_FILE_INVALID = "PROJECT_FILE_INVALID"  # a project file cannot be read as UTF-8 text
+    # The sandbox's own failures (a deploy's rejection carries the one that stopped it).
+    SANDBOX_ERROR = "sandbox_error"
+    SANDBOX_TIMEOUT = "sandbox_timeout"
+    SANDBOX_MEMORY_EXCEEDED = "sandbox_memory_exceeded"
+    SANDBOX_STACK_OVERFLOW = "sandbox_stack_overflow"
+    SANDBOX_SCRIPT_ERROR = "sandbox_script_error"
+    SANDBOX_VIOLATION = "sandbox_violation"
+    SANDBOX_PROMISE_UNSETTLED = "sandbox_promise_unsettled"
+    SANDBOX_CRASHED = "sandbox_crashed"

@@ -1,0 +1,16 @@
+"""The kernel's own codes: the defaults of the error family and the handler's. Never reused.
+
+Each room adds its own enum in its own ``codes.py``; these are only what ``kernel.errors`` itself
+puts on a body when a subclass or DRF names nothing more precise.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class KernelCode(StrEnum):
+    REFUSED = "REFUSED"  # a Refusal that names no code of its own
+    INVALID = "INVALID"  # an InvalidRequest that names no code of its own
+    INVALID_JSON = "INVALID_JSON"  # the body is not JSON (DRF's ParseError)
+    SCOPE_UNKNOWN = "SCOPE_UNKNOWN"  # a token asked for a scope that does not exist
