@@ -7,12 +7,14 @@ with the field named on the first violation and nothing stored.
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any, NoReturn
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from kernel.errors import InvalidRequest
+from processes.codes import ProcessCode
 from records.catalog import catalog_load
 
 FOR_EACH_MAX_ITEMS = 100  # DEFAULT_PROCESS_FOR_EACH_MAX_ITEMS
@@ -40,7 +42,21 @@ class ContractInvalid(InvalidRequest):
     """The process does not satisfy the defineProcess contract."""
 
     error = "invalid_extension"
-    code = "PROCESS_CONTRACT_INVALID"
+    code = ProcessCode.PROCESS_CONTRACT_INVALID
+
+
+class OnRefused(StrEnum):
+    """A delete step's ``onRefused``: what a refused delete does to the run."""
+
+    STOP = "stop"  # the step fails and the run stops there (the default)
+    CONTINUE = "continue"  # the step is recorded failed and the run goes on
+
+
+class OnFailure(StrEnum):
+    """A process's ``onFailure``: what a failed step does to the run."""
+
+    STOP = "stop"  # the run ends failed, keeping what it did (the default)
+    ROLLBACK = "rollback"  # the run undoes what it created, then ends
 
 
 def is_function(value: Any) -> bool:
@@ -139,7 +155,7 @@ def _check_step(step: Any, where: str, catalog_types: set[str]) -> None:
     _check_fn(step, "when", where)
     if step.get("rollback", "undo") not in ("undo", "keep"):
         _fail(f"{where}.rollback", "must be 'undo' or 'keep'")
-    if step.get("onRefused", "stop") not in ("stop", "continue"):
+    if step.get("onRefused", OnRefused.STOP) not in tuple(OnRefused):
         _fail(f"{where}.onRefused", "must be 'stop' or 'continue'")
     if not isinstance(step.get("awaitSource", False), bool):
         _fail(f"{where}.awaitSource", "must be true or false")
@@ -204,7 +220,7 @@ def process_contract_check(definition: Any) -> dict:
     except SchemaError as exc:
         path = ".".join(str(p) for p in exc.path)
         _fail(f"input{'.' + path if path else ''}", f"is not a valid JSON Schema: {exc.message}")
-    if definition.get("onFailure", "stop") not in ("stop", "rollback"):
+    if definition.get("onFailure", OnFailure.STOP) not in tuple(OnFailure):
         _fail("onFailure", "must be 'stop' or 'rollback'")
     each_row = definition.get("eachRow")
     if each_row is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernel.errors import Conflict, Forbidden, InvalidRequest, NotFound, TurbobaseError
+from processes.codes import ProcessCode
 
 
 class ProcessNotFound(NotFound):
@@ -16,14 +17,14 @@ class InputInvalid(InvalidRequest):
     """The body fails the process's input schema."""
 
     error = "invalid_input"
-    code = "INPUT_INVALID"
+    code = ProcessCode.INPUT_INVALID
 
 
 class ModeInvalid(InvalidRequest):
     """?mode was neither sync nor async."""
 
     error = "invalid_mode"
-    code = "INVALID_MODE"
+    code = ProcessCode.INVALID_MODE
 
 
 class ProcessDisabled(TurbobaseError):
@@ -53,21 +54,21 @@ class RunNotResumable(RunStateConflict):
     """Only a committed run with work outstanding can be resumed."""
 
     error = "process_run_not_resumable"
-    code = "PROCESS_RUN_NOT_RESUMABLE"
+    code = ProcessCode.PROCESS_RUN_NOT_RESUMABLE
 
 
 class ProcessIsMigration(RunStateConflict):
     """A migration is invoked again, not resumed."""
 
     error = "process_is_a_migration"
-    code = "PROCESS_IS_A_MIGRATION"
+    code = ProcessCode.PROCESS_IS_A_MIGRATION
 
 
 class RunNotRollbackable(RunStateConflict):
     """A run still queued or running cannot be rolled back: cancel it first."""
 
     error = "process_run_not_rollbackable"
-    code = "PROCESS_RUN_NOT_ROLLBACKABLE"
+    code = ProcessCode.PROCESS_RUN_NOT_ROLLBACKABLE
 
 
 class InvokeForbidden(Forbidden):

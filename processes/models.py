@@ -37,6 +37,16 @@ class RunState(models.TextChoices):
 TERMINAL_STATES = (RunState.COMMITTED, RunState.FAILED, RunState.ROLLED_BACK, RunState.CANCELLED)
 
 
+class PendingReason(models.TextChoices):
+    """Why a run that has not ended is not moving (``pendingReason``); blank once it ended."""
+
+    QUEUED = "queued"  # waiting for a worker
+    RUNNING = "running"  # a delivery holds it
+    AWAITING_SOURCE = "awaitingSource"  # an awaitSource step waits for the source's verdict
+    AWAITING_TIME = "awaitingTime"  # a delete waits for the delete window to free
+    NONE = "", "none"  # the run ended
+
+
 class RunMode(models.TextChoices):
     SYNC = "sync"
     ASYNC = "async"
@@ -49,8 +59,8 @@ class ProcessRun(models.Model):
     state = models.CharField(max_length=16, choices=RunState.choices, default=RunState.QUEUED)
     reason = models.TextField(null=True, blank=True)
     outstanding = models.PositiveIntegerField(default=0)
-    # Why a non-terminal run is not moving: queued / running / awaitingSource / awaitingTime / …
-    pending_reason = models.CharField(max_length=32, blank=True, default="queued")
+    # Why a non-terminal run is not moving (a PendingReason).
+    pending_reason = models.CharField(max_length=32, blank=True, default=PendingReason.QUEUED)
     wait_deadline = models.DateTimeField(null=True, blank=True)
     waiting_step = models.CharField(max_length=255, blank=True, default="")
     wake_at = models.DateTimeField(null=True, blank=True)
@@ -100,6 +110,15 @@ class Disposition(models.TextChoices):
     ROLLED_BACK = "rolled_back"
 
 
+class SkipReason(models.TextChoices):
+    """Why a skipped ledger row did not write."""
+
+    DECLINED = "declined"  # its when returned false, or its build null
+    NOT_REACHED = "not_reached"  # the run stopped before it (a failure, a cap, a stop)
+    REUSED = "reused"  # a migration row's create found the record an earlier run made
+    NONE = "", "none"  # not skipped
+
+
 class ProcessRunStep(models.Model):
     """One ledger row: what one step did on one visit. Unique per (run, step path, row key, visit)."""
 
@@ -122,8 +141,8 @@ class ProcessRunStep(models.Model):
     rollback_keep = models.BooleanField(default=False)
     # awaitSource: the write landed but its verdict has not been taken yet.
     awaiting_verdict = models.BooleanField(default=False)
-    # For skipped rows: 'declined' (when false / build null) or 'not_reached' (the run stopped first).
-    skip_reason = models.CharField(max_length=16, blank=True, default="")
+    # For skipped rows, why (a SkipReason); blank otherwise.
+    skip_reason = models.CharField(max_length=16, blank=True, default=SkipReason.NONE)
     write_state_id = models.BigIntegerField(null=True, blank=True)
     refusal_code = models.CharField(max_length=64, null=True, blank=True)
     refusal_field = models.CharField(max_length=255, null=True, blank=True)

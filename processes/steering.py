@@ -17,7 +17,8 @@ from processes.errors import (
     RunNotRollbackable,
 )
 from processes.lanes import lane_enqueue
-from processes.models import ProcessRun, RunState
+from processes.models import PendingReason, ProcessRun, RunState, SkipReason
+from processes.status import MOVES, RunMove, states_from
 
 
 def runs_visible(user: User) -> QuerySet[ProcessRun]:
@@ -45,7 +46,8 @@ def _unreached(run: ProcessRun) -> int:
         planned = len(plan_build(definition, run.input, for_each_cap=10**9))
     except (ForEachCapExceeded, InputInvalid):
         return 0
-    recorded = run.ledger.filter(row_key="").exclude(skip_reason="not_reached").values("step_id").distinct().count()
+    reached = run.ledger.filter(row_key="").exclude(skip_reason=SkipReason.NOT_REACHED)
+    recorded = reached.values("step_id").distinct().count()
     return max(planned - recorded, 0)
 
 
@@ -87,9 +89,11 @@ def run_resume(*, user: User, run_id: str) -> ProcessRun:
             runId=str(run.pk), state=run.state)
     with transaction.atomic():
         # One conditional update: of two quick resumes, exactly one finds the run committed.
-        resumed = ProcessRun.objects.filter(pk=run.pk, state=RunState.COMMITTED, outstanding__gt=0).update(
-            state=RunState.QUEUED, pending_reason="queued", reason=None, finished_at=None,
-            wait_deadline=None, wake_at=None, waiting_step="", delivery=F("delivery") + 1,
+        resumed = ProcessRun.objects.filter(
+            pk=run.pk, state__in=states_from(RunMove.RESUME), outstanding__gt=0
+        ).update(
+            state=MOVES[RunMove.RESUME].target, pending_reason=PendingReason.QUEUED, reason=None,
+            finished_at=None, wait_deadline=None, wake_at=None, waiting_step="", delivery=F("delivery") + 1,
             updated_at=timezone.now())
         run.refresh_from_db()
         if not resumed:
@@ -97,7 +101,7 @@ def run_resume(*, user: User, run_id: str) -> ProcessRun:
                 f"only a committed run with work outstanding can be resumed; this run is {run.state}"
                 + (" with nothing outstanding" if run.state == RunState.COMMITTED else ""),
                 runId=str(run.pk), state=run.state)
-        run.ledger.filter(skip_reason="not_reached").delete()
+        run.ledger.filter(skip_reason=SkipReason.NOT_REACHED).delete()
         lane_enqueue(run_id=run.pk, delivery=run.delivery, mode=run.mode)
     return run
 
@@ -109,8 +113,9 @@ def run_rollback(*, user: User, run_id: str) -> tuple[ProcessRun, bool]:
         return run, False
     with transaction.atomic():
         updated = ProcessRun.objects.filter(
-            Q(state__in=[RunState.COMMITTED, RunState.FAILED, RunState.CANCELLED]), pk=run.pk
-        ).update(state=RunState.RUNNING, pending_reason="queued", rollback_requested=True, outstanding=0,
+            Q(state__in=states_from(RunMove.ROLLBACK)), pk=run.pk
+        ).update(state=MOVES[RunMove.ROLLBACK].target, pending_reason=PendingReason.QUEUED,
+                 rollback_requested=True, outstanding=0,
                  rollback_cause=f"rolled back on request by {user.get_username()}",
                  delivery=F("delivery") + 1, lease_owner="", lease_until=None, updated_at=timezone.now())
         run.refresh_from_db()

@@ -9,8 +9,8 @@ from django.db.models import F
 from django.utils import timezone
 
 from processes.lanes import lane_enqueue
-from processes.models import ProcessRun
-from processes.status import transition_check
+from processes.models import PendingReason, ProcessRun
+from processes.status import RunMove, states_from, transition_check
 
 
 def lease_seconds() -> int:
@@ -22,7 +22,7 @@ def run_end(run: ProcessRun, state: str, *, reason: str | None = None, outstandi
     transition_check(run.state, state)
     now = timezone.now()
     run.state, run.reason, run.outstanding = state, reason, outstanding
-    run.finished_at, run.pending_reason = now, ""
+    run.finished_at, run.pending_reason = now, PendingReason.NONE
     run.lease_owner, run.lease_until, run.wait_deadline, run.wake_at = "", None, None, None
     run.waiting_step, run.cancel_requested, run.rollback_requested = "", False, False
     run.save()
@@ -43,7 +43,7 @@ def run_wait(run: ProcessRun, *, pending_reason: str, deadline: datetime | None 
 def run_redeliver(run_id, *, mode: str | None = None) -> None:
     """Queue another delivery of a run (a wake-up); the lease makes extra deliveries harmless."""
     with transaction.atomic():
-        updated = ProcessRun.objects.filter(pk=run_id, state__in=["queued", "running"]).update(
+        updated = ProcessRun.objects.filter(pk=run_id, state__in=states_from(RunMove.CLAIM)).update(
             delivery=F("delivery") + 1)
         if not updated:
             return

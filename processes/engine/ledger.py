@@ -7,7 +7,7 @@ from typing import Any
 from django.db.models import Max
 
 from processes.engine.plan import PlannedStep
-from processes.models import Disposition, ProcessRun, ProcessRunStep
+from processes.models import Disposition, ProcessRun, ProcessRunStep, SkipReason
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ def ledger_skip_rest(run: ProcessRun, rest: list[PlannedStep], *, row_key: str =
     done = set(run.ledger.filter(row_key=row_key, visit=visit).values_list("step_id", flat=True))
     for planned in rest:
         if planned.step_id not in done:
-            ledger_write(run, planned, disposition=Disposition.SKIPPED, skip_reason="not_reached",
+            ledger_write(run, planned, disposition=Disposition.SKIPPED, skip_reason=SkipReason.NOT_REACHED,
                          row_key=row_key, slice_number=slice_number, visit=visit)
 
 

@@ -16,13 +16,15 @@ from typing import TYPE_CHECKING
 from django.db import transaction
 from django.utils import timezone
 
+from processes.codes import ProcessCode
 from processes.engine.ending import run_end, run_wait
 from processes.engine.ledger import ledger_skip_rest
 from processes.engine.plan import PlannedStep
 from processes.engine.query import query_run
 from processes.engine.runtime import StepCodeFailed
+from processes.engine.statuses import WalkStatus
 from processes.lanes import lane_enqueue
-from processes.models import ProcessRun, ProcessRunSlice, RunState
+from processes.models import PendingReason, ProcessRun, ProcessRunSlice, RunState
 
 if TYPE_CHECKING:
     from processes.engine.runner import ChainRunner
@@ -49,7 +51,8 @@ class MigrationSlice:
         try:
             query = self.runner.runtime().call(("eachRow", "outstanding"), None, self.run.input)
             if not isinstance(query, str):
-                raise StepCodeFailed("OUTSTANDING_INVALID", "eachRow.outstanding must return a PostgREST query string")
+                raise StepCodeFailed(ProcessCode.OUTSTANDING_INVALID,
+                                     "eachRow.outstanding must return a PostgREST query string")
             rows = query_run(user_id=self.run.invoked_by_id, fingerprint=self.run.access_fingerprint,
                              path_and_query=query)
         except StepCodeFailed as exc:
@@ -101,16 +104,16 @@ class MigrationSlice:
                 self.runner.runtime().new_row()
             walk = self.runner.walk_steps(self.plan, recorded, row_key=row_key, visit=current.number, row=row,
                                           stop_between_steps=False)
-            if walk.status == "done":
+            if walk.status == WalkStatus.DONE:
                 finished += 1
                 continue
             left = current.total_read - finished - 1
-            if walk.status == "wait_source":
+            if walk.status == WalkStatus.WAIT_SOURCE:
                 self.runner.wait_source(walk.planned, walk.row, outstanding=left + 1)
-            elif walk.status == "wait_window":
+            elif walk.status == WalkStatus.WAIT_WINDOW:
                 self.runner.wait_window(walk.planned, walk.result, self.plan[walk.position:], row_key=row_key,
                                          visit=current.number, outstanding=left + 1)
-            elif walk.status == "failed":
+            elif walk.status == WalkStatus.FAILED:
                 ledger_skip_rest(self.run, self.plan[walk.position + 1:], row_key=row_key,
                                  slice_number=current.number, visit=current.number)
                 self._close(current)
@@ -135,7 +138,7 @@ class MigrationSlice:
         # The next slice is a separate job on the async lane, under the same run id.
         with transaction.atomic():
             ProcessRun.objects.filter(pk=self.run.pk).update(outstanding=remainder)
-            run_wait(self.run, pending_reason="queued")
+            run_wait(self.run, pending_reason=PendingReason.QUEUED)
             self.run.delivery += 1
             ProcessRun.objects.filter(pk=self.run.pk).update(delivery=self.run.delivery)
             lane_enqueue(run_id=self.run.pk, delivery=self.run.delivery, mode="async")

@@ -18,6 +18,7 @@ from django.db import connection, transaction
 
 from guardrails.settings import setting_get
 from kernel.errors import TurbobaseError
+from processes.codes import ProcessCode
 from records.rest.execute import rest_read
 
 _slots_lock = threading.Lock()
@@ -29,9 +30,9 @@ class QueryRefused(TurbobaseError):
     """A ctx.query read was refused."""
 
     error = "query_refused"
-    code = "QUERY_REFUSED"
+    code = ProcessCode.QUERY_REFUSED
 
-    def __init__(self, message: str, *, code: str) -> None:
+    def __init__(self, message: str, *, code: ProcessCode) -> None:
         super().__init__(message)
         self.code = code
 
@@ -69,19 +70,19 @@ def query_run(*, user_id: int, fingerprint: str, path_and_query: Any) -> list[di
     from processes.invoke import access_fingerprint
 
     if not isinstance(path_and_query, str) or not path_and_query.strip():
-        raise QueryRefused("ctx.query takes a PostgREST path and query string", code="QUERY_INVALID")
+        raise QueryRefused("ctx.query takes a PostgREST path and query string", code=ProcessCode.QUERY_INVALID)
     user = get_user_model().objects.filter(pk=user_id).first()
     if user is None or not user.is_active or (fingerprint and access_fingerprint(user) != fingerprint):
         raise QueryRefused(
             "the invoking user's access changed while the run was going; its reads are refused",
-            code="QUERY_ACCESS_CHANGED",
+            code=ProcessCode.QUERY_ACCESS_CHANGED,
         )
     slot_wait_ms = setting_get("processes.query_slot_wait_ms")
     pool = _slot_pool()
     if not pool.acquire(timeout=slot_wait_ms / 1000):
         raise QueryRefused(
             f"no read slot freed within processes.query_slot_wait_ms ({slot_wait_ms} ms); the read was not sent",
-            code="QUERY_SLOT_TIMEOUT",
+            code=ProcessCode.QUERY_SLOT_TIMEOUT,
         )
     timeout_ms = setting_get("processes.query_timeout_ms")
     try:
@@ -92,7 +93,7 @@ def query_run(*, user_id: int, fingerprint: str, path_and_query: Any) -> list[di
         if _is_timeout(exc):
             raise QueryRefused(
                 f"the read passed processes.query_timeout_ms ({timeout_ms} ms) and was abandoned",
-                code="QUERY_TIMEOUT",
+                code=ProcessCode.QUERY_TIMEOUT,
             ) from exc
         raise
     finally:

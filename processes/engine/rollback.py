@@ -11,7 +11,7 @@ from django.db import transaction
 
 from kernel.errors import TurbobaseError
 from processes.engine.ending import run_end, run_wait
-from processes.models import Disposition, ProcessRun, RunState
+from processes.models import Disposition, PendingReason, ProcessRun, RunState
 from records.boundary import DeleteWindowWait, record_delete
 from records.codes import RefusalCode
 from records.errors import RecordNotFound
@@ -55,7 +55,7 @@ def rollback_continue(run: ProcessRun, actor: Actor) -> None:
                 row.disposition = Disposition.ROLLED_BACK
                 row.save(update_fields=["disposition", "updated_at"])
         except DeleteWindowWait as wait:
-            run_wait(run, pending_reason="awaitingTime", wake_at=wait.retry_at, waiting_step=row.step_id)
+            run_wait(run, pending_reason=PendingReason.AWAITING_TIME, wake_at=wait.retry_at, waiting_step=row.step_id)
             from processes.engine.wakeups import wake_at
 
             wake_at(run.pk, wait.retry_at)

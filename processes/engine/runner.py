@@ -19,16 +19,27 @@ from django.utils import timezone
 from extensions.store import module_version
 from guardrails.settings import setting_get
 from processes.ceilings import ceilings_for
+from processes.contract import OnFailure, OnRefused
 from processes.engine.ending import lease_seconds, run_end, run_redeliver, run_wait
 from processes.engine.ledger import ledger_skip_rest, step_outcome, writes_count
 from processes.engine.plan import ForEachCapExceeded, PlannedStep, plan_build
 from processes.engine.rollback import rollback_continue
 from processes.engine.runtime import ModuleRuntime
+from processes.engine.statuses import StepStatus, VerdictWait, WalkStatus
 from processes.engine.steps import StepScope, step_execute
 from processes.engine.waits import verdict_pending, verdict_take
 from processes.engine.wakeups import wake_at
 from processes.errors import InputInvalid
-from processes.models import Disposition, Process, ProcessRun, ProcessRunStep, RunState
+from processes.models import (
+    Disposition,
+    PendingReason,
+    Process,
+    ProcessRun,
+    ProcessRunStep,
+    RunState,
+    SkipReason,
+)
+from processes.status import RunMove, move_check, states_from
 from records.trail import Actor
 
 logger = logging.getLogger("turbobase.processes.engine")
@@ -36,7 +47,7 @@ logger = logging.getLogger("turbobase.processes.engine")
 
 @dataclass(frozen=True)
 class Stop:
-    state: str
+    state: RunState
     reason: str
 
 
@@ -44,7 +55,7 @@ class Stop:
 class Walk:
     """Where a pass over the plan ended: done, or at ``position`` for ``status``."""
 
-    status: str  # done / stop / wait_source / wait_window / failed
+    status: WalkStatus
     position: int
     planned: PlannedStep | None = None
     stop: Stop | None = None
@@ -55,7 +66,7 @@ class Walk:
 def run_claim(run_id: str) -> tuple[ProcessRun, str] | None:
     """Take the run's lease if it is free (or expired); None when another delivery has it or it ended."""
     now, token = timezone.now(), uuid.uuid4().hex
-    claimed = ProcessRun.objects.filter(pk=run_id, state__in=[RunState.QUEUED, RunState.RUNNING]).filter(
+    claimed = ProcessRun.objects.filter(pk=run_id, state__in=states_from(RunMove.CLAIM)).filter(
         Q(lease_until__isnull=True) | Q(lease_until__lt=now)
     ).update(lease_owner=token, lease_until=now + timedelta(seconds=lease_seconds()))
     if not claimed:
@@ -65,12 +76,12 @@ def run_claim(run_id: str) -> tuple[ProcessRun, str] | None:
     if run.started_at is not None:  # not a first delivery: the ledger is the truth, whatever a dead one left
         run.writes = writes_count(run)
     if run.state == RunState.QUEUED:
-        run.state, run.pending_reason = RunState.RUNNING, "running"
+        run.state, run.pending_reason = move_check(RunMove.CLAIM, run.state), PendingReason.RUNNING
         run.started_at = run.started_at or now
         run.save(update_fields=["state", "pending_reason", "started_at", "updated_at"])
     else:
-        ProcessRun.objects.filter(pk=run.pk).update(pending_reason="running")
-        run.pending_reason = "running"
+        ProcessRun.objects.filter(pk=run.pk).update(pending_reason=PendingReason.RUNNING)
+        run.pending_reason = PendingReason.RUNNING
     return run, token
 
 
@@ -181,20 +192,20 @@ class ChainRunner:
             run_end(self.run, stop.state, reason=stop.reason, outstanding=unreached)
             return
         walk = self.walk_steps(plan, recorded, row_key="", visit=1, row=None, stop_between_steps=True)
-        if walk.status == "done":
+        if walk.status == WalkStatus.DONE:
             run_end(self.run, RunState.COMMITTED)
-        elif walk.status == "stop":
+        elif walk.status == WalkStatus.STOP:
             run_end(self.run, walk.stop.state, reason=walk.stop.reason, outstanding=len(plan) - walk.position)
-        elif walk.status == "wait_source":
+        elif walk.status == WalkStatus.WAIT_SOURCE:
             self.wait_source(walk.planned, walk.row, outstanding=len(plan) - walk.position - 1)
-        elif walk.status == "wait_window":
+        elif walk.status == WalkStatus.WAIT_WINDOW:
             self.wait_window(walk.planned, walk.result, plan[walk.position:])
-        elif walk.status == "failed":
+        elif walk.status == WalkStatus.FAILED:
             ledger_skip_rest(self.run, plan[walk.position + 1:])
             self.fail(walk.planned, walk.row, outstanding=0)
 
     def recorded(self, *, row_key: str, visit: int) -> dict[str, ProcessRunStep]:
-        rows = self.run.ledger.filter(row_key=row_key, visit=visit).exclude(skip_reason="not_reached")
+        rows = self.run.ledger.filter(row_key=row_key, visit=visit).exclude(skip_reason=SkipReason.NOT_REACHED)
         return {row.step_id: row for row in rows}
 
     def walk_steps(
@@ -209,7 +220,7 @@ class ChainRunner:
                 if stop_between_steps and position:
                     stop = self.stop_check()
                     if stop is not None:
-                        return Walk("stop", position, planned, stop=stop)
+                        return Walk(WalkStatus.STOP, position, planned, stop=stop)
                 self._renew_lease()
                 ctx = {"input": self.run.input, "runId": str(self.run.run_id), "steps": steps,
                        "item": planned.item, "index": planned.index, "row": row}
@@ -218,17 +229,17 @@ class ChainRunner:
                 scope = StepScope(run=self.run, actor=self.actor, idempotency_key=key, row_key=row_key,
                                   slice_number=visit, visit=visit)
                 result = step_execute(scope, planned, ctx, self.runtime())
-                if result.status == "wait_window":
-                    return Walk("wait_window", position, planned, result=result)
+                if result.status == StepStatus.WAIT_WINDOW:
+                    return Walk(WalkStatus.WAIT_WINDOW, position, planned, result=result)
                 ledger_row = result.row
-            if ledger_row.awaiting_verdict and verdict_take(ledger_row).status == "pending":
-                return Walk("wait_source", position, planned, row=ledger_row)
+            if ledger_row.awaiting_verdict and verdict_take(ledger_row).status == VerdictWait.PENDING:
+                return Walk(WalkStatus.WAIT_SOURCE, position, planned, row=ledger_row)
             if ledger_row.disposition == Disposition.FAILED and not (
-                planned.kind == "delete" and planned.definition.get("onRefused") == "continue"
+                planned.kind == "delete" and planned.definition.get("onRefused") == OnRefused.CONTINUE
             ):
-                return Walk("failed", position, planned, row=ledger_row)
+                return Walk(WalkStatus.FAILED, position, planned, row=ledger_row)
             steps[planned.step_id] = step_outcome(ledger_row)
-        return Walk("done", len(plan))
+        return Walk(WalkStatus.DONE, len(plan))
 
     def wait_source(self, planned: PlannedStep, row: ProcessRunStep, *, outstanding: int) -> None:
         """Park on the source's verdict for ``row``, or end committed when the wait budget is spent."""
@@ -242,7 +253,7 @@ class ChainRunner:
                 f"step {planned.step_id!r} is still waiting for the source's verdict after the wait budget "
                 f"({budget_ms} ms, processes.await_source_budget_ms); its record is kept — resume the run to wait again"))
             return
-        run_wait(self.run, pending_reason="awaitingSource", deadline=deadline, waiting_step=waiting_on)
+        run_wait(self.run, pending_reason=PendingReason.AWAITING_SOURCE, deadline=deadline, waiting_step=waiting_on)
         # The verdict may have landed while we were parking: then nobody else will wake us.
         if not verdict_pending(row):
             run_redeliver(self.run.pk)
@@ -262,7 +273,7 @@ class ChainRunner:
                 f"within the step's wait budget ({budget_ms} ms); nothing was deleted at that step — invoke "
                 "the process again, or raise the cap in Settings → Write guardrails"))
             return
-        run_wait(self.run, pending_reason="awaitingTime", deadline=deadline, wake_at=result.retry_at,
+        run_wait(self.run, pending_reason=PendingReason.AWAITING_TIME, deadline=deadline, wake_at=result.retry_at,
                  waiting_step=waiting_on)
         wake_at(self.run.pk, result.retry_at)
 
@@ -270,7 +281,7 @@ class ChainRunner:
         reason = f"step {planned.step_id!r} failed: {row.refusal_code}: {row.refusal_message}"
         if row.row_key:
             reason = f"row {row.row_key!r}: {reason}"
-        if self.definition.get("onFailure") == "rollback" and not planned.is_keep:
+        if self.definition.get("onFailure") == OnFailure.ROLLBACK and not planned.is_keep:
             ProcessRun.objects.filter(pk=self.run.pk).update(
                 rollback_requested=True, rollback_cause=reason, outstanding=outstanding)
             self.run.rollback_requested, self.run.rollback_cause = True, reason

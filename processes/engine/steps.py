@@ -13,10 +13,12 @@ from typing import Any
 from django.db import transaction
 
 from kernel.errors import NotFound, Refusal, TurbobaseError
+from processes.codes import ProcessCode
 from processes.engine.ledger import Refused, ledger_write
 from processes.engine.plan import PlannedStep
 from processes.engine.runtime import ModuleRuntime, StepCodeFailed
-from processes.models import Disposition, ProcessRun, ProcessRunStep
+from processes.engine.statuses import StepStatus
+from processes.models import Disposition, ProcessRun, ProcessRunStep, SkipReason
 from records.boundary import (
     DeleteWindowWait,
     WriteResult,
@@ -26,14 +28,15 @@ from records.boundary import (
 )
 from records.codes import RefusalCode
 from records.models import RecordWriteState
+from records.outcomes import WriteOutcome
 from records.trail import Actor
 
 
 @dataclass(frozen=True)
 class StepResult:
-    """``done`` (row written), ``failed`` (row written, refusal on it), or ``wait_window``."""
+    """What the step did (``StepStatus``) and, unless it waits, its ledger row."""
 
-    status: str
+    status: StepStatus
     row: ProcessRunStep | None = None
     cap: str | None = None
     retry_at: datetime | None = None
@@ -62,7 +65,14 @@ def _record(scope: StepScope, planned: PlannedStep, **fields: Any) -> ProcessRun
 
 def _fail(scope: StepScope, planned: PlannedStep, refusal: Refused, **fields: Any) -> StepResult:
     with transaction.atomic():
-        return StepResult("failed", _record(scope, planned, disposition=Disposition.FAILED, refusal=refusal, **fields))
+        row = _record(scope, planned, disposition=Disposition.FAILED, refusal=refusal, **fields)
+        return StepResult(StepStatus.FAILED, row)
+
+
+def _declined(scope: StepScope, planned: PlannedStep) -> StepResult:
+    """The step's when returned false or its build null: recorded as skipped, nothing written."""
+    row = _record(scope, planned, disposition=Disposition.SKIPPED, skip_reason=SkipReason.DECLINED)
+    return StepResult(StepStatus.DONE, row)
 
 
 def _unresolved(scope: StepScope, planned: PlannedStep, what: str) -> StepResult:
@@ -101,7 +111,7 @@ def _update_address(runtime: ModuleRuntime, planned: PlannedStep, ctx: dict) -> 
 
 def _payload(value: Any) -> tuple[dict, list | None]:
     if not isinstance(value, dict) or not isinstance(value.get("parent"), dict):
-        raise StepCodeFailed("BUILD_INVALID", "build must return { parent, lines? } or null")
+        raise StepCodeFailed(ProcessCode.BUILD_INVALID, "build must return { parent, lines? } or null")
     lines = value.get("lines")
     return value["parent"], lines  # keys other than parent and lines are not read
 
@@ -118,16 +128,16 @@ def step_execute(scope: StepScope, planned: PlannedStep, ctx: dict, runtime: Mod
             try:
                 proceed = runtime.call(planned.path + ("when",), ctx)
             except StepCodeFailed as exc:
-                return _fail(scope, planned, Refused("WHEN_FAILED", "when", f"when threw: {exc.message}"))
+                return _fail(scope, planned, Refused(ProcessCode.WHEN_FAILED, "when", f"when threw: {exc.message}"))
             if proceed is not True:
                 with transaction.atomic():
-                    return StepResult("done", _record(scope, planned, disposition=Disposition.SKIPPED, skip_reason="declined"))
+                    return _declined(scope, planned)
         if planned.kind == "delete":
             return _delete(scope, planned, ctx, runtime)
         built = runtime.call(planned.path + ("build",), ctx)
         if built is None:
             with transaction.atomic():
-                return StepResult("done", _record(scope, planned, disposition=Disposition.SKIPPED, skip_reason="declined"))
+                return _declined(scope, planned)
         parent, lines = _payload(built)
         address = _update_address(runtime, planned, ctx) if planned.kind == "update" else None
     except Unresolved as exc:
@@ -148,21 +158,21 @@ def _write(scope: StepScope, planned: PlannedStep, parent: dict, lines: list | N
             else:
                 result = record_update(actor=scope.actor, record_type=record_type, parent=parent, **address)
         except (Refusal, NotFound, TurbobaseError) as exc:
-            return StepResult("failed", _record(scope, planned, disposition=Disposition.FAILED,
+            return StepResult(StepStatus.FAILED, _record(scope, planned, disposition=Disposition.FAILED,
                                                  refusal=Refused.of(exc)))
         record = result.record
-        reused = result.outcome == "duplicate" and scope.row_key != ""
+        reused = result.outcome == WriteOutcome.DUPLICATE and scope.row_key != ""
         write_state = _latest_write_state(record.pk) if awaits and record.source_system else None
         row = _record(
             scope, planned,
             disposition=Disposition.SKIPPED if reused else Disposition.CONFIRMED,
-            skip_reason="reused" if reused else "",
+            skip_reason=SkipReason.REUSED if reused else SkipReason.NONE,
             pg_row_id=record.pk, external_id=record.external_id,
             created_record=address is None and not reused,
             awaiting=write_state is not None and not reused, write_state_id=write_state,
-            counts_write=result.outcome in ("created", "updated"),
+            counts_write=result.outcome in (WriteOutcome.CREATED, WriteOutcome.UPDATED),
         )
-        return StepResult("done", row)
+        return StepResult(StepStatus.DONE, row)
 
 
 def _delete(scope: StepScope, planned: PlannedStep, ctx: dict, runtime: ModuleRuntime) -> StepResult:
@@ -178,11 +188,11 @@ def _delete(scope: StepScope, planned: PlannedStep, ctx: dict, runtime: ModuleRu
                 source_system=delete.get("sourceSystem"), on_cap="wait",
             )
         except DeleteWindowWait as wait:
-            return StepResult("wait_window", cap=wait.cap, retry_at=wait.retry_at)
+            return StepResult(StepStatus.WAIT_WINDOW, cap=wait.cap, retry_at=wait.retry_at)
         except (Refusal, NotFound, TurbobaseError) as exc:
-            return StepResult("failed", _record(scope, planned, disposition=Disposition.FAILED,
+            return StepResult(StepStatus.FAILED, _record(scope, planned, disposition=Disposition.FAILED,
                                                  refusal=Refused.of(exc)))
         notice = Refused(result.code, None, result.message) if result.code else None
         row = _record(scope, planned, disposition=Disposition.CONFIRMED, refusal=notice,
                       pg_row_id=result.record.pk, external_id=result.record.external_id, counts_write=True)
-        return StepResult("done", row)
+        return StepResult(StepStatus.DONE, row)

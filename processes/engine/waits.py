@@ -12,6 +12,7 @@ from typing import Any
 from django.db import transaction
 
 from processes.engine.ledger import Refused
+from processes.engine.statuses import VerdictWait
 from processes.models import Disposition, ProcessRunStep
 from records.codes import RefusalCode
 from records.models import Record, RecordWriteState, WriteStatus
@@ -19,7 +20,7 @@ from records.models import Record, RecordWriteState, WriteStatus
 
 @dataclass(frozen=True)
 class VerdictOutcome:
-    status: str  # confirmed / failed / pending
+    status: VerdictWait
 
 
 def verdict_take(row: ProcessRunStep) -> VerdictOutcome:
@@ -28,14 +29,14 @@ def verdict_take(row: ProcessRunStep) -> VerdictOutcome:
     if row.write_state_id is not None:
         state = RecordWriteState.reads.filter(pk=row.write_state_id).first()
     if state is None or state.status in (WriteStatus.PENDING, WriteStatus.HELD):
-        return VerdictOutcome("pending")
+        return VerdictOutcome(VerdictWait.PENDING)
     with transaction.atomic():
         row.awaiting_verdict = False
         if state.status in (WriteStatus.CONFIRMED, WriteStatus.SETTLED):
             record = Record.reads.filter(pk=state.record_id).values("external_id").first()
             row.external_id = (record["external_id"] if record else None) or state.external_id
             row.save(update_fields=["awaiting_verdict", "external_id", "updated_at"])
-            return VerdictOutcome("confirmed")
+            return VerdictOutcome(VerdictWait.CONFIRMED)
         if state.status == WriteStatus.SETTLE_CONFLICT:
             refusal = Refused(RefusalCode.SOURCE_APPLIED_UNLINKED, state.field or None,
                               state.message or "the source created the record but linking it back failed")
@@ -46,7 +47,7 @@ def verdict_take(row: ProcessRunStep) -> VerdictOutcome:
         row.disposition = Disposition.FAILED
         row.refusal_code, row.refusal_field, row.refusal_message = refusal.code, refusal.field, refusal.message
         row.save()
-        return VerdictOutcome("failed")
+        return VerdictOutcome(VerdictWait.FAILED)
 
 
 def runs_waiting_on(write_state_id: int) -> list[Any]:

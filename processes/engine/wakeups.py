@@ -12,8 +12,9 @@ from django_q.models import Schedule
 from processes.engine.ending import run_end, run_redeliver
 from processes.engine.rollback import rolled_back_reason
 from processes.engine.waits import runs_waiting_on
-from processes.models import Disposition, ProcessRun, ProcessRunStep, RunState
+from processes.models import Disposition, PendingReason, ProcessRun, ProcessRunStep, RunState
 from records.models import RecordWriteState, WriteOperation
+from records.outcomes import VerdictKind
 
 
 def on_source_verdict(sender: Any = None, *, write_state_id: int, record_id: Any, verdict: str, **kwargs: Any) -> None:
@@ -26,7 +27,7 @@ def on_source_verdict(sender: Any = None, *, write_state_id: int, record_id: Any
         return
     for row in ProcessRunStep.objects.filter(pg_row_id=record_id, disposition=Disposition.ROLLED_BACK).select_related("run"):
         run = row.run
-        if verdict == "refused":
+        if verdict == VerdictKind.REFUSED:
             with transaction.atomic():
                 row.disposition = Disposition.CONFIRMED if row.refusal_code is None else Disposition.FAILED
                 row.save(update_fields=["disposition", "updated_at"])
@@ -56,10 +57,10 @@ def runs_due(now: datetime | None = None) -> list[Any]:
     due = []
     for run in parked.only("run_id", "pending_reason", "wait_deadline", "wake_at", "lease_until"):
         if (
-            run.pending_reason in ("running", "queued")
+            run.pending_reason in (PendingReason.RUNNING, PendingReason.QUEUED)
             or (run.wait_deadline is not None and run.wait_deadline <= now)
             or (run.wake_at is not None and run.wake_at <= now)
-            or (run.pending_reason == "awaitingSource" and _verdict_in(run))
+            or (run.pending_reason == PendingReason.AWAITING_SOURCE and _verdict_in(run))
         ):
             due.append(run.pk)
     return due

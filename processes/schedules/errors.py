@@ -3,27 +3,28 @@ from __future__ import annotations
 
 from extensions.errors import ExtensionInUse
 from kernel.errors import Forbidden, InvalidRequest
+from processes.codes import ProcessCode
 
 
 class ScheduleInvalid(InvalidRequest):
     """A schedules.json entry is not a schedule this instance can run."""
 
     error = "invalid_schedule"
-    code = "SCHEDULE_INVALID"
+    code = ProcessCode.SCHEDULE_INVALID
 
 
 class ScheduleProcessNotDeployed(InvalidRequest):
     """The schedule names a process that neither is deployed nor is declared in the same deploy."""
 
     error = "invalid_schedule"
-    code = "SCHEDULE_PROCESS_NOT_DEPLOYED"
+    code = ProcessCode.SCHEDULE_PROCESS_NOT_DEPLOYED
 
 
 class ScheduleNameReserved(InvalidRequest):
     """Names beginning ``system.`` are the platform's own recurring jobs."""
 
     error = "invalid_schedule"
-    code = "SCHEDULE_NAME_RESERVED"
+    code = ProcessCode.SCHEDULE_NAME_RESERVED
 
 
 class ScheduleForbidden(Forbidden):
@@ -36,4 +37,4 @@ class ProcessScheduled(ExtensionInUse):
     """A schedule that survives this change still runs the process; remove both in one deploy,
     or point the schedule at another process."""
 
-    code = "PROCESS_SCHEDULED"
+    code = ProcessCode.PROCESS_SCHEDULED

@@ -1,0 +1,38 @@
+"""Codes the processes room answers with and puts on step ledger rows. Never reused.
+
+One enum for the room (schedules, the contract, the engine and ``ctx.query`` included). The values
+are what clients and the ledger's ``refusal_code`` carry, so they keep their spelling. A step's
+refusal may also carry another room's code (the boundary's, a source's, the sandbox's) or a
+hook's own: those are defined where they are raised, not copied here.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class ProcessCode(StrEnum):
+    # Invoking and steering a run.
+    INPUT_INVALID = "INPUT_INVALID"
+    INVALID_MODE = "INVALID_MODE"
+    PROCESS_RUN_NOT_RESUMABLE = "PROCESS_RUN_NOT_RESUMABLE"
+    PROCESS_IS_A_MIGRATION = "PROCESS_IS_A_MIGRATION"
+    PROCESS_RUN_NOT_ROLLBACKABLE = "PROCESS_RUN_NOT_ROLLBACKABLE"
+    # Deploying a process or a schedule.
+    PROCESS_CONTRACT_INVALID = "PROCESS_CONTRACT_INVALID"
+    SCHEDULE_INVALID = "SCHEDULE_INVALID"
+    SCHEDULE_PROCESS_NOT_DEPLOYED = "SCHEDULE_PROCESS_NOT_DEPLOYED"
+    SCHEDULE_NAME_RESERVED = "SCHEDULE_NAME_RESERVED"
+    PROCESS_SCHEDULED = "PROCESS_SCHEDULED"
+    # On a step's ledger row: the author's function broke its contract.
+    WHEN_FAILED = "WHEN_FAILED"  # ``when`` threw
+    BUILD_INVALID = (
+        "BUILD_INVALID"  # ``build`` returned something other than { parent, lines? } or null
+    )
+    OUTSTANDING_INVALID = "OUTSTANDING_INVALID"  # ``eachRow.outstanding`` returned no query string
+    # A ``ctx.query`` read was refused (the step's refusal carries the precise one).
+    QUERY_REFUSED = "QUERY_REFUSED"
+    QUERY_INVALID = "QUERY_INVALID"
+    QUERY_ACCESS_CHANGED = "QUERY_ACCESS_CHANGED"
+    QUERY_SLOT_TIMEOUT = "QUERY_SLOT_TIMEOUT"
+    QUERY_TIMEOUT = "QUERY_TIMEOUT"

@@ -1,0 +1,188 @@
+"""The run-state table (``processes.status``) is the one source of every run-state change."""
+
+from __future__ import annotations
+
+import ast
+from enum import Enum
+from pathlib import Path
+
+import pytest
+from django.db.models import TextChoices
+
+from processes.engine.ending import run_end
+from processes.engine.runner import run_claim
+from processes.engine.statuses import StepStatus, WalkStatus
+from processes.errors import IllegalTransition
+from processes.invoke import run_invoke
+from processes.models import Disposition, PendingReason, ProcessRun, RunState, SkipReason
+from processes.status import MOVES, TRANSITIONS, RunMove, move_check, states_from, transition_check
+
+S = RunState
+PROCESSES = Path(__file__).resolve().parents[2] / "processes"
+
+
+# --- the table ---------------------------------------------------------------------------------
+
+
+def test_the_table_allows_exactly_these_moves():
+    assert {
+        S.QUEUED: {S.RUNNING, S.COMMITTED, S.FAILED, S.CANCELLED},
+        S.RUNNING: {S.RUNNING, S.COMMITTED, S.FAILED, S.CANCELLED, S.ROLLED_BACK},
+        S.COMMITTED: {S.QUEUED, S.RUNNING, S.FAILED, S.ROLLED_BACK},
+        S.FAILED: {S.RUNNING, S.FAILED, S.ROLLED_BACK},
+        S.CANCELLED: {S.RUNNING, S.FAILED, S.ROLLED_BACK},
+        S.ROLLED_BACK: {S.FAILED},
+    } == TRANSITIONS
+
+
+def test_the_conditional_updates_filter_on_the_tables_from_states():
+    assert states_from(RunMove.CLAIM) == {S.QUEUED, S.RUNNING}
+    assert states_from(RunMove.RESUME) == {S.COMMITTED}
+    assert states_from(RunMove.ROLLBACK) == {S.COMMITTED, S.FAILED, S.CANCELLED}
+    assert {
+        move: MOVES[move].target for move in (RunMove.CLAIM, RunMove.RESUME, RunMove.ROLLBACK)
+    } == {RunMove.CLAIM: S.RUNNING, RunMove.RESUME: S.QUEUED, RunMove.ROLLBACK: S.RUNNING}
+
+
+@pytest.mark.parametrize(
+    ("move", "current"),
+    [
+        (RunMove.CLAIM, S.COMMITTED),
+        (RunMove.CLAIM, S.CANCELLED),
+        (RunMove.CLAIM, S.ROLLED_BACK),
+        (RunMove.RESUME, S.FAILED),
+        (RunMove.RESUME, S.RUNNING),
+        (RunMove.ROLLBACK, S.QUEUED),
+        (RunMove.ROLLBACK, S.RUNNING),
+        (RunMove.ROLLBACK, S.ROLLED_BACK),
+        (RunMove.CANCEL, S.COMMITTED),
+        (RunMove.COMMIT, S.ROLLED_BACK),
+        (RunMove.COMMIT, S.FAILED),
+        (RunMove.ROLL_BACK, S.QUEUED),
+    ],
+)
+def test_an_illegal_move_raises(move, current):
+    with pytest.raises(IllegalTransition):
+        move_check(move, current)
+
+
+@pytest.mark.parametrize(
+    ("current", "target"),
+    [
+        (S.ROLLED_BACK, S.COMMITTED),
+        (S.COMMITTED, S.CANCELLED),
+        (S.FAILED, S.COMMITTED),
+        (S.QUEUED, S.ROLLED_BACK),
+        (S.CANCELLED, S.QUEUED),
+        (S.RUNNING, S.QUEUED),
+    ],
+)
+def test_an_illegal_transition_raises(current, target):
+    with pytest.raises(IllegalTransition):
+        transition_check(current, target)
+
+
+def test_a_legal_move_lands_on_its_target():
+    assert move_check(RunMove.CLAIM, S.QUEUED) == S.RUNNING
+    assert move_check(RunMove.RESUME, S.COMMITTED) == S.QUEUED
+
+
+# --- the engine asks it ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def run(alice, two_notes) -> ProcessRun:
+    return run_invoke(process_id="acme:two-notes", body={"memo": "m"}, user=alice)
+
+
+@pytest.mark.django_db
+def test_ending_a_rolled_back_run_committed_is_refused_and_changes_nothing(run):
+    ProcessRun.objects.filter(pk=run.pk).update(
+        state=S.ROLLED_BACK, reason="rolled back on request"
+    )
+    run.refresh_from_db()
+    with pytest.raises(IllegalTransition):
+        run_end(run, S.COMMITTED, reason="nope")
+    run.refresh_from_db()
+    assert (run.state, run.reason, run.finished_at) == (
+        S.ROLLED_BACK,
+        "rolled back on request",
+        None,
+    )
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("state", [S.COMMITTED, S.FAILED, S.CANCELLED, S.ROLLED_BACK])
+def test_a_delivery_never_claims_a_run_the_table_does_not_let_it_claim(run, state):
+    ProcessRun.objects.filter(pk=run.pk).update(state=state, pending_reason="")
+    assert run_claim(str(run.pk)) is None
+    run.refresh_from_db()
+    assert (run.state, run.lease_owner, run.lease_until, run.started_at) == (state, "", None, None)
+
+
+@pytest.mark.django_db
+def test_a_claimed_queued_run_is_running(run):
+    assert run_claim(str(run.pk)) is not None
+    run.refresh_from_db()
+    assert (run.state, run.pending_reason) == (S.RUNNING, PendingReason.RUNNING)
+    assert run.lease_owner != ""
+
+
+# --- no bare state in processes/ ---------------------------------------------------------------
+
+# Values that name a state or status; in processes/ they are written only as the members that own them.
+# (VerdictWait's "pending" is left out: the demo's records have a "status" field of that value.)
+_ENUMS: tuple[type[Enum], ...] = (RunState, PendingReason, SkipReason, Disposition, WalkStatus, StepStatus)
+_WATCHED = {member.value for enum in _ENUMS for member in enum if member.value}
+_ENUM_BASES = {"TextChoices", "IntegerChoices", "StrEnum", "Enum"}
+
+
+def _bare_literals(source: str) -> list[tuple[int, str]]:
+    """String constants equal to a watched value, outside enum bodies, docstrings, keys and subscripts."""
+    tree = ast.parse(source)
+    allowed: set[int] = set()
+    for node in ast.walk(tree):
+        bases = {
+            getattr(base, "attr", getattr(base, "id", "")) for base in getattr(node, "bases", ())
+        }
+        if isinstance(node, ast.ClassDef) and bases & _ENUM_BASES:
+            allowed |= {id(n) for n in ast.walk(node)}  # the enum's own definition
+        elif isinstance(node, ast.Dict):
+            allowed |= {id(k) for k in node.keys if k is not None}  # a JSON key, not a state
+        elif isinstance(node, ast.Subscript):
+            allowed.add(id(node.slice))
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            allowed.add(id(node.value))  # a docstring
+    return sorted(
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and node.value in _WATCHED
+        and id(node) not in allowed
+    )
+
+
+def test_every_state_in_processes_is_written_as_its_enum_member():
+    files = sorted(p for p in PROCESSES.rglob("*.py") if "migrations" not in p.parts)
+    assert len(files) > 20  # the scan sees the room
+    bare = [
+        f"{path.relative_to(PROCESSES.parent)}:{line}: {value!r}"
+        for path in files
+        for line, value in _bare_literals(path.read_text())
+    ]
+    assert bare == []
+
+
+def test_the_scan_finds_a_bare_state():
+    sample = (
+        'class Walk(TextChoices):\n    DONE = "done"\n\n'
+        'def f(run):\n    """running"""\n    return run.state == "running", {"queued": 1}, run["failed"]\n'
+    )
+    assert _bare_literals(sample) == [(6, "running")]
+
+
+def test_the_enums_are_django_choices_where_they_are_stored():
+    assert all(
+        issubclass(enum, TextChoices) for enum in (RunState, PendingReason, SkipReason, Disposition)
+    )
