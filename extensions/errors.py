@@ -9,7 +9,7 @@ class ExtensionInvalid(InvalidRequest):
     """The extension does not satisfy its contract."""
 
     error = "invalid_extension"
-    code = ExtensionCode.EXTENSION_INVALID
+    code: str = ExtensionCode.EXTENSION_INVALID
 
 
 class ExtensionTooLarge(InvalidRequest):
@@ -50,7 +50,7 @@ class ExtensionInUse(InvalidRequest):
     """Something still depends on this extension."""
 
     error = "extension_in_use"
-    code = ExtensionCode.EXTENSION_IN_USE
+    code: str = ExtensionCode.EXTENSION_IN_USE
     http_status = 409
 
 

@@ -88,4 +88,4 @@ class InvalidRequest(Refusal):
 
     error = "invalid_request"
     http_status = 400
-    code = KernelCode.INVALID
+    code: str = KernelCode.INVALID

@@ -60,7 +60,7 @@ ENDING_MOVES: dict[RunState, RunMove] = {
     S.ROLLED_BACK: RunMove.ROLL_BACK,
 }
 
-TRANSITIONS: dict[RunState, frozenset[RunState]] = {
+TRANSITIONS: dict[str, frozenset[str]] = {
     state: frozenset(move.target for move in MOVES.values() if state in move.sources)
     for state in RunState
 }

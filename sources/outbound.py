@@ -157,7 +157,7 @@ def outbound_send(*, state: RecordWriteState) -> Outcome:
             return unlinked
         external_id = unlinked
     write = OutboundWrite(
-        write_state_id=state.pk, operation=state.operation, record_type=rt,
+        write_state_id=state.pk, operation=WriteOperation(state.operation), record_type=rt,
         source_name=state.source_system, pg_row_id=str(record.pg_row_id), external_id=external_id,
         parent=dict(state.payload.get("parent") or {}), lines=list(state.payload.get("lines") or []),
     )

@@ -132,7 +132,14 @@ def test_a_claimed_queued_run_is_running(run):
 
 # Values that name a state or status; in processes/ they are written only as the members that own them.
 # (VerdictWait's "pending" is left out: the demo's records have a "status" field of that value.)
-_ENUMS: tuple[type[Enum], ...] = (RunState, PendingReason, SkipReason, Disposition, WalkStatus, StepStatus)
+_ENUMS: tuple[type[Enum], ...] = (
+    RunState,
+    PendingReason,
+    SkipReason,
+    Disposition,
+    WalkStatus,
+    StepStatus,
+)
 _WATCHED = {member.value for enum in _ENUMS for member in enum if member.value}
 _ENUM_BASES = {"TextChoices", "IntegerChoices", "StrEnum", "Enum"}
 
