@@ -46,7 +46,7 @@ from extensions.deploy import (
     extension_store,
 )
 from extensions.errors import ExtensionInvalid, ExtensionNotFound
-from extensions.models import ExtensionModule, ExtensionStatus, ExtensionVersion
+from extensions.models import DeployOutcome, ExtensionModule, ExtensionStatus, ExtensionVersion
 from kernel.errors import TurbobaseError
 
 MAX_MODULES = 200
@@ -235,7 +235,7 @@ def bundle_apply(*, data: Any, by: Any, now: datetime | None = None) -> dict[str
             change = changes[module.module_id]
             if change.change == "unchanged":
                 modules.append({"id": module.module_id, "kind": module.kind, "version": change.version,
-                                "outcome": "unchanged", "status": ExtensionStatus.ACTIVE})
+                                "outcome": DeployOutcome.UNCHANGED, "status": ExtensionStatus.ACTIVE})
                 continue
             result = extension_store(module, by=by)
             modules.append({"id": result.id, "kind": result.kind, "version": result.version,

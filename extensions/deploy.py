@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 from django.conf import settings
@@ -39,7 +38,7 @@ from extensions.lint import (
     bundle_evaluate,
     lint_bundle,
 )
-from extensions.models import ExtensionModule, ExtensionStatus, ExtensionVersion
+from extensions.models import DeployOutcome, ExtensionModule, ExtensionStatus, ExtensionVersion
 from extensions.sandbox import LoadedModule, SandboxError, SandboxLimits
 from extensions.siblings import SiblingImportRefused
 from extensions.signals import extension_deployed, extension_removing
@@ -65,13 +64,6 @@ class ExtensionLoadFailed(ExtensionInvalid):
 
     http_status = 422
     code = ExtensionCode.SANDBOX_ERROR
-
-
-class DeployOutcome(StrEnum):
-    """What a deploy did to its id (the answer's ``outcome``)."""
-
-    WRITTEN = "written"  # a new id
-    DUPLICATE = "duplicate"  # the id was deployed: this version replaced it
 
 
 @dataclass(frozen=True)

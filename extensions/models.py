@@ -15,6 +15,14 @@ class ExtensionStatus(models.TextChoices):
     REMOVED = "removed"
 
 
+class DeployOutcome(models.TextChoices):
+    """What a deploy did to one id (the answer's ``outcome``); not stored."""
+
+    WRITTEN = "written"  # a new id
+    DUPLICATE = "duplicate"  # the id was deployed: this version replaced it
+    UNCHANGED = "unchanged"  # a bundle's module whose source did not change: nothing written
+
+
 class ExtensionModule(models.Model):
     """One extension id and the version served for it."""
 

@@ -17,9 +17,9 @@ from typing import Any
 from rest_framework import serializers
 
 from extensions.bundle_parts import bundle_parts
-from extensions.models import ExtensionKind, ExtensionStatus
+from extensions.models import DeployOutcome, ExtensionKind, ExtensionStatus
 
-DEPLOY_OUTCOMES = ("written", "duplicate")
+DEPLOY_OUTCOMES = (DeployOutcome.WRITTEN.value, DeployOutcome.DUPLICATE.value)
 MODULE_CHANGES = ("new", "replaced", "unchanged")
 
 
@@ -162,7 +162,7 @@ class ModuleAppliedOut(serializers.Serializer):
     id = serializers.CharField()
     kind = serializers.ChoiceField(choices=ExtensionKind.choices)
     version = serializers.IntegerField()
-    outcome = serializers.ChoiceField(choices=(*DEPLOY_OUTCOMES, "unchanged"))
+    outcome = serializers.ChoiceField(choices=DeployOutcome.values)
     status = serializers.ChoiceField(choices=ExtensionStatus.choices)
 
 

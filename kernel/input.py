@@ -20,6 +20,7 @@ from typing import Any
 
 from rest_framework.exceptions import ParseError
 
+from kernel.codes import KernelCode
 from kernel.errors import InvalidRequest
 from kernel.text import text_problem
 
@@ -30,7 +31,7 @@ JSON_MAX_DEPTH = 64
 class InvalidText(InvalidRequest):
     """A string in the request cannot be stored as text."""
 
-    code = "INVALID_TEXT"
+    code = KernelCode.INVALID_TEXT
 
 
 class InvalidNumber(InvalidRequest):

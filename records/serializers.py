@@ -14,6 +14,7 @@ from rest_framework import serializers
 from kernel.openapi import ErrorSerializer
 from records.boundary import WriteResult
 from records.models import Record, SyncState
+from records.outcomes import WriteOutcome
 
 
 def record_out(record: Record) -> dict[str, Any]:
@@ -40,7 +41,7 @@ def write_result_out(result: WriteResult) -> dict[str, Any]:
 
 # --- the bodies, for the schema ---------------------------------------------------------------
 
-WRITE_OUTCOMES = ("created", "duplicate", "updated", "deleted", "queued", "held", "settled")
+WRITE_OUTCOMES = tuple(outcome.value for outcome in WriteOutcome)
 
 
 class NoticeOut(serializers.Serializer):
