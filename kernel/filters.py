@@ -30,6 +30,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework.settings import api_settings
 
+from kernel.codes import KernelCode
 from kernel.errors import InvalidRequest
 
 M = TypeVar("M", bound=Model)
@@ -38,7 +39,7 @@ M = TypeVar("M", bound=Model)
 class FilterInvalid(InvalidRequest):
     """A query parameter of a list is unknown, or its value is not one the list accepts."""
 
-    code = "INVALID_FILTER"
+    code = KernelCode.INVALID_FILTER
 
 
 class InstantField(IsoDateTimeField):

@@ -37,7 +37,7 @@ class InvalidText(InvalidRequest):
 class InvalidNumber(InvalidRequest):
     """A number in the request is out of the range JSON can store."""
 
-    code = "INVALID_NUMBER"
+    code = KernelCode.INVALID_NUMBER
 
 
 def _child_path(path: str, key: str | int) -> str:
