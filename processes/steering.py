@@ -7,6 +7,7 @@ from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from extensions.store import module_version
+from kernel.ids import uuid_or_none
 from processes.engine.ending import run_end
 from processes.engine.plan import ForEachCapExceeded, plan_build
 from processes.errors import (
@@ -28,10 +29,8 @@ def runs_visible(user: User) -> QuerySet[ProcessRun]:
 
 
 def run_get(*, user: User, run_id: str) -> ProcessRun:
-    try:
-        run = runs_visible(user).filter(pk=run_id).first()
-    except Exception:  # a malformed UUID is simply not a run
-        run = None
+    parsed = uuid_or_none(run_id)
+    run = runs_visible(user).filter(pk=parsed).first() if parsed is not None else None  # malformed: no run
     if run is None:
         raise RunNotFound(f"no run {run_id!r} that you can see", runId=str(run_id))
     return run

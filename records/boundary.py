@@ -19,6 +19,7 @@ from guardrails.models import Decision, HeldDelete, RuleAction, WindowKind
 from guardrails.rules import rule_decide
 from guardrails.windows import window_admit
 from kernel.errors import Refusal, TurbobaseError
+from kernel.ids import uuid_or_none
 from records.catalog import RecordType, record_type_get
 from records.codes import RefusalCode
 from records.door import door_opened
@@ -207,15 +208,13 @@ def _address(
     rows = records_writable(user=actor.user, record_type=rt)
     if source_system:
         rows = rows.filter(source_system=source_system)
-    try:
-        if pg_row_id not in (None, ""):
-            field, found = "pgRowId", rows.select_for_update().filter(pg_row_id=str(pg_row_id)).first()
-        else:
-            field, found = "externalId", rows.select_for_update().filter(external_id=str(external_id)).first()
-    except Exception as exc:  # a malformed UUID
-        if "UUID" in type(exc).__name__ or "uuid" in str(exc).lower() or isinstance(exc, ValueError):
-            raise RecordNotFound(f"no {rt.name} record has pgRowId {pg_row_id!r}", field="pgRowId") from exc
-        raise
+    if pg_row_id not in (None, ""):
+        parsed = uuid_or_none(str(pg_row_id))
+        if parsed is None:  # not a UUID: no record can have it
+            raise RecordNotFound(f"no {rt.name} record has pgRowId {pg_row_id!r}", field="pgRowId")
+        field, found = "pgRowId", rows.select_for_update().filter(pg_row_id=parsed).first()
+    else:
+        field, found = "externalId", rows.select_for_update().filter(external_id=str(external_id)).first()
     if found is None:
         value = pg_row_id if field == "pgRowId" else external_id
         raise RecordNotFound(f"no {rt.name} record you can see has {field} {value!r}", field=field)
