@@ -66,6 +66,9 @@ class SandboxDocument(models.Model):
     """A document as the simulated system holds it."""
 
     external_id = models.CharField(max_length=255, unique=True)
+    # The key the create carried (``OutboundWrite.idempotency_key``): a create re-sent with the
+    # same key gets this document back instead of a second one, as a real source's would.
+    idempotency_key = models.CharField(max_length=255, null=True, blank=True, unique=True)
     record_type = models.CharField(max_length=64)
     fields = models.JSONField(default=dict)
     lines = models.JSONField(default=list)

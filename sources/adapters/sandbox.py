@@ -3,7 +3,8 @@
 It behaves like the real thing where the seed says what the real thing does — ids minted per
 document type (``PO-1041``, ``PO-1042``…), header and lines in one write (``ATOMIC_WRITE_REQUIRED``),
 mandatory fields (``MANDATORY_FIELD_MISSING``), no deleting a document another one was created
-from (``RECORD_REFERENCED``) — and misbehaves on request, per record type, through
+from (``RECORD_REFERENCED``), one document per create idempotency key (a re-sent create is answered
+with the document the first send made) — and misbehaves on request, per record type, through
 ``sources.scripting`` (latency, refusals, transient failures, never answering, a lost link back).
 
 Every send is logged in ``SandboxSend`` with the number of writes of its type in flight, so the
@@ -14,7 +15,7 @@ from __future__ import annotations
 import os
 import time
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -125,10 +126,19 @@ class SandboxAdapter(SourceAdapter):
         missing = self._missing_mandatory(write, is_create=True)
         if missing is not None:
             return missing
-        external_id = sandbox_mint(rt.id_prefix)
-        SandboxDocument.objects.create(
-            external_id=external_id, record_type=rt.name, fields=dict(write.parent), lines=list(write.lines)
-        )
+        key = write.idempotency_key
+        earlier = SandboxDocument.objects.filter(idempotency_key=key).values_list("external_id", flat=True).first()
+        if earlier is not None:  # the same create, re-sent (its first answer was lost): same document
+            return confirmed(earlier)
+        try:
+            with transaction.atomic():  # the number and the document together, or neither
+                external_id = sandbox_mint(rt.id_prefix)
+                SandboxDocument.objects.create(
+                    external_id=external_id, idempotency_key=key, record_type=rt.name,
+                    fields=dict(write.parent), lines=list(write.lines),
+                )
+        except IntegrityError:  # a concurrent send of the same create got there first
+            return confirmed(SandboxDocument.objects.get(idempotency_key=key).external_id)
         return confirmed(external_id)
 
     def _document(self, write: OutboundWrite) -> SandboxDocument | None:
