@@ -1,5 +1,6 @@
 """Ids from outside (path segments, JSON bodies) parsed once, instead of guessed from a
 database driver's exception text after a query failed on them."""
+
 from __future__ import annotations
 
 import uuid

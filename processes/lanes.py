@@ -8,13 +8,17 @@ from __future__ import annotations
 from uuid import UUID
 
 from django.db import transaction
+from django.utils import timezone
 from django_q.tasks import async_task
 
+from processes.models import ProcessRun
+
 LANE_CLUSTERS = {"sync": "tb_sync", "async": "tb_async"}
+CLUSTER_LANES = {cluster: mode for mode, cluster in LANE_CLUSTERS.items()}
 
 
-def lane_enqueue(*, run_id: str | UUID, delivery: int, mode: str) -> None:
-    """Queue one delivery of the run on its lane, after the current transaction commits."""
+def lane_send(*, run_id: str | UUID, delivery: int, mode: str) -> None:
+    """Hand delivery ``delivery`` of the run to its lane's broker, after the current transaction commits."""
     cluster = LANE_CLUSTERS[mode]
 
     def send() -> None:
@@ -22,3 +26,9 @@ def lane_enqueue(*, run_id: str | UUID, delivery: int, mode: str) -> None:
                    task_name=f"run {run_id} #{delivery}")
 
     transaction.on_commit(send)
+
+
+def lane_enqueue(*, run_id: str | UUID, delivery: int, mode: str) -> None:
+    """Queue one delivery of the run on its lane, noting when (a lost one is sent again)."""
+    ProcessRun.objects.filter(pk=run_id).update(enqueued_at=timezone.now())
+    lane_send(run_id=run_id, delivery=delivery, mode=mode)

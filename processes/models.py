@@ -74,8 +74,12 @@ class ProcessRun(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     slices = models.PositiveIntegerField(default=0)
     writes = models.PositiveIntegerField(default=0)
-    # Bumped on every enqueue; a delivery carrying an older number is stale and does nothing.
+    # Bumped on every new delivery (invoke, wake-up, resume, rollback); a delivery carrying an
+    # older number is stale and does nothing (runner.run_claim). Re-sending a lost one keeps it.
     delivery = models.PositiveIntegerField(default=0)
+    # When the current delivery was last handed to the broker: one not claimed within the lease
+    # of this was lost with a worker host and is sent again (engine.redelivery).
+    enqueued_at = models.DateTimeField(null=True, blank=True)
     # Who holds the run now (a worker's token) and until when; an expired lease is re-claimable.
     lease_owner = models.CharField(max_length=64, blank=True, default="")
     lease_until = models.DateTimeField(null=True, blank=True)

@@ -21,13 +21,17 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from unittest import mock
 from urllib.parse import quote
 
 from django.conf import settings
 from django.db import connection
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+LANES = ("turbobase", "tb_sync", "tb_async")  # what ``manage.py qcluster`` starts
 
 
 def worker_database_url() -> str:
@@ -52,7 +56,7 @@ class QCluster:
 
     def __init__(
         self, *, workers: int = 2, log_path: Path, extra_env: dict[str, str] | None = None,
-        ready_timeout: float = 30.0, stop_timeout: float = 15.0,
+        ready_timeout: float = 60.0, stop_timeout: float = 15.0,
     ) -> None:
         self.workers = workers
         self.log_path = Path(log_path)
@@ -93,19 +97,21 @@ class QCluster:
         return self
 
     def wait_ready(self) -> None:
-        """Round-trip one task through the cluster (proves broker, workers and database agree)."""
+        """Round-trip one task through each lane's cluster (proves broker, workers and database agree)."""
         from django_q.models import Task
         from django_q.tasks import async_task
 
-        task_id = async_task("math.floor", 1.5, save=True)
+        lanes = [self.extra_env["Q_CLUSTER_NAME"]] if "Q_CLUSTER_NAME" in self.extra_env else list(LANES)
+        task_ids = {async_task("math.floor", 1.5, save=True, cluster=lane) for lane in lanes}
         deadline = time.monotonic() + self.ready_timeout
         while time.monotonic() < deadline:
             if self.process is not None and self.process.poll() is not None:
                 raise RuntimeError(f"qcluster exited with {self.process.returncode}:\n{self.log_text()}")
-            if Task.objects.filter(id=task_id).exists():
+            if Task.objects.filter(id__in=task_ids).count() == len(task_ids):
                 return
             time.sleep(0.1)
-        raise TimeoutError(f"qcluster did not run a task within {self.ready_timeout:g}s:\n{self.log_text()}")
+        raise TimeoutError(
+            f"qcluster did not run a task on every lane within {self.ready_timeout:g}s:\n{self.log_text()}")
 
     def stop(self) -> None:
         """Stop the cluster we started (SIGTERM, then SIGKILL of its own process group)."""
@@ -143,6 +149,25 @@ class QCluster:
 
     def __exit__(self, *exc_info) -> None:
         self.stop()
+
+
+# The worker tests' own database on the shared Redis (flushed before and after each use).
+REDIS_TEST_URL = os.environ.get("TURBOBASE_TEST_REDIS", "redis://127.0.0.1:6379/13")
+
+
+@contextmanager
+def redis_broker(url: str = REDIS_TEST_URL) -> Iterator[dict[str, str]]:
+    """Enqueue on Redis from this test process and yield the environment that puts the clusters
+    on it too. django-q2 reads its broker from ``Conf`` on every enqueue, so patching it is enough."""
+    import redis
+    from django_q.conf import Conf
+
+    redis.from_url(url).flushdb()
+    try:
+        with mock.patch.object(Conf, "ORM", None), mock.patch.object(Conf, "REDIS", url):
+            yield {"TURBOBASE_BROKER": url}
+    finally:
+        redis.from_url(url).flushdb()
 
 
 def wait_until(predicate, *, timeout: float, interval: float = 0.1, message: str = "condition") -> None:

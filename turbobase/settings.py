@@ -153,8 +153,11 @@ if _BROKER.startswith("redis://"):
 else:
     Q_CLUSTER["orm"] = "default"
 
-# How long a delivery holds a run before another may take it over (its worker died).
+# How long a delivery holds a run before another may take it over (its worker died): a live
+# delivery renews it every third of this; a lost one is sent again about this long after.
 PROCESS_RUN_LEASE_S = int(os.environ.get("TURBOBASE_RUN_LEASE_S", "120"))
+# How long a drain that died blocks its record type's outbound lane.
+SOURCES_LANE_LEASE_SECONDS = float(os.environ.get("TURBOBASE_SOURCES_LANE_LEASE_S", "120"))
 
 LOGGING = {
     "version": 1,

@@ -1,47 +1,69 @@
-"""Every way a delivery leaves a run: ended, waiting, or handed back. One door each."""
+"""Every way a delivery leaves a run: ended, waiting, or handed back. One door each.
+
+Each is one conditional UPDATE of the columns it changes — never a save of a row read earlier,
+which would put back whatever steering or a wake-up changed meanwhile (``delivery`` is bumped
+with ``F()`` by them). Given the delivery's ``lease``, the UPDATE applies only while that
+delivery still holds the run; a delivery that lost it raises ``LeaseLost`` and changes nothing.
+"""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from processes.engine.lease import Lease, LeaseLost
+from processes.errors import IllegalTransition
 from processes.lanes import lane_enqueue
 from processes.models import PendingReason, ProcessRun
 from processes.status import RunMove, states_from, transition_check
 
 
-def lease_seconds() -> int:
-    return int(getattr(settings, "PROCESS_RUN_LEASE_S", 120))
+def _apply(run: ProcessRun, lease: Lease | None, changes: dict[str, Any]) -> None:
+    """Write ``changes`` to the run row (only them) if we may, then mirror them on ``run``."""
+    # Steering and wake-ups (no lease): the state the caller decided on must still be the state.
+    rows = lease.owned() if lease is not None else ProcessRun.objects.filter(pk=run.pk, state=run.state)
+    if lease is not None and changes.get("lease_owner") == "":
+        lease.let_go()
+    if not rows.update(**changes):
+        if lease is not None:
+            raise LeaseLost(f"run {run.pk}: lease taken over before it could be left")
+        raise IllegalTransition(f"run {run.pk} is no longer {run.state}")
+    for name, value in changes.items():
+        setattr(run, name, value)
 
 
-def run_end(run: ProcessRun, state: str, *, reason: str | None = None, outstanding: int = 0) -> ProcessRun:
+def run_end(run: ProcessRun, state: str, *, reason: str | None = None, outstanding: int = 0,
+            lease: Lease | None = None) -> ProcessRun:
     """End the run: state, reason, outstanding, finished; the lease and any wait are cleared."""
     transition_check(run.state, state)
     now = timezone.now()
-    run.state, run.reason, run.outstanding = state, reason, outstanding
-    run.finished_at, run.pending_reason = now, PendingReason.NONE
-    run.lease_owner, run.lease_until, run.wait_deadline, run.wake_at = "", None, None, None
-    run.waiting_step, run.cancel_requested, run.rollback_requested = "", False, False
-    run.save()
+    changes: dict[str, Any] = {
+        "state": state, "reason": reason, "outstanding": outstanding, "finished_at": now,
+        "pending_reason": PendingReason.NONE, "lease_owner": "", "lease_until": None, "wait_deadline": None, "wake_at": None, "waiting_step": "",
+        "cancel_requested": False, "rollback_requested": False, "updated_at": now,
+    }
+    if lease is not None:
+        changes["writes"] = run.writes  # the delivery's count, from the ledger it wrote
+    _apply(run, lease, changes)
     return run
 
 
 def run_wait(run: ProcessRun, *, pending_reason: str, deadline: datetime | None = None,
-             wake_at: datetime | None = None, waiting_step: str = "") -> None:
+             wake_at: datetime | None = None, waiting_step: str = "", lease: Lease | None = None) -> None:
     """Park the run (still ``running``) and give the worker back; a verdict or the clock re-queues it."""
-    ProcessRun.objects.filter(pk=run.pk).update(
-        pending_reason=pending_reason, wait_deadline=deadline, wake_at=wake_at, waiting_step=waiting_step,
-        lease_owner="", lease_until=None, writes=run.writes, updated_at=timezone.now(),
-    )
-    run.pending_reason, run.wait_deadline, run.wake_at = pending_reason, deadline, wake_at
-    run.waiting_step, run.lease_owner, run.lease_until = waiting_step, "", None
+    _apply(run, lease, {
+        "pending_reason": pending_reason, "wait_deadline": deadline, "wake_at": wake_at,
+        "waiting_step": waiting_step, "lease_owner": "", "lease_until": None, "writes": run.writes,
+        "updated_at": timezone.now(),
+    })
 
 
 def run_redeliver(run_id, *, mode: str | None = None) -> None:
-    """Queue another delivery of a run (a wake-up); the lease makes extra deliveries harmless."""
+    """Queue another delivery of a run (a wake-up); the lease makes extra deliveries harmless.
+    The number goes up, so a delivery queued before this one is stale when it arrives."""
     with transaction.atomic():
         updated = ProcessRun.objects.filter(pk=run_id, state__in=states_from(RunMove.CLAIM)).update(
             delivery=F("delivery") + 1)

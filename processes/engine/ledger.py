@@ -6,6 +6,7 @@ from typing import Any
 
 from django.db.models import Max
 
+from processes.engine.lease import Lease
 from processes.engine.plan import PlannedStep
 from processes.models import Disposition, ProcessRun, ProcessRunStep, SkipReason
 
@@ -40,7 +41,11 @@ def ledger_write(
     external_id: str | None = None, created_record: bool = False, refusal: Refused | None = None,
     awaiting: bool = False, write_state_id: int | None = None, skip_reason: str = "",
     row_key: str = "", slice_number: int = 1, visit: int = 1, counts_write: bool = False,
+    lease: Lease | None = None,
 ) -> ProcessRunStep:
+    """Record one step (inside the step's transaction). With the delivery's ``lease``, the same
+    transaction proves the lease is still ours — else ``LeaseLost`` rolls the whole step back —
+    and brings the run's ``writes`` up to date."""
     row = ProcessRunStep.objects.create(
         run=run, sequence=sequence_next(run), step_id=planned.step_id,
         record_type=planned.definition.get("recordType", ""), action=planned.kind,
@@ -53,20 +58,20 @@ def ledger_write(
         refusal_message=refusal.message if refusal else None,
     )
     if counts_write:
-        # The ledger is the count's truth (writes_count); the run row is brought up to date when
-        # the delivery leaves the run, so a write costs no extra statement here.
-        run.writes += 1
+        run.writes += 1  # the ledger is the count's truth (writes_count); this is the delivery's copy
+    if lease is not None:
+        lease.hold(writes=run.writes)
     return row
 
 
 def ledger_skip_rest(run: ProcessRun, rest: list[PlannedStep], *, row_key: str = "", slice_number: int = 1,
-                     visit: int = 1) -> None:
+                     visit: int = 1, lease: Lease | None = None) -> None:
     """Record steps the run will not reach as skipped (an earlier step failed, or the delete cap)."""
     done = set(run.ledger.filter(row_key=row_key, visit=visit).values_list("step_id", flat=True))
     for planned in rest:
         if planned.step_id not in done:
             ledger_write(run, planned, disposition=Disposition.SKIPPED, skip_reason=SkipReason.NOT_REACHED,
-                         row_key=row_key, slice_number=slice_number, visit=visit)
+                         row_key=row_key, slice_number=slice_number, visit=visit, lease=lease)
 
 
 def step_outcome(row: ProcessRunStep) -> dict[str, Any]:

@@ -17,14 +17,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from processes.codes import ProcessCode
-from processes.engine.ending import run_end, run_wait
+from processes.engine.ending import run_end, run_redeliver, run_wait
 from processes.engine.ledger import ledger_skip_rest
 from processes.engine.plan import PlannedStep
 from processes.engine.query import query_run
 from processes.engine.runtime import StepCodeFailed
 from processes.engine.statuses import WalkStatus
-from processes.lanes import lane_enqueue
-from processes.models import PendingReason, ProcessRun, ProcessRunSlice, RunState
+from processes.models import PendingReason, ProcessRunSlice, RunState
 
 if TYPE_CHECKING:
     from processes.engine.runner import ChainRunner
@@ -44,7 +43,7 @@ class MigrationSlice:
         number = (current.number if current else 0) + 1
         cap = self.runner.ceilings.slice_cap
         if number > cap:
-            run_end(self.run, RunState.COMMITTED, outstanding=self.run.outstanding, reason=(
+            run_end(self.run, RunState.COMMITTED, lease=self.runner.lease, outstanding=self.run.outstanding, reason=(
                 f"stopped at the slice cap processes.slice_cap ({cap}) with work outstanding; invoke the "
                 "process again to carry on"))
             return None
@@ -56,24 +55,26 @@ class MigrationSlice:
             rows = query_run(user_id=self.run.invoked_by_id, fingerprint=self.run.access_fingerprint,
                              path_and_query=query)
         except StepCodeFailed as exc:
-            run_end(self.run, RunState.FAILED, reason=f"eachRow.outstanding failed: {exc.code}: {exc.message}")
+            run_end(self.run, RunState.FAILED, lease=self.runner.lease,
+                    reason=f"eachRow.outstanding failed: {exc.code}: {exc.message}")
             return None
         except Exception as exc:  # the read's own refusal, named
             code = getattr(exc, "code", type(exc).__name__)
-            run_end(self.run, RunState.FAILED, reason=f"the outstanding read failed: {code}: {getattr(exc, 'message', exc)}")
+            run_end(self.run, RunState.FAILED, lease=self.runner.lease,
+                    reason=f"the outstanding read failed: {code}: {getattr(exc, 'message', exc)}")
             return None
         unique: dict[str, dict] = {}
         for row in rows:
             value = row.get(self.key)
             if value in (None, ""):
-                run_end(self.run, RunState.FAILED, reason=(
+                run_end(self.run, RunState.FAILED, lease=self.runner.lease, reason=(
                     f"a row of the outstanding read has no {self.key!r} (eachRow.key): select it in the query"))
                 return None
             unique.setdefault(str(value), row)  # a row listed twice in one slice is visited once
         taken = list(unique.values())[: self.runner.ceilings.slice_max_rows]
         with transaction.atomic():
             opened = ProcessRunSlice.objects.create(run=self.run, number=number, rows=taken, total_read=len(unique))
-            ProcessRun.objects.filter(pk=self.run.pk).update(slices=number, outstanding=len(unique))
+            self.runner.run_set(slices=number, outstanding=len(unique))
         self.run.slices, self.run.outstanding = number, len(unique)
         return opened
 
@@ -99,7 +100,7 @@ class MigrationSlice:
                 stop = self.runner.stop_check()
                 if stop is not None:
                     self._close(current)
-                    run_end(self.run, stop.state, reason=stop.reason, outstanding=remaining)
+                    run_end(self.run, stop.state, lease=self.runner.lease, reason=stop.reason, outstanding=remaining)
                     return
                 self.runner.runtime().new_row()
             walk = self.runner.walk_steps(self.plan, recorded, row_key=row_key, visit=current.number, row=row,
@@ -115,7 +116,7 @@ class MigrationSlice:
                                          visit=current.number, outstanding=left + 1)
             elif walk.status == WalkStatus.FAILED:
                 ledger_skip_rest(self.run, self.plan[walk.position + 1:], row_key=row_key,
-                                 slice_number=current.number, visit=current.number)
+                                 slice_number=current.number, visit=current.number, lease=self.runner.lease)
                 self._close(current)
                 self.runner.fail(walk.planned, walk.row, outstanding=left)
             return
@@ -128,17 +129,16 @@ class MigrationSlice:
         remainder = current.total_read - finished
         self._close(current)
         if remainder == 0:
-            run_end(self.run, RunState.COMMITTED)
+            run_end(self.run, RunState.COMMITTED, lease=self.runner.lease)
             return
         if current.number >= self.runner.ceilings.slice_cap:
-            run_end(self.run, RunState.COMMITTED, outstanding=remainder, reason=(
+            run_end(self.run, RunState.COMMITTED, lease=self.runner.lease, outstanding=remainder, reason=(
                 f"stopped at the slice cap processes.slice_cap ({current.number}) with {remainder} rows "
                 "outstanding; invoke the process again to carry on"))
             return
         # The next slice is a separate job on the async lane, under the same run id.
         with transaction.atomic():
-            ProcessRun.objects.filter(pk=self.run.pk).update(outstanding=remainder)
-            run_wait(self.run, pending_reason=PendingReason.QUEUED)
-            self.run.delivery += 1
-            ProcessRun.objects.filter(pk=self.run.pk).update(delivery=self.run.delivery)
-            lane_enqueue(run_id=self.run.pk, delivery=self.run.delivery, mode="async")
+            self.runner.run_set(outstanding=remainder)
+            self.run.outstanding = remainder
+            run_wait(self.run, lease=self.runner.lease, pending_reason=PendingReason.QUEUED)
+            run_redeliver(self.run.pk, mode="async")

@@ -11,6 +11,7 @@ from django.db import transaction
 
 from kernel.errors import TurbobaseError
 from processes.engine.ending import run_end, run_wait
+from processes.engine.lease import Lease
 from processes.models import Disposition, PendingReason, ProcessRun, RunState
 from records.boundary import DeleteWindowWait, record_delete
 from records.codes import RefusalCode
@@ -46,16 +47,18 @@ def rolled_back_reason(run: ProcessRun) -> str | None:
     return f"{base}; {note}" if base else note
 
 
-def rollback_continue(run: ProcessRun, actor: Actor) -> None:
+def rollback_continue(run: ProcessRun, actor: Actor, *, lease: Lease | None = None) -> None:
     """Delete the next targets; end ``rolled_back`` when every one is accepted for sending."""
     for row in rollback_targets(run):
         try:
             with transaction.atomic():
+                if lease is not None:
+                    lease.hold()  # a delivery that lost the run deletes nothing
                 record_delete(actor=actor, record_type=row.record_type, pg_row_id=row.pg_row_id, rollback=True)
                 row.disposition = Disposition.ROLLED_BACK
                 row.save(update_fields=["disposition", "updated_at"])
         except DeleteWindowWait as wait:
-            run_wait(run, pending_reason=PendingReason.AWAITING_TIME, wake_at=wait.retry_at, waiting_step=row.step_id)
+            run_wait(run, pending_reason=PendingReason.AWAITING_TIME, wake_at=wait.retry_at, waiting_step=row.step_id, lease=lease)
             from processes.engine.wakeups import wake_at
 
             wake_at(run.pk, wait.retry_at)
@@ -66,9 +69,9 @@ def rollback_continue(run: ProcessRun, actor: Actor) -> None:
             row.save(update_fields=["disposition", "updated_at"])
         except TurbobaseError as exc:
             code = getattr(exc, "code", exc.error)
-            run_end(run, RunState.FAILED, reason=(
+            run_end(run, RunState.FAILED, lease=lease, reason=(
                 f"rollback could not remove {row.record_type} {row.pg_row_id} (step {row.step_id!r}): "
                 f"{code}: {exc.message}"))
             return
     run.refresh_from_db()
-    run_end(run, RunState.ROLLED_BACK, reason=rolled_back_reason(run), outstanding=run.outstanding)
+    run_end(run, RunState.ROLLED_BACK, reason=rolled_back_reason(run), outstanding=run.outstanding, lease=lease)

@@ -1,11 +1,13 @@
 """One delivery of a run: claim it, walk its steps from the first unrecorded one, leave it.
 
-A delivery holds the run's lease while it works. It ends the run, parks it on a wait (and gives
-the worker back), or — if the worker dies — leaves a lease that expires so the next delivery
+A delivery holds the run's lease while it works (``engine.lease``: renewed by a heartbeat, proved
+inside every step's transaction). It ends the run, parks it on a wait (and gives the worker back),
+or — if the worker dies — leaves a lease that expires so the next delivery (``engine.redelivery``)
 resumes at the first unrecorded step. Nothing here writes a record except through the boundary.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import uuid
@@ -13,14 +15,16 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from django.db.models import Q
+from django.db.models import Q, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from extensions.store import module_version
 from guardrails.settings import setting_get
 from processes.ceilings import ceilings_for
 from processes.contract import OnFailure, OnRefused
-from processes.engine.ending import lease_seconds, run_end, run_redeliver, run_wait
+from processes.engine.ending import run_end, run_redeliver, run_wait
+from processes.engine.lease import Lease, LeaseLost, lease_seconds
 from processes.engine.ledger import ledger_skip_rest, step_outcome, writes_count
 from processes.engine.plan import ForEachCapExceeded, PlannedStep, plan_build
 from processes.engine.rollback import rollback_continue
@@ -39,7 +43,7 @@ from processes.models import (
     RunState,
     SkipReason,
 )
-from processes.status import RunMove, move_check, states_from
+from processes.status import MOVES, RunMove, states_from
 from records.trail import Actor
 
 logger = logging.getLogger("turbobase.processes.engine")
@@ -63,57 +67,68 @@ class Walk:
     result: Any = None
 
 
-def run_claim(run_id: str) -> tuple[ProcessRun, str] | None:
-    """Take the run's lease if it is free (or expired); None when another delivery has it or it ended."""
+def run_claim(run_id: str, delivery: int | None = None) -> tuple[ProcessRun, Lease] | None:
+    """Take the run's lease if it is free (or expired) — one conditional UPDATE that also moves a
+    queued run to running, so a cancel can never be overwritten. None when another delivery has
+    it, the run ended, or ``delivery`` is stale (a later enqueue superseded it)."""
     now, token = timezone.now(), uuid.uuid4().hex
-    claimed = ProcessRun.objects.filter(pk=run_id, state__in=states_from(RunMove.CLAIM)).filter(
-        Q(lease_until__isnull=True) | Q(lease_until__lt=now)
-    ).update(lease_owner=token, lease_until=now + timedelta(seconds=lease_seconds()))
+    free = ProcessRun.objects.filter(pk=run_id, state__in=states_from(RunMove.CLAIM)).filter(
+        Q(lease_until__isnull=True) | Q(lease_until__lt=now))
+    if delivery is not None:
+        free = free.filter(delivery=delivery)
+    claimed = free.update(
+        lease_owner=token, lease_until=now + timedelta(seconds=lease_seconds()), state=MOVES[RunMove.CLAIM].target,
+        pending_reason=PendingReason.RUNNING, started_at=Coalesce("started_at", Value(now)), updated_at=now)
     if not claimed:
         return None
     run = ProcessRun.objects.select_related("invoked_by").get(pk=run_id)
-    run._lease_renewed_at = time.monotonic()
-    if run.started_at is not None:  # not a first delivery: the ledger is the truth, whatever a dead one left
-        run.writes = writes_count(run)
-    if run.state == RunState.QUEUED:
-        run.state, run.pending_reason = move_check(RunMove.CLAIM, run.state), PendingReason.RUNNING
-        run.started_at = run.started_at or now
-        run.save(update_fields=["state", "pending_reason", "started_at", "updated_at"])
-    else:
-        ProcessRun.objects.filter(pk=run.pk).update(pending_reason=PendingReason.RUNNING)
-        run.pending_reason = PendingReason.RUNNING
-    return run, token
+    # The ledger is the truth about what earlier deliveries wrote, whatever a dead one left.
+    run.writes = writes_count(run)
+    return run, Lease(run.pk, token)
 
 
 def run_deliver(run_id: str, delivery: int | None = None) -> None:
-    """The lane task: perform one delivery of the run."""
-    claimed = run_claim(run_id)
+    """The lane task: perform one delivery of the run (``delivery``: the number it was queued
+    with; a stale one does nothing)."""
+    claimed = run_claim(run_id, delivery)
     if claimed is None:
         return
-    run, token = claimed
-    runner = ChainRunner(run)
+    run, lease = claimed
+    runner = ChainRunner(run, lease)
+    lease.heartbeat_start()
     try:
         runner.execute()
+    except LeaseLost:  # another delivery holds the run now; ours rolled back its step
+        logger.warning("run %s: delivery gave up, its lease was taken over", run_id)
     except Exception as exc:  # an engine fault ends the run rather than re-delivering it forever
         logger.exception("run %s failed in the engine", run_id)
         run.refresh_from_db()
         if not run.is_terminal:
-            run_end(run, RunState.FAILED, reason=f"engine error: {type(exc).__name__}: {exc}")
+            with contextlib.suppress(LeaseLost):  # another delivery holds it: that one ends it
+                run_end(run, RunState.FAILED, reason=f"engine error: {type(exc).__name__}: {exc}", lease=lease)
     finally:
+        lease.heartbeat_stop()
         runner.close()
-        ProcessRun.objects.filter(pk=run_id, lease_owner=token).update(
-            lease_owner="", lease_until=None, writes=run.writes)
+        lease.owned().update(lease_owner="", lease_until=None, writes=run.writes)
 
 
 class ChainRunner:
     """Walks a chain's plan for one delivery."""
 
-    def __init__(self, run: ProcessRun) -> None:
+    def __init__(self, run: ProcessRun, lease: Lease | None = None) -> None:
         self.run = run
+        self.lease = lease
         self.definition: dict[str, Any] = module_version(run.process_id, run.module_version).definition
         self.actor = Actor(user=run.invoked_by, process_run_id=str(run.run_id))
         self._runtime: ModuleRuntime | None = None
         self._switch_read_at, self._switch_on = float("-inf"), True
+
+    def run_set(self, **columns: Any) -> None:
+        """Set run columns — only while this delivery holds the run, when it is a delivery."""
+        if self.lease is not None:
+            self.lease.hold(**columns)
+        else:
+            ProcessRun.objects.filter(pk=self.run.pk).update(**columns)
 
     def runtime(self) -> ModuleRuntime:
         if self._runtime is None:
@@ -129,13 +144,13 @@ class ChainRunner:
 
     def execute(self) -> None:
         if self.run.rollback_requested:
-            rollback_continue(self.run, self.actor)
+            rollback_continue(self.run, self.actor, lease=self.lease)
             return
         try:
             plan = plan_build(self.definition, self.run.input,
                               for_each_cap=setting_get("processes.for_each_max_items"))
         except (ForEachCapExceeded, InputInvalid) as exc:
-            run_end(self.run, RunState.FAILED, reason=str(exc))
+            run_end(self.run, RunState.FAILED, lease=self.lease, reason=str(exc))
             return
         self.ceilings = ceilings_for(len(plan))
         if self.definition.get("eachRow") is not None:
@@ -171,37 +186,30 @@ class ChainRunner:
             self._switch_read_at = now
         return self._switch_on
 
-    def _renew_lease(self) -> None:
-        """Keep the lease well ahead of expiry; a write's ledger update renews it too."""
-        if time.monotonic() - getattr(self.run, "_lease_renewed_at", 0.0) < lease_seconds() / 3:
-            return
-        ProcessRun.objects.filter(pk=self.run.pk).update(
-            lease_until=timezone.now() + timedelta(seconds=lease_seconds()), writes=self.run.writes)
-        self.run._lease_renewed_at = time.monotonic()
-
     def walk(self, plan: list[PlannedStep]) -> None:
         """A chain: the plan once, stopping at any step boundary."""
         if self.run.slices != 1:
+            self.run_set(slices=1)
             self.run.slices = 1
-            ProcessRun.objects.filter(pk=self.run.pk).update(slices=1)
         recorded = self.recorded(row_key="", visit=1)
         # Every delivery starts at a step boundary: a run resumed past a ceiling stops here.
         stop = self.stop_check()
         if stop is not None:
             unreached = sum(1 for planned in plan if planned.step_id not in recorded)
-            run_end(self.run, stop.state, reason=stop.reason, outstanding=unreached)
+            run_end(self.run, stop.state, lease=self.lease, reason=stop.reason, outstanding=unreached)
             return
         walk = self.walk_steps(plan, recorded, row_key="", visit=1, row=None, stop_between_steps=True)
         if walk.status == WalkStatus.DONE:
-            run_end(self.run, RunState.COMMITTED)
+            run_end(self.run, RunState.COMMITTED, lease=self.lease)
         elif walk.status == WalkStatus.STOP:
-            run_end(self.run, walk.stop.state, reason=walk.stop.reason, outstanding=len(plan) - walk.position)
+            run_end(self.run, walk.stop.state, lease=self.lease, reason=walk.stop.reason,
+                    outstanding=len(plan) - walk.position)
         elif walk.status == WalkStatus.WAIT_SOURCE:
             self.wait_source(walk.planned, walk.row, outstanding=len(plan) - walk.position - 1)
         elif walk.status == WalkStatus.WAIT_WINDOW:
             self.wait_window(walk.planned, walk.result, plan[walk.position:])
         elif walk.status == WalkStatus.FAILED:
-            ledger_skip_rest(self.run, plan[walk.position + 1:])
+            ledger_skip_rest(self.run, plan[walk.position + 1:], lease=self.lease)
             self.fail(walk.planned, walk.row, outstanding=0)
 
     def recorded(self, *, row_key: str, visit: int) -> dict[str, ProcessRunStep]:
@@ -221,13 +229,12 @@ class ChainRunner:
                     stop = self.stop_check()
                     if stop is not None:
                         return Walk(WalkStatus.STOP, position, planned, stop=stop)
-                self._renew_lease()
                 ctx = {"input": self.run.input, "runId": str(self.run.run_id), "steps": steps,
                        "item": planned.item, "index": planned.index, "row": row}
                 key = f"run:{self.run.run_id}:{planned.step_id}" if row is None else (
                     f"row:{self.run.process_id}:{row_key}:{planned.step_id}")
                 scope = StepScope(run=self.run, actor=self.actor, idempotency_key=key, row_key=row_key,
-                                  slice_number=visit, visit=visit)
+                                  slice_number=visit, visit=visit, lease=self.lease)
                 result = step_execute(scope, planned, ctx, self.runtime())
                 if result.status == StepStatus.WAIT_WINDOW:
                     return Walk(WalkStatus.WAIT_WINDOW, position, planned, result=result)
@@ -249,11 +256,12 @@ class ChainRunner:
         deadline = self.run.wait_deadline if self.run.waiting_step == waiting_on and self.run.wait_deadline else (
             now + timedelta(milliseconds=budget_ms))
         if now >= deadline:
-            run_end(self.run, RunState.COMMITTED, outstanding=outstanding, reason=(
+            run_end(self.run, RunState.COMMITTED, lease=self.lease, outstanding=outstanding, reason=(
                 f"step {planned.step_id!r} is still waiting for the source's verdict after the wait budget "
                 f"({budget_ms} ms, processes.await_source_budget_ms); its record is kept — resume the run to wait again"))
             return
-        run_wait(self.run, pending_reason=PendingReason.AWAITING_SOURCE, deadline=deadline, waiting_step=waiting_on)
+        run_wait(self.run, lease=self.lease, pending_reason=PendingReason.AWAITING_SOURCE, deadline=deadline,
+                 waiting_step=waiting_on)
         # The verdict may have landed while we were parking: then nobody else will wake us.
         if not verdict_pending(row):
             run_redeliver(self.run.pk)
@@ -267,13 +275,14 @@ class ChainRunner:
         deadline = self.run.wait_deadline if self.run.waiting_step == waiting_on and self.run.wait_deadline else (
             now + timedelta(milliseconds=budget_ms))
         if result.retry_at > deadline:
-            ledger_skip_rest(self.run, rest, row_key=row_key, slice_number=visit, visit=visit)
-            run_end(self.run, RunState.COMMITTED, outstanding=len(rest) if outstanding is None else outstanding, reason=(
+            ledger_skip_rest(self.run, rest, row_key=row_key, slice_number=visit, visit=visit, lease=self.lease)
+            left = len(rest) if outstanding is None else outstanding
+            run_end(self.run, RunState.COMMITTED, lease=self.lease, outstanding=left, reason=(
                 f"step {planned.step_id!r} stopped on the delete cap {result.cap}: the window would not free "
                 f"within the step's wait budget ({budget_ms} ms); nothing was deleted at that step — invoke "
                 "the process again, or raise the cap in Settings → Write guardrails"))
             return
-        run_wait(self.run, pending_reason=PendingReason.AWAITING_TIME, deadline=deadline, wake_at=result.retry_at,
+        run_wait(self.run, lease=self.lease, pending_reason=PendingReason.AWAITING_TIME, deadline=deadline, wake_at=result.retry_at,
                  waiting_step=waiting_on)
         wake_at(self.run.pk, result.retry_at)
 
@@ -282,10 +291,9 @@ class ChainRunner:
         if row.row_key:
             reason = f"row {row.row_key!r}: {reason}"
         if self.definition.get("onFailure") == OnFailure.ROLLBACK and not planned.is_keep:
-            ProcessRun.objects.filter(pk=self.run.pk).update(
-                rollback_requested=True, rollback_cause=reason, outstanding=outstanding)
+            self.run_set(rollback_requested=True, rollback_cause=reason, outstanding=outstanding)
             self.run.rollback_requested, self.run.rollback_cause = True, reason
             self.run.outstanding = outstanding
-            rollback_continue(self.run, self.actor)
+            rollback_continue(self.run, self.actor, lease=self.lease)
             return
-        run_end(self.run, RunState.FAILED, reason=reason, outstanding=outstanding)
+        run_end(self.run, RunState.FAILED, lease=self.lease, reason=reason, outstanding=outstanding)

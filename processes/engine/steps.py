@@ -14,6 +14,7 @@ from django.db import transaction
 
 from kernel.errors import NotFound, Refusal, TurbobaseError
 from processes.codes import ProcessCode
+from processes.engine.lease import Lease
 from processes.engine.ledger import Refused, ledger_write
 from processes.engine.plan import PlannedStep
 from processes.engine.runtime import ModuleRuntime, StepCodeFailed
@@ -52,6 +53,7 @@ class StepScope:
     row_key: str = ""
     slice_number: int = 1
     visit: int = 1
+    lease: Lease | None = None  # the delivery's; every ledger row proves it in the step's transaction
 
 
 class Unresolved(Exception):
@@ -60,7 +62,7 @@ class Unresolved(Exception):
 
 def _record(scope: StepScope, planned: PlannedStep, **fields: Any) -> ProcessRunStep:
     return ledger_write(scope.run, planned, row_key=scope.row_key, slice_number=scope.slice_number,
-                        visit=scope.visit, **fields)
+                        visit=scope.visit, lease=scope.lease, **fields)
 
 
 def _fail(scope: StepScope, planned: PlannedStep, refusal: Refused, **fields: Any) -> StepResult:

@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('sources', '0002_sweep_schedule'),
+        ("sources", "0002_sweep_schedule"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='sandboxdocument',
-            name='idempotency_key',
+            model_name="sandboxdocument",
+            name="idempotency_key",
             field=models.CharField(blank=True, max_length=255, null=True, unique=True),
         ),
     ]

@@ -1,4 +1,5 @@
 """Ids from outside are parsed, never guessed from a database error."""
+
 from __future__ import annotations
 
 import uuid
@@ -21,4 +22,8 @@ def test_anything_else_is_refused_naming_the_field(bad):
     assert uuid_or_none(bad) is None
     with pytest.raises(InvalidRequest) as refused:
         uuid_parse(bad, field="pgRowId")
-    assert (refused.value.http_status, refused.value.code, refused.value.field) == (400, "INVALID_ID", "pgRowId")
+    assert (refused.value.http_status, refused.value.code, refused.value.field) == (
+        400,
+        "INVALID_ID",
+        "pgRowId",
+    )

@@ -3,7 +3,9 @@
 Lanes are separate clusters (queues) with separate worker pools, so a long async run cannot
 starve interactive ones: ``turbobase`` (outbound writes, sweeps), ``tb_sync`` and ``tb_async``.
 With ``Q_CLUSTER_NAME`` set (or ``--cluster-name``) this is django-q2's own command for that one
-cluster. Each child dies with this process (PR_SET_PDEATHSIG), so a SIGKILL leaves no orphans.
+cluster; a run lane's cluster also runs the watch that sends lost deliveries again
+(``processes.engine.redelivery``). Each child dies with this process (PR_SET_PDEATHSIG), so a
+SIGKILL leaves no orphans.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from pathlib import Path
 from django_q.management.commands.qcluster import Command as DjangoQCommand
 
 from kernel.system_schedules import system_schedules_ensure
+from processes.lanes import CLUSTER_LANES
 
 LANES = ("turbobase", "tb_sync", "tb_async")
 _PR_SET_PDEATHSIG = 1
@@ -34,7 +37,10 @@ class Command(DjangoQCommand):
     help = "Start the django-q2 workers of every lane (turbobase, tb_sync, tb_async)."
 
     def handle(self, *args, **options):
-        if options.get("cluster_name") or os.environ.get("Q_CLUSTER_NAME") or options.get("run_once"):
+        lane = options.get("cluster_name") or os.environ.get("Q_CLUSTER_NAME")
+        if lane in CLUSTER_LANES and not options.get("run_once"):
+            return self.lane_handle(lane)
+        if lane or options.get("run_once"):
             return super().handle(*args, **options)
         system_schedules_ensure()
         manage = Path(__file__).resolve().parents[3] / "manage.py"
@@ -64,3 +70,15 @@ class Command(DjangoQCommand):
             time.sleep(0.2)
         if not stopping:
             sys.exit(1)
+
+    def lane_handle(self, lane: str) -> None:
+        """A run lane's cluster, and beside its workers the watch that re-sends lost deliveries."""
+        from django_q.cluster import Cluster
+
+        from processes.engine.redelivery import redelivery_watch
+
+        os.environ["Q_CLUSTER_NAME"] = lane
+        cluster = Cluster()
+        cluster.start()
+        redelivery_watch(mode=CLUSTER_LANES[lane],
+                         alive=lambda: cluster.sentinel is not None and cluster.sentinel.is_alive())

@@ -1,0 +1,143 @@
+"""Sending a lost delivery again, within the lease — on any broker.
+
+A delivery can be lost with a worker host: django-q2's Redis broker forgets a task once a
+cluster has taken it, and its ORM broker hands a taken task out again only after the task
+``retry`` (longer than the task timeout: many minutes). A cluster also prefetches tasks into
+memory. So neither broker is trusted with redelivery; the run row is. Every lane's cluster runs
+``redelivery_watch`` beside its workers (``manage.py qcluster``), and every few seconds it sends
+again, with the same delivery number:
+
+- a ``queued`` run whose delivery was handed to the broker (``enqueued_at``) a lease ago, never
+  claimed, and no longer waiting in the broker — its task was taken and lost, or vanished. Both
+  brokers hand tasks out oldest first, so a run sent before the oldest task still waiting in its
+  lane's queue is no longer in it (``lane_waiting_since``); a long backlog is left alone;
+- a ``running`` run between steps (not parked on a wait) whose lease ran out — its worker died
+  (a live delivery renews its lease with a heartbeat, so it is never taken from it).
+
+Sending again is idempotent: the conditional UPDATE that marks the re-send (``enqueued_at``
+compared with the value read) lets one host's watch win per lease; the claim lets one delivery
+hold the run; and the ledger makes a resumed run skip every recorded step. A run a live cluster
+has prefetched but not started for a lease may get a second task; it finds the run claimed.
+Parked runs (awaiting a verdict or the clock) are the minute sweep's (``engine.wakeups``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import close_old_connections, connection, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+from django_q.brokers import get_broker
+from django_q.brokers.orm import ORM
+from django_q.brokers.redis_broker import Redis
+from django_q.models import OrmQ
+from django_q.signing import SignedPackage
+
+from processes.engine.lease import lease_seconds
+from processes.lanes import LANE_CLUSTERS, lane_send
+from processes.models import PendingReason, ProcessRun, RunState
+
+logger = logging.getLogger("turbobase.processes.engine")
+
+
+def redelivery_interval() -> float:
+    """How often a lane's watch looks: a third of the lease, at most every 5 s."""
+    configured = getattr(settings, "PROCESS_REDELIVERY_S", None)
+    return float(configured) if configured else max(0.5, min(5.0, lease_seconds() / 3))
+
+
+def _oldest_waiting_task(cluster: str) -> bytes | str | None:
+    """The signed payload of the oldest task not yet taken from the lane's queue, if any."""
+    broker = get_broker(list_key=cluster)
+    if isinstance(broker, ORM):  # taken tasks carry a lock in the future (the task retry)
+        row = (
+            OrmQ.objects.filter(key=broker.list_key, lock__lte=timezone.now())
+            .order_by("id")
+            .first()
+        )
+        return row.payload if row is not None else None
+    if isinstance(broker, Redis):
+        return broker.connection.lindex(broker.list_key, 0)
+    raise NotImplementedError(type(broker).__name__)
+
+
+def lane_waiting_since(mode: str) -> datetime | None:
+    """When the run of the oldest task still waiting in the lane's queue was sent: runs sent
+    before it are not waiting any more. Now when the queue is empty; None when unknown."""
+    try:
+        payload = _oldest_waiting_task(LANE_CLUSTERS[mode])
+        if payload is None:
+            return timezone.now()
+        run_id = SignedPackage.loads(payload)["args"][0]
+    except Exception:  # noqa: BLE001 — another broker, or a payload we cannot read: fall back to the lease alone
+        return None
+    return ProcessRun.objects.filter(pk=run_id).values_list("enqueued_at", flat=True).first()
+
+
+def runs_lost(*, mode: str, now: datetime | None = None) -> list[tuple]:
+    """(run id, delivery, enqueued_at) of the lane's runs whose delivery was lost."""
+    now = now or timezone.now()
+    sent_long_ago = Q(enqueued_at__isnull=True) | Q(
+        enqueued_at__lt=now - timedelta(seconds=lease_seconds())
+    )
+    queued = Q(state=RunState.QUEUED) & sent_long_ago
+    waiting_since = lane_waiting_since(mode)
+    if waiting_since is not None:
+        queued &= Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=waiting_since)
+    dropped = (
+        Q(state=RunState.RUNNING, pending_reason__in=[PendingReason.RUNNING, PendingReason.QUEUED])
+        & (Q(lease_until__isnull=True) | Q(lease_until__lt=now))
+        # not sent again since its lease ran out (or that too was a lease ago)
+        & (sent_long_ago | Q(enqueued_at__lt=F("lease_until")))
+    )
+    return list(
+        ProcessRun.objects.filter(Q(mode=mode) & (queued | dropped))
+        .order_by("created_at")
+        .values_list("run_id", "delivery", "enqueued_at")
+    )
+
+
+def run_resend(run_id, *, delivery: int, enqueued_at: datetime | None, mode: str) -> bool:
+    """Send delivery ``delivery`` again, unless another host's watch just did (or it moved on)."""
+    sent_as_read = (
+        Q(enqueued_at__isnull=True) if enqueued_at is None else Q(enqueued_at=enqueued_at)
+    )
+    with transaction.atomic():
+        taken = ProcessRun.objects.filter(sent_as_read, pk=run_id, delivery=delivery).update(
+            enqueued_at=timezone.now()
+        )
+        if taken:
+            lane_send(run_id=run_id, delivery=delivery, mode=mode)
+    return bool(taken)
+
+
+def redelivery_tick(*, mode: str) -> int:
+    """One look at the lane: send every lost delivery again. Returns how many were sent."""
+    sent = 0
+    for run_id, delivery, enqueued_at in runs_lost(mode=mode):
+        sent += run_resend(run_id, delivery=delivery, enqueued_at=enqueued_at, mode=mode)
+    if sent:
+        logger.warning("lane %s: sent %d lost deliveries again", mode, sent)
+    return sent
+
+
+def redelivery_watch(*, mode: str, alive: Callable[[], bool]) -> None:
+    """Look every ``redelivery_interval()`` seconds while ``alive()`` (the lane's cluster runs)."""
+    interval = redelivery_interval()
+    try:
+        while alive():
+            close_old_connections()
+            try:
+                redelivery_tick(mode=mode)
+            except Exception:  # the database blinked: look again next time
+                logger.exception("lane %s: redelivery look failed", mode)
+            deadline = time.monotonic() + interval
+            while alive() and time.monotonic() < deadline:
+                time.sleep(0.2)
+    finally:
+        connection.close()
