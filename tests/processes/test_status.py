@@ -193,3 +193,96 @@ def test_the_enums_are_django_choices_where_they_are_stored():
     assert all(
         issubclass(enum, TextChoices) for enum in (RunState, PendingReason, SkipReason, Disposition)
     )
+
+
+# --- every run-state write goes through the table ----------------------------------------------
+
+
+def _is_call_to(node: ast.AST, name: str) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and getattr(node.func, "id", getattr(node.func, "attr", None)) == name
+    )
+
+
+def _is_move_target(node: ast.AST) -> bool:
+    """``MOVES[<move>].target`` or ``move_check(<move>, …)``: a state the table gave."""
+    if _is_call_to(node, "move_check"):
+        return True
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr == "target"
+        and isinstance(node.value, ast.Subscript)
+        and getattr(node.value.value, "id", None) == "MOVES"
+    )
+
+
+def _state_writes_off_the_table(source: str) -> list[tuple[int, str]]:
+    """Where a run's state is written, or a conditional UPDATE's from-states chosen, without the table.
+
+    ``run_end`` may assign the state it was given: it checks the transition first (tested above).
+    """
+    found = []
+    for function in ast.walk(ast.parse(source)):
+        if (
+            not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef)
+            or function.name == "run_end"
+        ):
+            continue
+        for node in ast.walk(function):
+            if (
+                isinstance(node, ast.keyword)
+                and node.arg == "state__in"
+                and not _is_call_to(node.value, "states_from")
+            ):
+                found.append((node.value.lineno, "state__in= not from states_from()"))
+            if (_is_call_to(node, "update") or _is_call_to(node, "save")) and isinstance(
+                node, ast.Call
+            ):
+                for keyword in node.keywords:
+                    if keyword.arg == "state" and not _is_move_target(keyword.value):
+                        found.append((keyword.value.lineno, "update(state=…) not a move's target"))
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    names = target.elts if isinstance(target, ast.Tuple) else [target]
+                    values = (
+                        node.value.elts
+                        if isinstance(node.value, ast.Tuple)
+                        else [node.value] * len(names)
+                    )
+                    for name, value in zip(names, values, strict=False):
+                        if (
+                            isinstance(name, ast.Attribute)
+                            and name.attr == "state"
+                            and not _is_move_target(value)
+                        ):
+                            found.append((node.lineno, ".state = … not a move's target"))
+    return sorted(found)
+
+
+def test_every_run_state_write_in_processes_takes_the_table():
+    files = sorted(p for p in PROCESSES.rglob("*.py") if "migrations" not in p.parts)
+    off = [
+        f"{path.relative_to(PROCESSES.parent)}:{line}: {why}"
+        for path in files
+        for line, why in _state_writes_off_the_table(path.read_text())
+    ]
+    assert off == []
+
+
+def test_the_state_write_scan_finds_writes_off_the_table():
+    sample = (
+        "def claim(run):\n"
+        "    ProcessRun.objects.filter(state__in=[RunState.QUEUED]).update(state=RunState.RUNNING)\n"
+        "    run.state, run.reason = RunState.FAILED, ''\n"
+        "    runs = ProcessRun.objects.filter(state__in=states_from(RunMove.CLAIM))\n"
+        "    runs.update(state=MOVES[RunMove.CLAIM].target)\n"
+        "    run.state = move_check(RunMove.CLAIM, run.state)\n"
+        "def run_end(run, state):\n"
+        "    run.state = state\n"
+    )
+    assert _state_writes_off_the_table(sample) == [
+        (2, "state__in= not from states_from()"),
+        (2, "update(state=…) not a move's target"),
+        (3, ".state = … not a move's target"),
+    ]
