@@ -25,6 +25,8 @@ class ExtensionCode(StrEnum):
     # The sandbox's own failures (a deploy's rejection carries the one that stopped it).
     SANDBOX_ERROR = "sandbox_error"
     SANDBOX_TIMEOUT = "sandbox_timeout"
+    SANDBOX_TIME_BUDGET_EXCEEDED = "sandbox_time_budget_exceeded"  # CPU + ctx.query wall time
+    SANDBOX_VALUE_TOO_DEEP = "sandbox_value_too_deep"
     SANDBOX_MEMORY_EXCEEDED = "sandbox_memory_exceeded"
     SANDBOX_STACK_OVERFLOW = "sandbox_stack_overflow"
     SANDBOX_SCRIPT_ERROR = "sandbox_script_error"

@@ -2,10 +2,11 @@
 
 Spawning the sandbox child and evaluating a module costs more than most calls, so hooks (one per
 write) and process deliveries keep their interpreter between calls. The caller starts each use
-with ``slice_start()`` (a fresh CPU budget) and ``new_run()`` (a fresh JS context), so nothing one
-call set is seen by the next. The key carries the code's sha256: a restored database (or a test
-rolled back) can reuse a version number for other code, and a pooled interpreter must never serve
-stale code. Older versions of the same module are dropped when a newer one is loaded.
+with ``slice_start()`` (a fresh CPU budget) and ``new_run()`` (the run's bridge); every call runs
+in a fresh scope of the sandbox's context, so nothing one call set is seen by the next. The key
+carries the code's sha256: a restored database (or a test rolled back) can reuse a version number
+for other code, and a pooled interpreter must never serve stale code. Older versions of the same
+module are dropped when a newer one is loaded.
 """
 from __future__ import annotations
 

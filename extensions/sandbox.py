@@ -24,15 +24,29 @@ How it is enforced (chosen after trying the alternatives on dukpy 0.6.0 / QuickJ
   a wall-clock deadline (3x the budget + 2 s, not counting time spent answering the bridge) and
   kills and respawns the child past it; ``RLIMIT_CPU`` is the last backstop. The per-slice
   budget is the sum of the CPU the child reports per call, checked before each call. Time the
-  host spends answering ``ctx.query`` is not the script's CPU, so it has its own per-call
-  budget (``bridge_budget_ms``): a loop of reads fails as a timeout too.
+  host spends answering ``ctx.query`` is not the script's CPU, so each call also has a wall
+  budget (``wall_budget_ms``: CPU and bridge time together, as the wall clock sees them): past
+  it the next bridge answer aborts the call (``SandboxTimeBudgetExceeded``, uncatchable like a
+  violation), and ``wall_remaining_ms()`` lets the bridge bound a read to what is left.
 - Memory: dukpy fixes each QuickJS context's heap at 128 MiB (``JS_SetMemoryLimit`` in
   ``create_context``, not reachable from Python); a script over it gets ``out of memory``,
   reported as ``SandboxMemoryExceeded``. ``RLIMIT_AS`` on the child covers the Python side.
   Runaway recursion hits QuickJS's 1 MiB stack limit: ``SandboxStackOverflow``.
-- State: one QuickJS context per run. ``new_run()`` drops it; the next call builds a fresh one
-  and re-evaluates the modules (a few ms), so no global, module variable or polluted prototype
-  reaches the next run. Within a run, one context serves every call.
+- State: nothing one call leaves behind is seen by the next (seed 000: steps share state only
+  through ``ctx``), yet a call costs ~0.1 ms, not the ~1.8 ms of a new context with its modules
+  evaluated again (``bench/sandbox.py``). One QuickJS context serves the whole slice; its
+  built-ins are frozen before any author code runs (``runtime.js`` ``lockDown``: no prototype
+  can be polluted; ``this.name = …`` on one's own objects still works), and every call starts
+  in a fresh scope: the modules instantiated again from their factories (fresh module
+  variables), every global an earlier call added deleted. What a fresh scope cannot undo (a
+  global that cannot be deleted, a frozen global object) replaces the context before the next
+  call. ``eval`` (indirect eval declares global ``let`` bindings no one can delete) and
+  ``FinalizationRegistry`` (a callback would run in a later call) are refused like timers.
+- Clock: ``Date.now()`` only. QuickJS-ng's ``performance`` reads the host's monotonic clock
+  (``timeOrigin`` was the host's uptime); the sandbox's is ``Date.now()`` from the realm's start.
+- Values: JSON only, nested at most ``MAX_VALUE_DEPTH`` (512) deep in either direction, refused
+  by name (``SandboxValueTooDeep``) — before sending, or in the child, which answers rather
+  than dying with a traceback on the host's stderr.
 
 Rejected:
 - ``dukpy.JSInterpreter``: it publishes ``os.environ`` as ``process.env``, exports
@@ -43,8 +57,10 @@ Rejected:
   holds the GIL for the whole script (a 1 s loop starved every other thread), so author code in
   a request thread would stall the server and could not be stopped.
 - A thread with a timeout: a Python thread cannot be killed, and it would hold the GIL.
-- A fresh process or a fresh context per call: the issue asks for one interpreter per slice;
-  ``bench/sandbox.py`` measures what a fresh context per call would cost.
+- A fresh process or a fresh context per call: ~10x a call in a fresh scope
+  (``bench/sandbox.py``), too slow for a chain step meant to cost ~1 ms with its transaction.
+- Freezing nothing and restoring the built-ins after each call: ~1,000 objects and ~2,700
+  properties to compare per call; freezing them once costs ~20 ms per context.
 """
 
 from __future__ import annotations
@@ -60,7 +76,14 @@ from dataclasses import dataclass
 from typing import Any, Protocol, Self
 
 from extensions.codes import ExtensionCode
-from extensions.sandbox_child import SPAWN_TIMEOUT_S, ChildExited, ChildOverrun, ChildProcess
+from extensions.sandbox_child import (
+    SPAWN_TIMEOUT_S,
+    ChildExited,
+    ChildOverrun,
+    ChildProcess,
+    nesting_exceeds,
+    too_deep,
+)
 from kernel.text import LOG_LINE_MAX_CHARS, LOG_LINES_PER_CALL, text_clean
 
 WALL_FACTOR = 3.0
@@ -75,9 +98,11 @@ class SandboxLimits:
     call_budget_ms: int = 1_000  # CPU per call (and for loading the modules)
     slice_budget_ms: int = 30_000  # CPU across every call of one Sandbox
     memory_mb: int = 512  # address space of the child process (QuickJS's heap is 128 MiB)
-    # Host time spent answering ctx.query / ctx.log for one call. It is not the script's CPU,
-    # so the CPU budget cannot see a loop of reads; past this the call fails as a timeout.
-    bridge_budget_ms: int = 10_000
+    # Wall time of one call: its CPU and the time the host spends answering ctx.query / ctx.log
+    # together. The CPU budget cannot see a loop of reads; past this the call is stopped
+    # (SandboxTimeBudgetExceeded), and a bridge function can bound its own work by
+    # ``Sandbox.wall_remaining_ms()``.
+    wall_budget_ms: int = 30_000
 
 
 @dataclass(frozen=True)
@@ -108,6 +133,18 @@ class SandboxTimeout(SandboxError):
     """The extension ran past its CPU budget."""
 
     code = ExtensionCode.SANDBOX_TIMEOUT
+
+
+class SandboxTimeBudgetExceeded(SandboxTimeout):
+    """The call ran past its wall budget: CPU and host time answering ctx.query together."""
+
+    code = ExtensionCode.SANDBOX_TIME_BUDGET_EXCEEDED
+
+
+class SandboxValueTooDeep(SandboxError):
+    """A value crossing the sandbox boundary is nested deeper than the sandbox allows."""
+
+    code = ExtensionCode.SANDBOX_VALUE_TOO_DEEP
 
 
 class SandboxMemoryExceeded(SandboxError):
@@ -152,6 +189,8 @@ _ERRORS: dict[str, type[SandboxError]] = {
     for cls in (
         SandboxError,
         SandboxTimeout,
+        SandboxTimeBudgetExceeded,
+        SandboxValueTooDeep,
         SandboxMemoryExceeded,
         SandboxStackOverflow,
         SandboxScriptError,
@@ -218,7 +257,7 @@ class Sandbox:
         self._entry: str | None = None
         self._child: ChildProcess | None = None
         self._cpu_used_ms = 0.0
-        self._bridge_spent_s = 0.0
+        self._call_started = 0.0
         self._log_lines = 0  # ctx.log lines written by the call in hand (LOG_LINES_PER_CALL)
         self._lock = threading.Lock()
 
@@ -276,7 +315,17 @@ class Sandbox:
     ) -> Any:
         """Call the function at ``path`` in the default export (``["steps", 0, "build"]``) and
         return its JSON result, awaiting a Promise. With ``ctx``, the function gets it first,
-        with the bridge functions added (``ctx.query`` answers a Promise, ``ctx.log`` nothing)."""
+        with the bridge functions added (``ctx.query`` answers a Promise, ``ctx.log`` nothing).
+
+        Every call starts in a fresh scope: the modules instantiated again, nothing an earlier
+        call left on the global object or the (frozen) built-ins. ``ctx`` and ``args`` nested
+        more than ``sandbox_child.MAX_VALUE_DEPTH`` (512) deep are refused (``SandboxValueTooDeep``), as is a result
+        that deep."""
+        if ctx is not None and nesting_exceeds(ctx):
+            raise SandboxValueTooDeep(too_deep("ctx"))
+        for index, arg in enumerate(args):
+            if nesting_exceeds(arg):
+                raise SandboxValueTooDeep(too_deep(f"args[{index}]"))
         message = {
             "op": "call",
             "path": list(path),
@@ -290,8 +339,9 @@ class Sandbox:
         self._cpu_used_ms = 0.0
 
     def new_run(self, *, bridge: Bridge | None = None) -> None:
-        """Start the next run on a fresh QuickJS context, optionally with other bridge
-        functions (the next invoking user's ``ctx.query``). The slice budget carries on."""
+        """Start the next run, optionally with other bridge functions (the next invoking user's
+        ``ctx.query``). Every call already starts in a fresh scope; other bridge *names* also
+        mean a new QuickJS context (they are built into it). The slice budget carries on."""
         if bridge is not None:
             self._set_bridge(bridge)
         if self._child is not None and self._child.has_modules:
@@ -327,7 +377,7 @@ class Sandbox:
             if is_budgeted:
                 message["budget_ms"] = budget
             deadline_s = budget / 1000 * WALL_FACTOR + WALL_GRACE_S
-            self._bridge_spent_s = 0.0
+            self._call_started = time.monotonic()
             self._log_lines = 0
             try:
                 reply = self._ready_child().exchange(message, deadline_s, self._answer)
@@ -395,32 +445,51 @@ class Sandbox:
             location = SourceLocation(file=where["file"], line=line, column=column)
         return _ERRORS.get(error["code"], SandboxError)(error["message"], location)
 
+    def wall_remaining_ms(self) -> float:
+        """What is left of the running call's wall budget (for a bridge function to bound its
+        own work, e.g. a read's statement timeout); the full budget outside a call."""
+        if not self._lock.locked():
+            return float(self.limits.wall_budget_ms)
+        spent_ms = (time.monotonic() - self._call_started) * 1000
+        return self.limits.wall_budget_ms - spent_ms
+
+    def _over_wall_budget(self) -> dict[str, Any] | None:
+        if self.wall_remaining_ms() > 0:
+            return None
+        message = (
+            f"the call's wall budget of {self.limits.wall_budget_ms} ms (its CPU and the host "
+            "time answering ctx.query together) is spent"
+        )
+        return {"abort": {"code": SandboxTimeBudgetExceeded.code, "message": message}}
+
     def _answer(self, name: str, args: list[Any]) -> dict[str, Any]:
         """Run a bridge function for the child. Only names in the bridge reach here: the child
-        refuses the rest before asking."""
+        refuses the rest before asking. Past the wall budget, before or after the function,
+        the call is aborted: the child fails it whatever the script does with the error."""
         function = self._bridge.get(name)
         if function is None:
             return {"error": f"ctx.{name} is not available"}
-        if self._bridge_spent_s * 1000 > self.limits.bridge_budget_ms:
-            message = (
-                f"ctx.query and ctx.log took more than {self.limits.bridge_budget_ms} ms "
-                "in one call"
-            )
-            return {"abort": {"code": SandboxTimeout.code, "message": message}}
-        started = time.monotonic()
+        if (over := self._over_wall_budget()) is not None:
+            return over
         try:
             value = function(*args)
         except Exception as exc:
+            if (over := self._over_wall_budget()) is not None:
+                return over
             if isinstance(exc, BridgeError) or hasattr(exc, "code"):
                 return {"error": str(exc)}
             logger.exception("sandbox bridge function %s failed", name)
             return {"error": f"ctx.{name} failed"}
-        finally:
-            self._bridge_spent_s += time.monotonic() - started
+        if (over := self._over_wall_budget()) is not None:
+            return over
         try:
             json.dumps(value, allow_nan=False)
         except (TypeError, ValueError):
             return {"error": f"ctx.{name} answered a value that is not JSON"}
+        except RecursionError:
+            return {"error": too_deep(f"the value ctx.{name} answered")}
+        if nesting_exceeds(value):
+            return {"error": too_deep(f"the value ctx.{name} answered")}
         return {"ok": value}
 
 

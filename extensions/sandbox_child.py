@@ -41,6 +41,12 @@ VIOLATION = "turbobase.violation"
 # dukpy's QuickJS heap limit is fixed at 128 MiB per context; a larger result than this is a
 # runaway, not a record payload, and would otherwise be copied three times on its way out.
 MAX_RESULT_BYTES = 16 * 1024 * 1024
+# How deep a JSON value crossing the boundary (ctx, args, results, bridge calls) may nest. Python's
+# json recursion gives out near 1,000; a documented limit below it refuses by name instead.
+MAX_VALUE_DEPTH = 512
+# The default export's JSON picture is drawn by recursion in JavaScript (runtime.js snapshot),
+# whose stack holds ~200 levels; a definition is a page of object literals, far shallower.
+MAX_DESCRIBE_DEPTH = 100
 # After the budget, the timer keeps firing at this interval so a timeout the script swallowed
 # (one raised inside a bridge call becomes a catchable JS error) is raised again at once.
 TIMER_REPEAT_S = 0.005
@@ -65,6 +71,51 @@ class Fault(Exception):
         return {"code": self.code, "message": self.message, "location": self.location}
 
 
+def nesting_exceeds(value: Any, limit: int = MAX_VALUE_DEPTH) -> bool:
+    """True when ``value`` (JSON-shaped) nests lists and dicts more than ``limit`` deep.
+    Iterative, so a value deep enough to break recursion is measured too."""
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        pending.extend((child, depth + 1) for child in children)
+    return False
+
+
+def json_loads_bounded(raw: bytes | str, what: str) -> Any:
+    """``json.loads`` refusing, by name, a value nested past ``MAX_VALUE_DEPTH``."""
+    try:
+        value = json.loads(raw)
+    except RecursionError:
+        value, is_deep = None, True
+    else:
+        is_deep = nesting_exceeds(value)
+    if is_deep:
+        raise Fault("sandbox_value_too_deep", too_deep(what))
+    return value
+
+
+def too_deep(what: str, limit: int = MAX_VALUE_DEPTH) -> str:
+    return f"{what} is nested more than {limit} deep (the sandbox's limit for values)"
+
+
+STALE_AT_LOAD = (
+    "loading the modules leaves state on the global object that a fresh call cannot clear "
+    "(a global that cannot be deleted, or a frozen or re-parented global object)"
+)
+
+
+class StaleRealm(Exception):
+    """runtime.js could not give the next call a fresh scope in this realm: build another."""
+
+
 class CpuBudgetExceeded(BaseException):
     """Raised by the SIGPROF handler; BaseException so no ``except Exception`` swallows it."""
 
@@ -86,7 +137,11 @@ class Realm:
         self.violation: str | None = None
         self.offsets: dict[str, int] = {}
         runtime = (JS_DIR / "runtime.js").read_text(encoding="utf-8")
-        self.eval(f"({runtime})(call_python, dukpy.bridge);", bridge=list(bridge_names))
+        self.eval(
+            f"({runtime})(call_python, dukpy.bridge, dukpy.describeDepth);",
+            bridge=list(bridge_names),
+            describeDepth=MAX_DESCRIBE_DEPTH,
+        )
         self.register(SDK_ID, (JS_DIR / "sdk.js").read_text(encoding="utf-8"))
 
     def _check_exported_function_exists(self, name: bytes) -> bool:
@@ -98,7 +153,10 @@ class Realm:
 
     def _call_python(self, name: bytes, json_args: bytes) -> bytes:
         text = name.decode("utf-8", "replace")
-        args = json.loads(json_args)
+        try:
+            args = json_loads_bounded(json_args, f"the arguments of ctx.{text}")
+        except Fault as fault:
+            return json.dumps({"error": fault.message}).encode("utf-8")
         if text == VIOLATION:
             self._record(str(args[0]) if args else "sandbox violation")
             return b"null"
@@ -112,9 +170,12 @@ class Realm:
         if self.violation is None:
             self.violation = message
 
-    def eval(self, code: str, *, module_name: str | None = None, **variables: Any) -> Any:
+    def eval(
+        self, code: str, *, module_name: str | None = None, what: str = "the result", **variables: Any
+    ) -> Any:
         """Evaluate ``code``; ``module_name`` evaluates it as an ES module of that file name,
-        the only way dukpy puts a real file name into stack traces."""
+        the only way dukpy puts a real file name into stack traces. ``what`` names the value
+        returned, for a refusal of one nested too deep."""
         raw = _dukpy.eval_string(
             self,
             code.encode("utf-8"),
@@ -126,7 +187,7 @@ class Realm:
             raise Fault(
                 "sandbox_memory_exceeded", f"result is larger than {MAX_RESULT_BYTES} bytes"
             )
-        return None if raw is None else json.loads(raw)
+        return None if raw is None else json_loads_bounded(raw, what)
 
     def register(self, module_id: str, commonjs: str) -> None:
         prefix = _WRAPPER.format(id=json.dumps(module_id))
@@ -146,6 +207,7 @@ _INVOKE = _ENTRY.format(call="invoke(v.path, v.args, v.ctx)")
 # After these the realm is not trusted to be in a usable state (or was attacked): drop it.
 _RESETTING = {
     "sandbox_timeout",
+    "sandbox_time_budget_exceeded",
     "sandbox_memory_exceeded",
     "sandbox_stack_overflow",
     "sandbox_violation",
@@ -155,9 +217,11 @@ _RESETTING = {
 class Engine:
     """The child's state between requests: the loaded module set and the current realm.
 
-    A realm is per run: ``new_run`` drops it and the next request builds a fresh context and
-    re-evaluates the modules, so no global or module-level variable survives into the next run.
-    A timeout, memory overrun or violation drops it too, so the next call finds a fresh one.
+    Every call runs in a fresh scope of the realm (runtime.js ``fresh()``: the modules
+    instantiated again, added globals deleted, built-ins frozen), so nothing one call leaves
+    behind is seen by the next. A realm that cannot be made fresh answers "stale" and is
+    replaced (the call then runs on the new one); a timeout, memory overrun or violation drops
+    it too, and so does ``new_run`` with other bridge functions (they are baked into the realm).
     """
 
     def __init__(self, channel: Channel) -> None:
@@ -166,6 +230,7 @@ class Engine:
         self._entry: str | None = None
         self._bridge_names: tuple[str, ...] = ()
         self._realm: Realm | None = None
+        self._spare: Realm | None = None  # built, not yet populated with the modules
         self._armed = False
         self._timed_out = False
         self._aborted: Fault | None = None  # the parent refused further bridge calls
@@ -179,59 +244,96 @@ class Engine:
         except Fault as fault:
             reply = {"error": fault.as_dict()}
         except CpuBudgetExceeded:  # the timer fired after the work, while disarming it
-            reply = {"error": Fault("sandbox_timeout", "CPU budget exceeded").as_dict()}
+            self._disarm()
+            self._realm = None
+            fault = self._aborted or Fault("sandbox_timeout", "CPU budget exceeded")
+            reply = {"error": fault.as_dict()}
         except MemoryError:
             self._realm = None
             reply = {"error": Fault("sandbox_memory_exceeded", "out of memory").as_dict()}
+        except Exception as exc:  # answered, not a traceback: the child's stderr is the host's log
+            self._realm = None
+            message = f"the sandbox could not complete the call ({type(exc).__name__})"
+            reply = {"error": Fault("sandbox_error", message).as_dict()}
         reply["cpu_ms"] = round((time.process_time() - started) * 1000, 3)
         return reply
 
     def _dispatch(self, request: dict[str, Any]) -> Any:
         op = request["op"]
         if op in ("modules", "new_run"):
+            bridge_names = tuple(request.get("bridge", self._bridge_names))
             if op == "modules":
                 self._modules = dict(request["modules"])
                 self._entry = request["entry"]
-            self._bridge_names = tuple(request.get("bridge", self._bridge_names))
-            self._realm = None
+                self._realm = None
+            elif bridge_names != self._bridge_names:
+                self._realm = None
+            if bridge_names != self._bridge_names:
+                self._spare = None
+            self._bridge_names = bridge_names
             return None
+        if op == "refuse":
+            raise Fault("sandbox_value_too_deep", request["message"])
         budget_s = request["budget_ms"] / 1000
         if op == "load":
             self._realm = None
-            return self._run(budget_s, lambda realm: realm.eval(_DESCRIBE, path=[]))
+            return self._run(budget_s, lambda realm: self._describe(realm, []))
         if op == "describe":
             path = request["path"]
-            return self._run(budget_s, lambda realm: realm.eval(_DESCRIBE, path=path)).get("value")
+            return self._run(budget_s, lambda realm: self._describe(realm, path)).get("value")
         if op == "call":
             return self._run(budget_s, lambda realm: self._call(realm, request))
         raise Fault("sandbox_error", f"unknown op {op!r}")
 
+    def _describe(self, realm: Realm, path: list[Any]) -> Any:
+        described = realm.eval(_DESCRIBE, path=path, what="the default export")
+        if described.get("stale"):
+            raise StaleRealm
+        if described.get("tooDeep"):
+            raise Fault("sandbox_value_too_deep", too_deep("the default export", MAX_DESCRIBE_DEPTH))
+        return described
+
     def _call(self, realm: Realm, request: dict[str, Any]) -> Any:
+        name = ".".join(["default", *map(str, request["path"])])
         outcome = realm.eval(
-            _INVOKE, path=request["path"], args=request["args"], ctx=request["ctx"]
+            _INVOKE,
+            path=request["path"],
+            args=request["args"],
+            ctx=request["ctx"],
+            what=f"the value {name} returned",
         )
+        if outcome["state"] == "stale":
+            raise StaleRealm
         if outcome["state"] == "fulfilled":
             return outcome.get("value")
         if outcome["state"] == "rejected":
             error = outcome["error"]
             raise classify(error["name"], error["message"], error["stack"], realm.offsets)
-        path = ".".join(["default", *map(str, request["path"])])
-        raise Fault("sandbox_promise_unsettled", f"the Promise returned by {path} never settled")
+        raise Fault("sandbox_promise_unsettled", f"the Promise returned by {name} never settled")
 
     def _run(self, budget_s: float, action: Callable[[Realm], Any]) -> Any:
         """Run ``action`` on the run's realm (building it first) under the CPU budget."""
         fault: Fault | None = None
         result: Any = None
         is_new = self._realm is None
+        if is_new and self._spare is None:
+            # Our own set-up (runtime.js and the lock-down, ~20-40 ms) is not the author's CPU:
+            # only populating it with the modules runs under the budget.
+            self._spare = Realm(bridge_names=self._bridge_names, on_bridge=self._bridge)
         self._timed_out = False
         self._aborted = None
         self._armed = True
         signal.setitimer(signal.ITIMER_PROF, max(budget_s, 0.001), TIMER_REPEAT_S)
         try:
-            if self._realm is None:
-                self._realm = Realm(bridge_names=self._bridge_names, on_bridge=self._bridge)
-                self._populate(self._realm)
-            result = action(self._realm)
+            try:
+                result = action(self._ready_realm())
+            except StaleRealm:  # an earlier call left what a fresh scope cannot undo
+                self._realm = None
+                is_new = True
+                try:
+                    result = action(self._ready_realm())
+                except StaleRealm:  # and so did loading the modules into a new realm
+                    raise Fault("sandbox_violation", STALE_AT_LOAD) from None
         except CpuBudgetExceeded:
             fault = Fault("sandbox_timeout", f"CPU budget of {budget_s * 1000:.0f} ms exceeded")
         except _dukpy.JSRuntimeError as error:
@@ -239,8 +341,7 @@ class Engine:
         except Fault as raised:
             fault = raised
         finally:
-            signal.setitimer(signal.ITIMER_PROF, 0)
-            self._armed = False
+            self._disarm()
         realm = self._realm
         if realm is not None and realm.violation is not None:
             fault = Fault("sandbox_violation", realm.violation)
@@ -253,6 +354,24 @@ class Engine:
                 self._realm = None
             raise fault
         return result
+
+    def _disarm(self) -> None:
+        """Stop the CPU timer; a tick that lands while stopping it is swallowed, not raised
+        into the request loop (the repeating timer would otherwise outlive the call)."""
+        while True:
+            try:
+                signal.setitimer(signal.ITIMER_PROF, 0)
+                self._armed = False
+                return
+            except CpuBudgetExceeded:
+                continue
+
+    def _ready_realm(self) -> Realm:
+        if self._realm is None:  # set before populating: a failure's location reads its offsets
+            self._realm = self._spare or Realm(bridge_names=self._bridge_names, on_bridge=self._bridge)
+            self._spare = None
+            self._populate(self._realm)
+        return self._realm
 
     def _populate(self, realm: Realm) -> None:
         if self._entry is None:
@@ -267,14 +386,15 @@ class Engine:
         # the repeating timer fires again inside JavaScript, where it cannot be caught.
         self._is_in_bridge = True
         try:
-            if self._timed_out:
+            if self._timed_out or self._aborted is not None:
                 return {"halt": True}
-            if self._aborted is not None:  # answered here: the parent will answer no more
-                return {"error": self._aborted.message}
             reply = self._channel.ask(name, args)
             if "abort" in reply:
+                # The parent stopped the call (its wall budget is spent): end it now, as a
+                # timeout would, rather than let the script spend the rest of its CPU budget.
                 self._aborted = Fault(**reply["abort"])
-                return {"error": self._aborted.message}
+                signal.setitimer(signal.ITIMER_PROF, 0.001, TIMER_REPEAT_S)
+                return {"halt": True}
             return {"halt": True} if self._timed_out else reply
         finally:
             self._is_in_bridge = False
@@ -333,7 +453,13 @@ class Channel:
 
     def receive(self) -> dict[str, Any] | None:
         line = self._reader.readline()
-        return json.loads(line) if line else None
+        if not line:
+            return None
+        try:
+            message: dict[str, Any] = json.loads(line)
+        except RecursionError:  # the parent checks depth before sending; answer, never crash
+            message = {"op": "refuse", "message": too_deep("the request")}
+        return message
 
     def ask(self, name: str, args: list[Any]) -> dict[str, Any]:
         # The CPU timer must not interrupt half an exchange: the parent's answer would be

@@ -221,6 +221,15 @@ SETTINGS: tuple[SettingSpec, ...] = (
         min=1,
     ),
     SettingSpec(
+        "processes.step_time_budget_ms",
+        _T.MILLISECONDS,
+        30_000,
+        _G.READS,
+        "The wall time one call into a process's code (a step's build, when, …) may take: its "
+        "CPU and the time spent answering its ctx.query reads together.",
+        min=100,
+    ),
+    SettingSpec(
         "processes.query_slots",
         _T.INTEGER,
         4,

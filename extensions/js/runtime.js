@@ -1,11 +1,17 @@
-// Evaluated first in every fresh realm (one QuickJS context per run), before any author code.
-// It takes away what dukpy puts on the global object, installs the only `require` author code
-// gets, and defines the four entry points Python calls: register, start, describe, invoke.
+// Evaluated first in every realm (one QuickJS context), before any author code. It takes away
+// what dukpy puts on the global object, installs the only `require` author code gets, defines the
+// entry points Python calls (register, start, describe, invoke), and locks the realm down.
 //
-// Python evaluates this as `(<this file>)(call_python, bridgeNames)`. dukpy puts `call_python`
+// Every call starts in a fresh scope (seed 000: steps share state only through ctx): the modules
+// are instantiated again from their factories (fresh module-level variables), globals an earlier
+// call added are deleted, and the built-ins are frozen (lockDown) so no call can leave anything on
+// a prototype. What cannot be undone (a non-deletable global, a frozen or re-parented global
+// object) makes `fresh()` answer false, and Python then drops the realm and builds a new one.
+//
+// Python evaluates this as `(<this file>)(call_python, bridgeNames, describeDepth)`. dukpy puts `call_python`
 // back on the global object on every eval, so hiding it is hygiene, not the boundary: the
 // boundary is the Python allow-list of exported names (see sandbox_child.Realm).
-(function (host, bridgeNames) {
+(function (host, bridgeNames, describeDepth) {
   'use strict';
   delete globalThis.call_python;
   delete globalThis.dukpy;
@@ -25,18 +31,30 @@
   }
 
   // Present (rather than absent) so feature detection takes the branch that fails loudly.
+  // Indirect eval could declare global `let`/`const` bindings, which live outside the global
+  // object and so outside what fresh() can clear; a finalization callback would run in a later
+  // call with a value from an earlier one.
   const unavailable = {
     fetch: 'no network', XMLHttpRequest: 'no network', WebSocket: 'no network',
     EventSource: 'no network', importScripts: 'no network',
     setTimeout: 'no timers', setInterval: 'no timers', setImmediate: 'no timers',
     clearTimeout: 'no timers', clearInterval: 'no timers', clearImmediate: 'no timers',
+    eval: 'code is loaded from the extension\'s files',
+    FinalizationRegistry: 'nothing may outlive a call',
   };
   for (const name of Object.keys(unavailable)) {
     const stub = function () {
       throw violation(`${name} is not available in the sandbox (${unavailable[name]})`);
     };
-    Object.defineProperty(globalThis, name, { value: stub });
+    Object.defineProperty(globalThis, name, { value: stub, writable: true, configurable: true });
   }
+
+  // The one host clock is Date.now(). QuickJS-ng's own `performance` reads the host's monotonic
+  // clock (timeOrigin is the host's uptime); this one is Date.now() counted from the realm's start.
+  const timeOrigin = Date.now();
+  Object.defineProperty(globalThis, 'performance', {
+    value: { timeOrigin, now: () => Date.now() - timeOrigin }, writable: true, configurable: true,
+  });
 
   const factories = new Map();
   const modules = new Map();
@@ -48,7 +66,7 @@
     if (entryId !== null || factories.has(id)) {
       throw violation(`module '${id}' cannot be registered here`);
     }
-    factories.set(id, factory);
+    factories.set(id, harden(factory));  // sloppy code reaches it as arguments.callee
   }
 
   const dirOf = (id) => (id.includes('/') ? id.slice(0, id.lastIndexOf('/')) : '');
@@ -103,6 +121,10 @@
   }
 
   // The JSON picture of a value that the Python validator reads without running JavaScript.
+  // snapshot() recurses, and QuickJS's stack holds ~200 of its frames: past describeDepth
+  // (sandbox_child.MAX_DESCRIBE_DEPTH) the picture is refused by name instead.
+  const TOO_DEEP = Symbol('too deep');
+
   function snapshot(value, ancestors) {
     switch (typeof value) {
       case 'function':
@@ -117,6 +139,7 @@
     }
     if (value === null) return null;
     if (ancestors.has(value)) return { $cycle: true };
+    if (ancestors.size >= describeDepth) throw TOO_DEEP;
     ancestors.add(value);
     let out;
     if (Array.isArray(value)) {
@@ -149,10 +172,17 @@
   }
 
   function describe(path) {
+    if (!fresh()) return { stale: true };
     const { value } = lookup(path);
     const isObject = value !== null && typeof value === 'object';
-    return { kind: isObject && typeof value[KIND] === 'string' ? value[KIND] : null,
-      value: snapshot(value, new Set()) };
+    let picture;
+    try {
+      picture = snapshot(value, new Set());
+    } catch (error) {
+      if (error === TOO_DEEP) return { tooDeep: true };
+      throw error;
+    }
+    return { kind: isObject && typeof value[KIND] === 'string' ? value[KIND] : null, value: picture };
   }
 
   function callBridge(name, args) {
@@ -194,6 +224,7 @@
   // The outcome object is what Python gets back: dukpy drains the job queue after the eval and
   // serialises the eval's result after that, so a Promise settled by then is already recorded.
   function invoke(path, args, ctxData) {
+    if (!fresh()) return { state: 'stale' };
     const outcome = { state: 'pending' };
     const settle = (value) => { outcome.state = 'fulfilled'; outcome.value = value; };
     const fail = (error) => { outcome.state = 'rejected'; outcome.error = errorInfo(error); };
@@ -218,12 +249,115 @@
     load(id);
   }
 
+  // Shared built-ins: frozen, with the properties ordinary code assigns on its own objects
+  // (`this.name = 'MyError'`, `obj.toString = …`) turned into accessors that define the property
+  // on the object assigned to, as the assignment would have without the freeze. Only on the
+  // prototypes such code inherits from: each accessor is live heap, and dukpy collects garbage
+  // after every eval, so every object kept costs every call.
+  const OVERRIDABLE = ['constructor', 'name', 'message', 'toString', 'toLocaleString', 'valueOf',
+    'hasOwnProperty'];
+  const OVERRIDDEN_ON = [Object, Function, Array, Error, EvalError, RangeError, ReferenceError,
+    SyntaxError, TypeError, URIError, AggregateError, InternalError].map((c) => c.prototype);
+
+  function overridable(proto) {
+    for (const name of OVERRIDABLE) {
+      const desc = Object.getOwnPropertyDescriptor(proto, name);
+      if (!desc || !hasOwn(desc, 'value') || !desc.configurable) continue;
+      const { value } = desc;
+      const accessor = {  // methods, not function expressions: no prototype object each
+        get() { return value; },
+        set(next) {
+          if (this === proto) throw new TypeError(`Cannot assign to '${name}' of a shared built-in`);
+          Object.defineProperty(this, name, { value: next, writable: true, enumerable: true,
+            configurable: true });
+        },
+      };
+      Object.freeze(accessor.get);
+      Object.freeze(accessor.set);
+      Object.defineProperty(proto, name, { get: accessor.get, set: accessor.set,
+        enumerable: desc.enumerable, configurable: false });
+    }
+  }
+
+  // Freeze everything reachable from root (properties, accessors, prototypes); the overridable
+  // properties of every prototype are converted first, while they can still be.
+  function harden(root) {
+    const found = new Set();
+    const pending = [root];
+    while (pending.length) {
+      const value = pending.pop();
+      if (value === null || (typeof value !== 'object' && typeof value !== 'function')) continue;
+      // A frozen object was hardened before (or is frozen by the spec, with nothing inside):
+      // no set of them is kept, as it would be live heap that every eval's collection walks.
+      if (value === globalThis || found.has(value) || Object.isFrozen(value)) continue;
+      found.add(value);
+      pending.push(Object.getPrototypeOf(value));
+      for (const key of Reflect.ownKeys(value)) {
+        const desc = Object.getOwnPropertyDescriptor(value, key);
+        if (hasOwn(desc, 'value')) pending.push(desc.value);
+        else pending.push(desc.get, desc.set);
+      }
+    }
+    for (const value of found) Object.freeze(value);
+    return root;
+  }
+
+  // Intrinsics no global names: reached by syntax or by calling a built-in.
+  function hiddenIntrinsics() {
+    const found = [
+      function* () {}, async function () {}, async function* () {}, () => {},
+      [][Symbol.iterator](), new Map()[Symbol.iterator](), new Set()[Symbol.iterator](),
+      ''[Symbol.iterator](), /a/[Symbol.matchAll](''), Object.getPrototypeOf(Int8Array),
+      (function () { return arguments; })(),
+    ];
+    try { found.push(Iterator.from({ next() { return { done: true }; } }), [].values().map((x) => x)); }
+    catch (_) { /* an engine without iterator helpers */ }
+    for (const make of [function* () {}, async function* () {}]) found.push(make());
+    return found.map((item) => Object.getPrototypeOf(item));
+  }
+
+  let baseline = null;
+
+  // Before anything is hardened (register() hardens the SDK's factory below).
+  for (const proto of OVERRIDDEN_ON) overridable(proto);
+
+  function lockDown() {
+    for (const key of Reflect.ownKeys(globalThis)) {
+      const desc = Object.getOwnPropertyDescriptor(globalThis, key);
+      if (hasOwn(desc, 'value')) harden(desc.value);
+    }
+    for (const intrinsic of hiddenIntrinsics()) harden(intrinsic);
+    for (const key of Reflect.ownKeys(globalThis)) {
+      const desc = Object.getOwnPropertyDescriptor(globalThis, key);
+      if (desc.configurable) {
+        Object.defineProperty(globalThis, key, hasOwn(desc, 'value')
+          ? { value: desc.value, writable: false, configurable: false }
+          : { configurable: false });
+      }
+    }
+    baseline = { keys: new Set(Reflect.ownKeys(globalThis)), proto: Object.getPrototypeOf(globalThis) };
+  }
+
+  // A fresh scope for the next call: the modules instantiated again, globals added since the
+  // lock-down deleted. False when that is impossible: the realm has to be replaced.
+  function fresh() {
+    modules.clear();
+    if (!Object.isExtensible(globalThis) || Object.getPrototypeOf(globalThis) !== baseline.proto) {
+      return false;
+    }
+    for (const key of Reflect.ownKeys(globalThis)) {
+      if (!baseline.keys.has(key) && !Reflect.deleteProperty(globalThis, key)) return false;
+    }
+    return true;
+  }
+
   register(SDK_PROCESS, function (exports, require) {
     Object.defineProperty(exports, '__esModule', { value: true });
     exports.defineProcess = require(SDK).defineProcess;
   });
   Object.defineProperty(globalThis, 'require', { value: makeRequire('') });
   Object.defineProperty(globalThis, '__turbobase', {
-    value: Object.freeze({ register, start, describe, invoke }),
+    value: harden({ register, start, describe, invoke }),
   });
+  lockDown();
 })

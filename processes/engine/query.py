@@ -65,8 +65,14 @@ def _read_deadline(timeout_ms: int) -> Iterator[None]:
         raw.set_progress_handler(None, 0)
 
 
-def query_run(*, user_id: int, fingerprint: str, path_and_query: Any) -> list[dict[str, Any]]:
-    """One ``ctx.query`` read. Raises ``QueryRefused`` naming the bound or rule that stopped it."""
+def query_run(
+    *, user_id: int, fingerprint: str, path_and_query: Any, budget_ms: float | None = None
+) -> list[dict[str, Any]]:
+    """One ``ctx.query`` read. Raises ``QueryRefused`` naming the bound or rule that stopped it.
+
+    ``budget_ms`` is what is left of the step's time budget: the slot wait and the read are
+    bounded by it too, so a read cannot carry a step past its budget.
+    """
     from processes.invoke import access_fingerprint
 
     if not isinstance(path_and_query, str) or not path_and_query.strip():
@@ -77,14 +83,16 @@ def query_run(*, user_id: int, fingerprint: str, path_and_query: Any) -> list[di
             "the invoking user's access changed while the run was going; its reads are refused",
             code=ProcessCode.QUERY_ACCESS_CHANGED,
         )
-    slot_wait_ms = setting_get("processes.query_slot_wait_ms")
+    slot_wait_ms, wait_bound = _bounded(setting_get("processes.query_slot_wait_ms"), "processes.query_slot_wait_ms",
+                                        budget_ms)
     pool = _slot_pool()
     if not pool.acquire(timeout=slot_wait_ms / 1000):
         raise QueryRefused(
-            f"no read slot freed within processes.query_slot_wait_ms ({slot_wait_ms} ms); the read was not sent",
+            f"no read slot freed within {wait_bound} ({slot_wait_ms} ms); the read was not sent",
             code=ProcessCode.QUERY_SLOT_TIMEOUT,
         )
-    timeout_ms = setting_get("processes.query_timeout_ms")
+    timeout_ms, timeout_bound = _bounded(setting_get("processes.query_timeout_ms"), "processes.query_timeout_ms",
+                                         budget_ms)
     try:
         with _read_deadline(timeout_ms):
             return rest_read(user=user, path_and_query=path_and_query.lstrip("/"),
@@ -92,12 +100,19 @@ def query_run(*, user_id: int, fingerprint: str, path_and_query: Any) -> list[di
     except Exception as exc:
         if _is_timeout(exc):
             raise QueryRefused(
-                f"the read passed processes.query_timeout_ms ({timeout_ms} ms) and was abandoned",
+                f"the read passed {timeout_bound} ({timeout_ms} ms) and was abandoned",
                 code=ProcessCode.QUERY_TIMEOUT,
             ) from exc
         raise
     finally:
         pool.release()
+
+
+def _bounded(setting_ms: int, name: str, budget_ms: float | None) -> tuple[int, str]:
+    """The smaller of a setting and the step's remaining budget, with the name of the one that binds."""
+    if budget_ms is not None and budget_ms < setting_ms:
+        return max(1, int(budget_ms)), "what was left of processes.step_time_budget_ms"
+    return setting_ms, name
 
 
 def _is_timeout(exc: Exception) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from extensions.pool import sandbox_pooled
-from extensions.sandbox import SandboxError, SandboxLimits
+from extensions.sandbox import SandboxError, SandboxLimits, SandboxTimeBudgetExceeded
 from guardrails.settings import setting_get
 from kernel.text import CODE_MAX_CHARS, MESSAGE_MAX_CHARS, text_clean
 from processes.engine.query import query_run
@@ -31,10 +31,11 @@ class ModuleRuntime:
     def __init__(self, *, process_id: str, version: int, user_id: int, fingerprint: str) -> None:
         self._user_id, self._fingerprint = user_id, fingerprint
         self._query_failure: Exception | None = None
-        bridge_ms = setting_get("processes.query_timeout_ms") + setting_get("processes.query_slot_wait_ms")
+        # One call's wall time, ctx.query included, is bounded by the step budget: a loop of
+        # reads stops by name instead of holding the step (and its lease) for minutes.
         limits = SandboxLimits(
             slice_budget_ms=max(60_000, setting_get("PROCESS_SLICE_MAX_MS")),
-            bridge_budget_ms=bridge_ms + 5_000,
+            wall_budget_ms=setting_get("processes.step_time_budget_ms"),
         )
         # A warm interpreter (extensions.pool); a fresh budget and JS context for this delivery.
         self.sandbox = sandbox_pooled(module_id=process_id, version=version, limits=limits)
@@ -43,7 +44,8 @@ class ModuleRuntime:
 
     def _query(self, path_and_query: Any) -> list[dict[str, Any]]:
         try:
-            return query_run(user_id=self._user_id, fingerprint=self._fingerprint, path_and_query=path_and_query)
+            return query_run(user_id=self._user_id, fingerprint=self._fingerprint, path_and_query=path_and_query,
+                             budget_ms=self.sandbox.wall_remaining_ms())
         except Exception as exc:
             self._query_failure = exc
             raise
@@ -57,7 +59,10 @@ class ModuleRuntime:
             return self.sandbox.call(list(path), list(args), ctx=ctx)
         except SandboxError as exc:
             failure = self._query_failure
-            if failure is not None and getattr(failure, "code", None):
+            # A read cut short by the step's time budget fails as the budget, not as the read.
+            if failure is not None and getattr(failure, "code", None) and not isinstance(
+                exc, SandboxTimeBudgetExceeded
+            ):
                 raise StepCodeFailed(str(failure.code), getattr(failure, "message", str(failure))) from exc
             where = f" at {exc.location}" if getattr(exc, "location", None) else ""
             raise StepCodeFailed(exc.code, f"{exc}{where}") from exc

@@ -299,10 +299,10 @@ def test_calling_something_that_is_not_a_function_names_it(sandbox: Sandbox) -> 
         sandbox.call(["steps", 3, "build"])
 
 
-def test_one_interpreter_serves_a_run_and_new_run_starts_fresh(sandbox: Sandbox) -> None:
+def test_every_call_starts_from_the_modules_initial_state(sandbox: Sandbox) -> None:
     sandbox.load("let calls = 0; exports.default = { f: () => { calls += 1; return calls; } };")
 
-    assert [sandbox.call(["f"]) for _ in range(3)] == [1, 2, 3]
+    assert [sandbox.call(["f"]) for _ in range(3)] == [1, 1, 1]
     sandbox.new_run()
     assert sandbox.call(["f"]) == 1
 

@@ -109,7 +109,7 @@ def test_a_caught_violation_still_fails_the_call(sandbox: Sandbox) -> None:
     "code",
     [
         "return import('fs')",
-        "return eval(\"import('/etc/hostname')\")",
+        "return Function(\"return import('/etc/hostname')\")()",
         "return new Function(\"return import('fs')\")()",
     ],
 )
@@ -124,6 +124,15 @@ def test_a_static_import_that_slips_past_transpile_is_refused(sandbox: Sandbox) 
     assert_healthy(sandbox)
 
 
+# dukpy re-installs call_python on the global object before every eval, so code that breaks out
+# of its module wrapper while the modules are registered can close over it in a module of its
+# own, which every call instantiates again; the allow-list of exported names is what must hold.
+GRAB = (
+    "}); const grabbed = call_python;"
+    " __turbobase.register('grab.js', function (e) { e.grabbed = grabbed; }); (function () {"
+)
+
+
 @pytest.mark.parametrize(
     "name",
     [
@@ -136,18 +145,40 @@ def test_a_static_import_that_slips_past_transpile_is_refused(sandbox: Sandbox) 
     ],
 )
 def test_call_python_reaches_only_exported_names(sandbox: Sandbox, name: str) -> None:
-    # dukpy re-installs call_python on the global object before every eval; a setter planted by
-    # the module catches it, so the allow-list of exported names is what must hold.
-    prelude = """let captured;
-Object.defineProperty(globalThis, 'call_python', {
-  configurable: true, get() { return captured; }, set(v) { captured = v; } });"""
     sandbox.load(
-        f"{prelude}\nexports.default = {{ attack: () => captured({name!r}, '/etc/hostname'),"
-        f" {HEALTHY} }};"
+        f"exports.default = {{ attack: () => require('./grab.js').grabbed({name!r}, '/etc/hostname'),"
+        f" {HEALTHY} }};",
+        siblings={"breakout.js": GRAB},
     )
     with pytest.raises(SandboxViolation, match=f"call_python\\('{name}'\\) is not an exported"):
         sandbox.call(["attack"])
     assert_healthy(sandbox)
+
+
+def test_call_python_caught_by_a_global_setter_is_gone_at_the_next_call(sandbox: Sandbox) -> None:
+    # A setter planted on the global object catches the next eval's call_python; the next call's
+    # fresh scope deletes the setter and the module variable it filled is a new one.
+    prelude = """let captured;
+Object.defineProperty(globalThis, 'call_python', {
+  configurable: true, get() { return captured; }, set(v) { captured = v; } });"""
+    sandbox.load(f"{prelude}\nexports.default = {{ attack: () => typeof captured, {HEALTHY} }};")
+    assert sandbox.call(["attack"]) == "undefined"
+    assert_healthy(sandbox)
+
+
+def test_a_global_that_cannot_be_deleted_replaces_the_realm(sandbox: Sandbox) -> None:
+    sandbox.load("""exports.default = {
+  stick: () => { Object.defineProperty(globalThis, 'stuck', { value: 'run 1' }); return stuck; },
+  read: () => typeof stuck,
+};""")
+    assert sandbox.call(["stick"]) == "run 1"
+    assert sandbox.call(["read"]) == "undefined"
+
+
+def test_a_module_that_pins_a_global_at_load_is_a_violation(sandbox: Sandbox) -> None:
+    pin = "}); Object.defineProperty(globalThis, 'pinned', { value: 1 }); (function () {"
+    with pytest.raises(SandboxViolation, match="cannot clear"):
+        sandbox.load(f"exports.default = {{ {HEALTHY} }};", siblings={"pin.js": pin})
 
 
 def test_call_python_is_gone_before_author_code_runs(sandbox: Sandbox) -> None:
@@ -159,15 +190,13 @@ def test_call_python_is_gone_before_author_code_runs(sandbox: Sandbox) -> None:
     )
 
 
-def test_call_python_grabbed_by_breaking_out_of_the_module_wrapper(sandbox: Sandbox) -> None:
+def test_call_python_grabbed_into_a_global_is_gone_at_the_next_call(sandbox: Sandbox) -> None:
     breakout = "}); globalThis.grabbed = call_python; (function () {"
     sandbox.load(
-        f"exports.default = {{ attack: () => grabbed('dukpy.load_module', '/etc/hostname'),"
-        f" {HEALTHY} }};",
+        f"exports.default = {{ attack: () => typeof grabbed, {HEALTHY} }};",
         siblings={"breakout.js": breakout},
     )
-    with pytest.raises(SandboxViolation, match=r"dukpy\.load_module"):
-        sandbox.call(["attack"])
+    assert sandbox.call(["attack"]) == "undefined"
     assert_healthy(sandbox)
 
 
@@ -225,27 +254,6 @@ def test_a_timeout_swallowed_inside_a_bridge_call_still_stops_the_call(sandbox: 
     )
 
 
-def test_a_loop_of_reads_is_stopped_by_the_bridge_budget() -> None:
-    reads: list[str] = []
-
-    def slow_query(path: str) -> list[object]:
-        reads.append(path)
-        time.sleep(0.05)
-        return []
-
-    limits = SandboxLimits(call_budget_ms=300, bridge_budget_ms=200)
-    with Sandbox(bridge={"query": slow_query}, limits=limits) as box:
-        started = time.monotonic()
-        attack(
-            box,
-            "for (;;) { try { await ctx.query('x'); } catch (e) {} }",
-            SandboxTimeout,
-            "ctx.query and ctx.log took more than 200 ms in one call",
-        )
-    assert time.monotonic() - started < 6
-    assert 4 <= len(reads) <= 6
-
-
 def test_a_timeout_cannot_be_caught_by_the_script(sandbox: Sandbox) -> None:
     attack(sandbox, "for (;;) { try { for (;;) {} } catch (e) {} }", SandboxTimeout)
 
@@ -297,19 +305,22 @@ def test_promise_that_never_settles(sandbox: Sandbox) -> None:
     attack(sandbox, "await new Promise(() => {})", SandboxPromiseUnsettled, "default.attack")
 
 
-def test_a_global_set_by_one_run_is_gone_in_the_next(sandbox: Sandbox) -> None:
+def test_nothing_one_call_writes_is_seen_by_the_next(sandbox: Sandbox) -> None:
     sandbox.load("""let moduleState = 'clean';
+const tried = (write) => { try { write(); return 'written'; } catch (e) { return e.name; } };
 exports.default = {
-  write: () => { globalThis.leak = 'run 1'; moduleState = 'dirty'; Object.prototype.polluted = 1;
-                 Array.prototype.push = () => 'hijacked'; },
-  read: () => [typeof leak, moduleState, ({}).polluted ?? null, [].push(1)],
+  write: () => {
+    globalThis.leak = 'step 1'; moduleState = 'dirty';
+    return [tried(() => { Object.prototype.polluted = 1; }),
+            tried(() => { Array.prototype.push = () => 'hijacked'; }),
+            tried(() => { JSON.parse = () => 'hijacked'; }),
+            tried(() => { globalThis.JSON = {}; })];
+  },
+  read: () => [typeof leak, moduleState, ({}).polluted ?? null, [].push(1),
+               JSON.parse('2')],
 };""")
-    sandbox.call(["write"])
-    assert sandbox.call(["read"]) == ["string", "dirty", 1, "hijacked"]  # same run, same realm
-
-    sandbox.new_run()
-
-    assert sandbox.call(["read"]) == ["undefined", "clean", None, 1]
+    assert sandbox.call(["write"]) == ["TypeError", "TypeError", "TypeError", "TypeError"]
+    assert sandbox.call(["read"]) == ["undefined", "clean", None, 1, 2]
 
 
 def test_the_sdk_cannot_be_replaced_by_a_sibling(sandbox: Sandbox) -> None:

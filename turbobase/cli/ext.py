@@ -231,6 +231,8 @@ def _samples(raw: str) -> list[Any]:
         value = json.loads(text)
     except ValueError as exc:
         raise CliError(f"--sample is not JSON: {exc}") from exc
+    except RecursionError:  # nested past what Python's json reads: named, not a traceback
+        raise CliError("--sample is nested too deeply to read") from None
     return value if isinstance(value, list) else [value]
 
 
