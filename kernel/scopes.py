@@ -131,7 +131,7 @@ def view_scope_problems(cls: type[APIView]) -> list[str]:
 def scope_declarations_check(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """System check ``kernel.E001``: every API view declares a scope for every handler."""
     seen: set[type] = set()
-    errors = []
+    errors: list[checks.CheckMessage] = []
     for route, cls, _ in api_routes():
         if cls in seen:
             continue

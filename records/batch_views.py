@@ -8,6 +8,7 @@ from rest_framework.views import APIView
 
 from kernel.openapi import error_responses
 from kernel.scopes import DATA_READ
+from kernel.users import acting_user
 from records.batch import batch_read, batch_reads_parse
 from records.serializers import BatchIn, BatchOut
 
@@ -21,4 +22,4 @@ class BatchReadView(APIView):
     @extend_schema(request=BatchIn, responses={200: BatchOut, **error_responses(400, 401)})
     def post(self, request: Request) -> Response:
         reads = batch_reads_parse(request.data)
-        return Response({"results": batch_read(user=request.user, reads=reads)})
+        return Response({"results": batch_read(user=acting_user(request), reads=reads)})

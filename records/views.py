@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 from kernel.openapi import error_responses
 from kernel.scopes import DATA_WRITE
 from kernel.text import text_problem
+from kernel.users import acting_user
 from records.boundary import record_create, record_delete, record_settle, record_update
 from records.errors import PayloadInvalid
 from records.outcomes import WriteOutcome
@@ -88,7 +89,7 @@ class RecordDataView(APIView):
         body = _body(request)
         key = idempotency_key_read(request, body)
         return _answer(record_create(
-            actor=Actor(user=request.user), record_type=record_type, parent=body.get("parent"),
+            actor=Actor(user=acting_user(request)), record_type=record_type, parent=body.get("parent"),
             lines=body.get("lines"),
             # An app's key is its own: namespaced by user so two apps' keys never collide.
             idempotency_key=f"user:{request.user.pk}:{key}" if key else None,
@@ -102,7 +103,7 @@ class RecordDataView(APIView):
         if version is not None and (not isinstance(version, int) or isinstance(version, bool)):
             raise PayloadInvalid("expectedSyncVersion must be an integer", field="expectedSyncVersion")
         return _answer(record_update(
-            actor=Actor(user=request.user), record_type=record_type, parent=body.get("parent"),
+            actor=Actor(user=acting_user(request)), record_type=record_type, parent=body.get("parent"),
             pg_row_id=body.get("pgRowId"), external_id=body.get("externalId"),
             expected_sync_version=version,
         ))
@@ -115,7 +116,7 @@ class RecordDataView(APIView):
     def delete(self, request: Request, record_type: str) -> Response:
         body = _body(request)
         return _answer(record_delete(
-            actor=Actor(user=request.user), record_type=record_type, pg_row_id=body.get("pgRowId"),
+            actor=Actor(user=acting_user(request)), record_type=record_type, pg_row_id=body.get("pgRowId"),
             external_id=body.get("externalId"), source_system=body.get("sourceSystem"),
         ))
 
@@ -131,5 +132,5 @@ class RecordSettleView(APIView):
         body = _body(request)
         if not body.get("pgRowId"):
             raise PayloadInvalid("pgRowId is required", field="pgRowId")
-        return _answer(record_settle(actor=Actor(user=request.user), record_type=record_type,
+        return _answer(record_settle(actor=Actor(user=acting_user(request)), record_type=record_type,
                                      pg_row_id=body["pgRowId"]))

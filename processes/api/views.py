@@ -27,6 +27,7 @@ from kernel.filters import filter_parameters
 from kernel.models import AccessToken
 from kernel.openapi import error_responses
 from kernel.scopes import DATA_READ, EXTENSIONS_DEPLOY
+from kernel.users import acting_user
 from processes import serializers as out
 from processes.api.filters import RunFilter
 from processes.api.reads import processes_list, queue_read, run_ledger
@@ -100,7 +101,7 @@ class ProcessListView(APIView):
     @extend_schema(responses={200: out.ProcessListOut, **error_responses(401)})
     def get(self, request: Request) -> Response:
         body = []
-        for listing in processes_list(user=request.user):
+        for listing in processes_list(user=acting_user(request)):
             body.append({
                 "id": listing.id, "description": listing.description, "trigger": listing.trigger,
                 "enabled": listing.is_enabled, "disabledReason": listing.disabled_reason,
@@ -121,7 +122,7 @@ class ProcessInvokeView(APIView):
         invoke_access_check(request)
         process_module_get(process_id)  # 404 before the mode is read: no such process is the news
         mode = mode_parse(request.query_params.get("mode"))
-        run = run_invoke(process_id=process_id, body=request_input(request), user=request.user, mode=mode)
+        run = run_invoke(process_id=process_id, body=request_input(request), user=acting_user(request), mode=mode)
         if mode != RunMode.SYNC:
             return Response(out.run_queued(run), status=202)
         budget_ms = setting_get("processes.sync_budget_ms")
@@ -139,7 +140,7 @@ class ProcessCancelView(APIView):
     @extend_schema(request=None, responses={200: out.CancelledOut, **error_responses(401, 403)})
     def post(self, request: Request, process_id: str) -> Response:
         invoke_access_check(request)
-        return Response({"cancelled": process_cancel_queued(user=request.user, process_id=process_id)})
+        return Response({"cancelled": process_cancel_queued(user=acting_user(request), process_id=process_id)})
 
 
 class RunDetailView(APIView):
@@ -149,7 +150,7 @@ class RunDetailView(APIView):
 
     @extend_schema(responses={200: out.RunDetailOut, **error_responses(401, 404)})
     def get(self, request: Request, run_id: str) -> Response:
-        run = run_get(user=request.user, run_id=run_id)
+        run = run_get(user=acting_user(request), run_id=run_id)
         return Response(out.run_with_steps(run, run_ledger(run)))
 
 
@@ -159,7 +160,7 @@ class RunCancelView(APIView):
     @extend_schema(request=None, responses={200: out.SteeringOut, **STEERING_ERRORS})
     def post(self, request: Request, run_id: str) -> Response:
         invoke_access_check(request)
-        return Response(out.steering_answer(run_cancel(user=request.user, run_id=run_id)))
+        return Response(out.steering_answer(run_cancel(user=acting_user(request), run_id=run_id)))
 
 
 class RunRollbackView(APIView):
@@ -173,7 +174,7 @@ class RunRollbackView(APIView):
         **STEERING_ERRORS})
     def post(self, request: Request, run_id: str) -> Response:
         invoke_access_check(request)
-        run, is_queued = run_rollback(user=request.user, run_id=run_id)
+        run, is_queued = run_rollback(user=acting_user(request), run_id=run_id)
         return Response(out.steering_answer(run, is_queued=is_queued), status=202 if is_queued else 200)
 
 
@@ -187,7 +188,7 @@ class RunResumeView(APIView):
         **STEERING_ERRORS})
     def post(self, request: Request, run_id: str) -> Response:
         invoke_access_check(request)
-        run = run_resume(user=request.user, run_id=run_id)
+        run = run_resume(user=acting_user(request), run_id=run_id)
         return Response(out.steering_answer(run, is_queued=True), status=202)
 
 
@@ -203,7 +204,7 @@ class QueueView(APIView):
     def get(self, request: Request) -> Response:
         raw_mode = request.query_params.get("mode")
         mode = mode_parse(raw_mode) if raw_mode else None
-        read = queue_read(user=request.user, mode=mode, params=request.query_params)
+        read = queue_read(user=acting_user(request), mode=mode, params=request.query_params)
         return Response({
             "runs": [out.run_summary(run, read.failures.get(run.pk)) for run in read.runs],
             "counts": read.counts,

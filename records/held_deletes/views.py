@@ -9,6 +9,7 @@ from rest_framework.views import APIView
 from kernel.filters import filter_parameters
 from kernel.openapi import error_responses
 from kernel.scopes import DATA_READ, EXTENSIONS_DEPLOY
+from kernel.users import acting_user
 from records.errors import AdminRequired
 from records.held_deletes.filters import HeldDeleteFilter, held_deletes_list
 from records.held_deletes.serializers import (
@@ -52,5 +53,5 @@ class HeldDeleteDecideView(APIView):
     def post(self, request: Request, held_id: int) -> Response:
         _admin_check(request)
         note = decision_note_in(request.data)
-        held = held_delete_decide(held_id=held_id, approve=self.approve, by=request.user, note=note)
+        held = held_delete_decide(held_id=held_id, approve=self.approve, by=acting_user(request), note=note)
         return Response(held_delete_out(held))

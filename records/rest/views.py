@@ -8,6 +8,7 @@ from rest_framework.views import APIView
 
 from kernel.openapi import error_responses
 from kernel.scopes import DATA_READ
+from kernel.users import acting_user
 from records.rest.errors import RestReadOnly
 from records.rest.execute import rest_read_encoded
 from records.rest.parser import query_parse_parts
@@ -39,7 +40,7 @@ class RestReadView(APIView):
     )
     def get(self, request: Request, resource: str) -> HttpResponse:
         query = query_parse_parts(path=resource, query_string=request.META.get("QUERY_STRING", ""))
-        body = rest_read_encoded(user=request.user, query=query)
+        body = rest_read_encoded(user=acting_user(request), query=query)
         return HttpResponse(body, content_type="application/json")
 
     def http_method_not_allowed(self, request: HttpRequest, *args, **kwargs):
