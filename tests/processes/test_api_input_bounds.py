@@ -74,3 +74,17 @@ def test_a_nul_in_a_run_id_is_400_naming_the_path(alice_api):
         "field": "path",
         "message": "the path contains a NUL character (U+0000), which text cannot hold",
     }
+
+
+def test_a_date_bound_with_an_offset_postgresql_cannot_read_is_compared_in_utc(
+    alice_api, two_notes
+):
+    assert alice_api.post(URL, {"memo": "m"}, format="json").status_code == 202
+    # +21:29 is a valid ISO 8601 offset to Python and past PostgreSQL's ±15:59 (was a 500).
+    res = alice_api.get("/v1/processes/queue?createdBefore=1857-08-25T18:28:19.81%2B21:29")
+    assert res.status_code == 200, res.content
+    assert res.json()["runs"] == []
+    res = alice_api.get("/v1/processes/queue?createdAfter=1857-08-25T18:28:19.81%2B21:29")
+    assert res.status_code == 200, res.content
+    assert [run["processId"] for run in res.json()["runs"]] == ["acme:two-notes"]
+
