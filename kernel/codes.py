@@ -15,5 +15,6 @@ class KernelCode(StrEnum):
     INVALID_JSON = "INVALID_JSON"  # the body is not JSON (DRF's ParseError)
     INVALID_NUMBER = "INVALID_NUMBER"  # a request number that is not finite (1e999)
     INVALID_FILTER = "INVALID_FILTER"  # a list's query parameter is unknown or its value refused
+    INVALID_ID = "INVALID_ID"  # an id that is not a UUID
     INVALID_TEXT = "INVALID_TEXT"  # a request string that cannot be stored as text
     SCOPE_UNKNOWN = "SCOPE_UNKNOWN"  # a token asked for a scope that does not exist

@@ -6,13 +6,14 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from kernel.codes import KernelCode
 from kernel.errors import InvalidRequest
 
 
 class IdMalformed(InvalidRequest):
     """The value is not an id of the expected shape."""
 
-    code = "INVALID_ID"
+    code = KernelCode.INVALID_ID
 
 
 def uuid_or_none(value: Any) -> uuid.UUID | None:
