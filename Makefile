@@ -1,5 +1,5 @@
 # Turbobase: two commands from a fresh clone.
-#   make run    venv + install, migrate, demo data, web server and workers (Ctrl-C stops all)
+#   make run    venv + install, database + migrate, demo data, gunicorn and workers (Ctrl-C stops all)
 #   make test   venv + install, the whole test suite (honours DATABASE_URL)
 #   make test-fast  the suite without real workers and PostgreSQL-only tests; make test-unit: no database
 #   make lint   ruff (check and format check), import contracts (lint-imports), mypy over the rooms
@@ -22,6 +22,7 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	@test -x $(PY) || $(PYTHON_BOOTSTRAP) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -e .
+	$(PY) manage.py collectstatic --noinput -v0
 	@touch $@
 
 # Development tools (pytest, ruff, mypy, import-linter) on top of the runtime.
@@ -34,8 +35,10 @@ install-runtime: $(VENV)/.installed
 
 install: $(VENV)/.installed $(VENV)/.installed-dev
 
+# tb_prepare creates the PostgreSQL database DATABASE_URL names when it is missing, then migrates
+# (tb_run collects the static files itself).
 migrate: install-runtime
-	$(PY) manage.py migrate --noinput
+	$(PY) manage.py tb_prepare --no-static
 
 demo: migrate
 	$(PY) manage.py tb_demo

@@ -46,6 +46,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Static files (the admin's CSS/JS, the API docs) straight from the web process, DEBUG or not.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -53,6 +55,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "kernel.middleware.RequestTextMiddleware",  # NUL / lone surrogates in path or query → 400
+    # Last, so it sees every view's exception: an unreachable database is a JSON 503, not a 500.
+    "turbobase.unavailable.DatabaseUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "turbobase.urls"
@@ -75,7 +79,11 @@ TEMPLATES = [
 
 DATABASES = {
     "default": database_from_url(
-        os.environ.get("DATABASE_URL", "sqlite:///var/turbobase.sqlite3"), base_dir=BASE_DIR
+        os.environ.get("DATABASE_URL", "sqlite:///var/turbobase.sqlite3"),
+        base_dir=BASE_DIR,
+        # Set by the web server's entry points (turbobase/wsgi.py, gunicorn_conf.py): a pool of at
+        # most this many PostgreSQL connections per web process. Unset: no pool (workers, commands).
+        pool_size=int(os.environ.get("TURBOBASE_DB_POOL_SIZE", "0")),
     )
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -86,6 +94,13 @@ USE_I18N = False
 USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT.mkdir(exist_ok=True)  # WhiteNoise warns about a missing root; tb_run fills it
+# Collected by ``manage.py tb_prepare`` / ``tb_run`` (collectstatic), served by WhiteNoise.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+TURBOBASE_INSTANCE_NAME = os.environ.get("TURBOBASE_INSTANCE_NAME", "Turbobase")
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

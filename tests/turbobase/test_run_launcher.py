@@ -1,80 +1,61 @@
-"""``manage.py tb_run`` (what ``make run`` ends in): web and workers up, Ctrl-C stops them all."""
+"""``manage.py tb_run`` (what ``make run`` ends in): gunicorn and the workers up; Ctrl-C or SIGTERM
+stops everything, gracefully, within 10 s."""
 from __future__ import annotations
 
-import os
 import signal
-import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 import requests
-from django.conf import settings
+
+from tests.turbobase.live import Instance, descendant_pids, kill_tree
 
 pytestmark = pytest.mark.workers
 
-MANAGE = str(Path(settings.BASE_DIR) / "manage.py")
+STOP_LIMIT_S = 10
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def child_pids(pid: int) -> list[int]:
+def _commands(pids: list[int]) -> list[str]:
     found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                status = (entry / "status").read_text()
-            except OSError:
-                continue
-            if f"\nPPid:\t{pid}\n" in status:
-                found.append(int(entry.name))
+    for pid in pids:
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        found.append(" ".join(a.decode() for a in argv[1:4] if a))
     return found
 
 
-def is_alive(pid: int) -> bool:
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_tb_run_serves_with_gunicorn_and_a_signal_stops_everything_within_10_s(tmp_path, signum):
+    instance = Instance(database_url=f"sqlite:///{tmp_path}/run.sqlite3")
     try:
-        state = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
-    return "\nState:\tZ" not in state
-
-
-def test_tb_run_starts_web_and_workers_and_ctrl_c_stops_both(tmp_path):
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path}/run.sqlite3", "PORT": str(free_port())}
-    subprocess.run([sys.executable, MANAGE, "migrate", "-v0"], env=env, check=True, timeout=120)
-    subprocess.run([sys.executable, MANAGE, "tb_demo"], env=env, check=True, timeout=60,
-                   stdout=subprocess.DEVNULL)
-    launcher = subprocess.Popen([sys.executable, MANAGE, "tb_run"], env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True)
-    base = f"http://127.0.0.1:{env['PORT']}"
-    try:
-        deadline = time.monotonic() + 60
-        health = None
-        while time.monotonic() < deadline and health is None:
-            try:
-                health = requests.get(base + "/v1/health", timeout=2)
-            except requests.ConnectionError:
-                time.sleep(0.3)
-        assert health is not None and health.json() == {"status": "ok", "database": "sqlite"}
-        signed_in = requests.post(base + "/v1/auth/session", json={"username": "demo", "password": "demo"},
-                                  timeout=5)
+        instance.start(tmp_path)
+        health = requests.get(instance.url("/v1/health"), timeout=30)
+        assert health.json() == {"status": "ok", "database": "sqlite"}
+        signed_in = requests.post(instance.url("/v1/auth/session"), json={"username": "demo", "password": "demo"},
+                                  timeout=30)
         assert signed_in.status_code == 200
-        children = child_pids(launcher.pid)
-        commands = sorted(Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[2].decode() for pid in children)
-        assert commands == ["qcluster", "runserver"]
+        launched = descendant_pids(instance.process.pid)
+        commands = _commands(launched)
+        assert sum(c.startswith("-m gunicorn --config") for c in commands) == 3  # master + 2 workers
+        assert any(c.endswith("manage.py qcluster") for c in commands)
+        assert not any("runserver" in c for c in commands)
+
+        started = time.monotonic()
+        code = instance.stop(signum, timeout=STOP_LIMIT_S)
+        took = time.monotonic() - started
     finally:
-        launcher.send_signal(signal.SIGINT)
-        output, _ = launcher.communicate(timeout=60)
-    assert launcher.returncode == 0, output
-    assert f"Turbobase is up at {base}/" in output
+        kill_tree(instance)
+    output = instance.log()
+    assert code == 0, output
+    assert took < STOP_LIMIT_S
+    assert f"Turbobase is up at {instance.base}/" in output
     assert "sign in   admin / admin (administrator), demo / demo" in output
+    assert "Handling signal: term" in output and "Shutting down: Master" in output  # gunicorn drained
     assert output.rstrip().endswith("stopped")
-    assert not [pid for pid in children if is_alive(pid)]
+    assert not [pid for pid in launched if Path(f"/proc/{pid}").exists()
+                and "\nState:\tZ" not in Path(f"/proc/{pid}/status").read_text()]
     with pytest.raises(requests.ConnectionError):
-        requests.get(base + "/v1/health", timeout=2)
+        requests.get(instance.url("/v1/health"), timeout=5)

@@ -50,6 +50,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                          "directory is in, found by its turbobase.config.json; else ./processes)")
     process.add_argument("--force", action="store_true", help="overwrite an existing file")
     process.set_defaults(handler=ext_new_process)
+    hook = new_kinds.add_parser("hook", help="a before_save hook that refuses a write missing a field")
+    hook.add_argument("--record", required=True, metavar="RECORD_TYPE", help="the record type it guards")
+    hook.add_argument("--require", required=True, metavar="FIELD", help="the parent field it requires")
+    hook.add_argument("--scope", default="app", help="the id's scope: <scope>:<name> (default: app)")
+    hook.add_argument("--dir", help="where to write it (default: hooks/ of the project, as for process)")
+    hook.add_argument("--force", action="store_true", help="overwrite an existing file")
+    hook.set_defaults(handler=ext_new_hook)
 
     lint = verbs.add_parser("lint", help="offline checks (the id-literal trap); exits 1 on an error")
     lint.add_argument("files", nargs="+", metavar="FILE")
@@ -181,6 +188,44 @@ def ext_new_process(args: argparse.Namespace, client: Client) -> int:
     target.write_text(process_scaffold(record=args.record, then=args.then, on_failure=args.on_failure,
                                        process_id=process_id), encoding="utf-8")
     emit(args, {"file": target.as_posix(), "id": process_id}, f"wrote {target.as_posix()} ({process_id})")
+    return 0
+
+
+def hook_scaffold(*, record: str, field: str, hook_id: str) -> str:
+    """A hook that deploys as written and refuses a ``record`` write whose ``field`` is empty."""
+    return "\n".join([
+        "import { defineHook } from '@turbobase/extensions';",
+        "",
+        "export default defineHook({",
+        "  // Keep this the FIRST `id:` literal in the file: the store keys the module on it.",
+        f"  id: '{hook_id}',",
+        f"  recordType: '{record}',",
+        "  on: 'before_save',",
+        "  run(ctx) {",
+        f"    const value = ctx.record.parent['{field}'];",
+        "    if (value === undefined || value === null || value === '') {",
+        f"      return {{ reject: {{ code: '{field.upper()}_REQUIRED', field: 'parent.{field}', "
+        f"message: 'a {field} is required on every {record}' }} }};",
+        "    }",
+        "  },",
+        "});",
+        "",
+    ])
+
+
+def ext_new_hook(args: argparse.Namespace, client: Client) -> int:
+    for option, value in (("--record", args.record), ("--require", args.require)):
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
+            raise CliError(f"{option} must be a field or record type name (letters, digits, _): {value!r}",
+                           exit_code=2)
+    name = f"require-{_kebab(args.require)}"
+    target = new_file_target(args.dir, f"{name}.ts", default_folder="hooks")
+    if target.exists() and not args.force:
+        raise CliError(f"{target} already exists (use --force to overwrite it)")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    hook_id = f"{args.scope}:{name}"
+    target.write_text(hook_scaffold(record=args.record, field=args.require, hook_id=hook_id), encoding="utf-8")
+    emit(args, {"file": target.as_posix(), "id": hook_id}, f"wrote {target.as_posix()} ({hook_id})")
     return 0
 
 

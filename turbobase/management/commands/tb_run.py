@@ -1,9 +1,11 @@
-"""``manage.py tb_run``: the web server and the django-q2 workers together, in the foreground.
+"""``manage.py tb_run``: the web server (gunicorn) and the django-q2 workers together, in the foreground.
 
 ``make run`` ends here. Each child runs in its own session so a Ctrl-C reaches only this launcher,
-which then stops every child exactly once (SIGINT, then SIGTERM, then SIGKILL) — otherwise the
-terminal's SIGINT would hit the children and the launcher at once and race their shutdowns. If any
-child dies on its own, the others are stopped too: a half-up instance is worse than a stopped one.
+which then sends one SIGTERM to each child's main process — gunicorn's master drains the requests in
+hand, ``qcluster`` lets each worker finish the task in hand — and SIGKILLs whatever is left of a
+child's process group when STOP_SECONDS have passed, so everything has exited within 10 s. (Signalling
+the whole group instead would reach every django-q2 process at once and race their shutdowns.) If
+any child dies on its own, the others are stopped too: a half-up instance is worse than a stopped one.
 """
 from __future__ import annotations
 
@@ -21,10 +23,14 @@ from types import FrameType
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
+from django.db import connections
 
 from turbobase.management.commands.tb_demo import DEMO_LOGINS
+from turbobase.management.commands.tb_prepare import static_collect
 
-GRACE_SECONDS = 10.0
+# SIGTERM to SIGKILL: under 10 s, with room for the launcher's own exit. gunicorn drains for at most
+# TURBOBASE_WEB_GRACEFUL_S (5) of it.
+STOP_SECONDS = 8.5
 
 
 @dataclass
@@ -40,28 +46,34 @@ class Child:
     def is_running(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
-    def send(self, signum: int) -> None:
+    def terminate(self) -> None:
+        """SIGTERM to the child's main process only: it stops its own processes in order."""
         if self.is_running:
-            try:
-                os.killpg(self.process.pid, signum)
-            except ProcessLookupError:
-                pass
+            self.process.send_signal(signal.SIGTERM)
 
-
-def children_stop(children: list[Child], *, write) -> None:
-    """Ask each running child to stop; escalate until all have exited."""
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
-        running = [c for c in children if c.is_running]
-        if not running:
+    def kill(self) -> None:
+        """SIGKILL to the still-running child's whole process group (its session)."""
+        if not self.is_running:
             return
-        for child in running:
-            child.send(signum)
-        deadline = time.monotonic() + GRACE_SECONDS
-        while time.monotonic() < deadline and any(c.is_running for c in running):
-            time.sleep(0.1)
-        still = [c.name for c in running if c.is_running]
-        if still and signum != signal.SIGKILL:
-            write(f"still running after {signal.Signals(signum).name}: {', '.join(still)}")
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.process.wait()
+
+
+def children_stop(children: list[Child], *, write: Callable[[str], object]) -> None:
+    """SIGTERM every running child; SIGKILL what is still running after STOP_SECONDS."""
+    for child in children:
+        child.terminate()
+    deadline = time.monotonic() + STOP_SECONDS
+    while time.monotonic() < deadline and any(c.is_running for c in children):
+        time.sleep(0.1)
+    still = [c.name for c in children if c.is_running]
+    if still:
+        write(f"still running after {STOP_SECONDS:g} s: {', '.join(still)}; killed")
+        for child in children:
+            child.kill()
 
 
 def port_wait(host: str, port: int, *, web: Child, stop: Callable[[], bool], timeout: float = 60.0) -> bool:
@@ -77,7 +89,7 @@ def port_wait(host: str, port: int, *, web: Child, stop: Callable[[], bool], tim
 
 
 class Command(BaseCommand):
-    help = "Start the web server and the django-q2 workers; Ctrl-C stops both."
+    help = "Start the web server (gunicorn) and the django-q2 workers; Ctrl-C or SIGTERM stops both."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
@@ -85,11 +97,13 @@ class Command(BaseCommand):
         parser.add_argument("--no-workers", action="store_true", help="web server only")
 
     def handle(self, *args, host: str, port: int, no_workers: bool, **options) -> None:
-        manage = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py")]
-        # --insecure: runserver serves the admin's and the API docs' static files even when DEBUG is off.
-        children = [Child("web", [*manage, "runserver", f"{host}:{port}", "--noreload", "--insecure"])]
+        static_collect()  # WhiteNoise serves STATIC_ROOT; a fresh checkout may not have collected yet
+        base = Path(settings.BASE_DIR)
+        web = [sys.executable, "-m", "gunicorn", "--config", str(base / "turbobase" / "gunicorn_conf.py"),
+               "--chdir", str(base), "--bind", f"{host}:{port}", "turbobase.wsgi"]
+        children = [Child("web", web)]
         if not no_workers:
-            children.append(Child("workers", [*manage, "qcluster"]))
+            children.append(Child("workers", [sys.executable, str(base / "manage.py"), "qcluster"]))
 
         stopping = False
 
@@ -128,6 +142,7 @@ class Command(BaseCommand):
             f"  admin     {base}/admin/",
             f"  API docs  {base}/api/docs",
             f"  health    {base}/v1/health",
+            f"  web       gunicorn ({self._web_shape()})",
             f"  workers   {'django-q2 qcluster' if with_workers else 'not started (--no-workers)'}",
         ]
         logins = self._demo_logins()
@@ -135,6 +150,13 @@ class Command(BaseCommand):
             lines.append("  sign in   " + ", ".join(logins))
         lines += ["Ctrl-C stops everything.", ""]
         self.stdout.write("\n".join(lines))
+        connections.close_all()  # the launcher keeps no database connection while it waits
+
+    @staticmethod
+    def _web_shape() -> str:
+        processes = os.environ.get("WEB_CONCURRENCY", "2")
+        threads = os.environ.get("TURBOBASE_WEB_THREADS", "4")
+        return f"{processes} processes × {threads} threads"
 
     @staticmethod
     def _demo_logins() -> list[str]:

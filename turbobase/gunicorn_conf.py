@@ -1,0 +1,26 @@
+"""gunicorn's settings: ``gunicorn -c turbobase/gunicorn_conf.py turbobase.wsgi``.
+
+Every figure comes from the environment so one file serves ``make run`` and production:
+``WEB_CONCURRENCY`` processes (2) × ``TURBOBASE_WEB_THREADS`` threads (4), bound to
+``HOST``:``PORT`` (127.0.0.1:8000; ``--bind`` on the command line wins). Each thread holds at most
+one database connection during a request, so each process's PostgreSQL pool is as large as its
+threads: the web side never holds more than processes × threads connections.
+"""
+import os
+
+bind = [f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"]
+workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
+worker_class = "gthread"
+threads = int(os.environ.get("TURBOBASE_WEB_THREADS", "4"))
+os.environ.setdefault("TURBOBASE_DB_POOL_SIZE", str(threads))
+# SIGTERM: stop accepting, finish the requests in hand for at most this long, then exit.
+graceful_timeout = int(os.environ.get("TURBOBASE_WEB_GRACEFUL_S", "5"))
+# A request may run this long before its worker is recycled (a large extension deploy compiles).
+timeout = int(os.environ.get("TURBOBASE_WEB_TIMEOUT_S", "120"))
+keepalive = 2
+# gunicorn 25+ opens a control socket at one fixed per-user path; two instances would collide.
+control_socket_disable = True
+# Access log on stdout ("-"), a file path, or "" for none.
+accesslog = os.environ.get("TURBOBASE_ACCESS_LOG", "-") or None
+errorlog = "-"
+loglevel = os.environ.get("TURBOBASE_WEB_LOG_LEVEL", "info")
