@@ -6,6 +6,7 @@ Every figure comes from the environment so one file serves ``make run`` and prod
 one database connection during a request, so each process's PostgreSQL pool is as large as its
 threads: the web side never holds more than processes × threads connections.
 """
+
 import os
 
 bind = [f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"]

@@ -1,4 +1,5 @@
 """``/``: a small home page — which instance this is, whether it is healthy, and where to go next."""
+
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version

@@ -6,9 +6,10 @@ connection dropped — the answer is ``503 {"error": "database_unavailable", …
 ``Retry-After``. Nothing is cached about the outage: the next request tries again, so the instance
 recovers by itself when the database is back. Other database errors are left alone.
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -37,8 +38,10 @@ def database_unreachable(exc: BaseException) -> bool:
 
 def unavailable_response() -> JsonResponse:
     return JsonResponse(
-        {"error": "database_unavailable",
-         "message": "the database cannot be reached right now; retry shortly"},
+        {
+            "error": "database_unavailable",
+            "message": "the database cannot be reached right now; retry shortly",
+        },
         status=503,
         headers={"Retry-After": str(RETRY_AFTER_S)},
     )

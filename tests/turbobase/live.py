@@ -4,8 +4,10 @@ Tests that need what only a real server shows — static files, the connection p
 CLI as README prints it — start one here on a free loopback port against a database of their own
 (a fresh PostgreSQL database on the suite's server, or a temporary SQLite file).
 """
+
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -36,7 +38,9 @@ def suite_is_postgres() -> bool:
 
 def postgres_url(database: str, *, server: str | None = None) -> str:
     """``server`` (default: the suite's DATABASE_URL, else 127.0.0.1:5432) with another database."""
-    base = urlparse(server or os.environ.get("DATABASE_URL", "") or "postgres://postgres@127.0.0.1:5432/x")
+    base = urlparse(
+        server or os.environ.get("DATABASE_URL", "") or "postgres://postgres@127.0.0.1:5432/x"
+    )
     if base.scheme not in ("postgres", "postgresql"):
         base = urlparse("postgres://postgres@127.0.0.1:5432/x")
     return urlunparse(base._replace(path="/" + database))
@@ -45,8 +49,14 @@ def postgres_url(database: str, *, server: str | None = None) -> str:
 def postgres_admin(url: str) -> psycopg.Connection:
     """A connection to the server's maintenance database (to drop or inspect a live database)."""
     parsed = urlparse(url)
-    return psycopg.connect(host=parsed.hostname, port=parsed.port or 5432, user=parsed.username or "postgres",
-                           password=parsed.password or None, dbname="postgres", autocommit=True)
+    return psycopg.connect(
+        host=parsed.hostname,
+        port=parsed.port or 5432,
+        user=parsed.username or "postgres",
+        password=parsed.password or None,
+        dbname="postgres",
+        autocommit=True,
+    )
 
 
 def postgres_drop(url: str) -> None:
@@ -59,7 +69,9 @@ def connections_count(url: str) -> int:
     """Client connections to ``url``'s database right now, as PostgreSQL counts them."""
     name = urlparse(url).path.lstrip("/")
     with postgres_admin(url) as conn:
-        return conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = %s", [name]).fetchone()[0]
+        return conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s", [name]
+        ).fetchone()[0]
 
 
 def unique_name(prefix: str) -> str:
@@ -78,21 +90,35 @@ class Instance:
     process: subprocess.Popen | None = None
 
     def manage(self, *argv: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, MANAGE, *argv], env=self.env, capture_output=True, text=True,
-                              timeout=timeout, check=True)
+        return subprocess.run(
+            [sys.executable, MANAGE, *argv],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=True,
+        )
 
     def start(self, tmp: Path, *, prepare: bool = True) -> Instance:
         port = free_port()
         self.base = f"http://127.0.0.1:{port}"
-        self.env = {**os.environ, "DATABASE_URL": self.database_url, "PORT": str(port),
-                    "PYTHONPATH": str(ROOT), "TURBOBASE_ACCESS_LOG": "", **self.env}
+        self.env = {
+            **os.environ,
+            "DATABASE_URL": self.database_url,
+            "PORT": str(port),
+            "PYTHONPATH": str(ROOT),
+            "TURBOBASE_ACCESS_LOG": "",
+            **self.env,
+        }
         if prepare:
             self.manage("tb_prepare", "--no-static")
             self.manage("tb_demo")
         self.log_path = tmp / f"tb_run_{port}.log"
         with self.log_path.open("w") as log:
             argv = [sys.executable, MANAGE, "tb_run", *([] if self.workers else ["--no-workers"])]
-            self.process = subprocess.Popen(argv, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+            self.process = subprocess.Popen(
+                argv, env=self.env, stdout=log, stderr=subprocess.STDOUT
+            )
         self.wait_up()
         return self
 
@@ -101,7 +127,10 @@ class Instance:
         while time.monotonic() < deadline:
             assert self.process.poll() is None, self.log()
             try:
-                if requests.get(self.base + "/v1/health", timeout=30).status_code == 200 and "Ctrl-C" in self.log():
+                if (
+                    requests.get(self.base + "/v1/health", timeout=30).status_code == 200
+                    and "Ctrl-C" in self.log()
+                ):
                     return
             except (requests.ConnectionError, requests.Timeout):
                 pass
@@ -152,8 +181,6 @@ def kill_tree(instance: Instance) -> None:
     if instance.process is None:
         return
     for pid in [*descendant_pids(instance.process.pid), instance.process.pid]:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     instance.process.wait()

@@ -1,5 +1,6 @@
 """``manage.py tb_run`` (what ``make run`` ends in): gunicorn and the workers up; Ctrl-C or SIGTERM
 stops everything, gracefully, within 10 s."""
+
 from __future__ import annotations
 
 import signal
@@ -34,12 +35,17 @@ def test_tb_run_serves_with_gunicorn_and_a_signal_stops_everything_within_10_s(t
         instance.start(tmp_path)
         health = requests.get(instance.url("/v1/health"), timeout=30)
         assert health.json() == {"status": "ok", "database": "sqlite"}
-        signed_in = requests.post(instance.url("/v1/auth/session"), json={"username": "demo", "password": "demo"},
-                                  timeout=30)
+        signed_in = requests.post(
+            instance.url("/v1/auth/session"),
+            json={"username": "demo", "password": "demo"},
+            timeout=30,
+        )
         assert signed_in.status_code == 200
         launched = descendant_pids(instance.process.pid)
         commands = _commands(launched)
-        assert sum(c.startswith("-m gunicorn --config") for c in commands) == 3  # master + 2 workers
+        assert (
+            sum(c.startswith("-m gunicorn --config") for c in commands) == 3
+        )  # master + 2 workers
         assert any(c.endswith("manage.py qcluster") for c in commands)
         assert not any("runserver" in c for c in commands)
 
@@ -53,9 +59,15 @@ def test_tb_run_serves_with_gunicorn_and_a_signal_stops_everything_within_10_s(t
     assert took < STOP_LIMIT_S
     assert f"Turbobase is up at {instance.base}/" in output
     assert "sign in   admin / admin (administrator), demo / demo" in output
-    assert "Handling signal: term" in output and "Shutting down: Master" in output  # gunicorn drained
+    assert (
+        "Handling signal: term" in output and "Shutting down: Master" in output
+    )  # gunicorn drained
     assert output.rstrip().endswith("stopped")
-    assert not [pid for pid in launched if Path(f"/proc/{pid}").exists()
-                and "\nState:\tZ" not in Path(f"/proc/{pid}/status").read_text()]
+    assert not [
+        pid
+        for pid in launched
+        if Path(f"/proc/{pid}").exists()
+        and "\nState:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+    ]
     with pytest.raises(requests.ConnectionError):
         requests.get(instance.url("/v1/health"), timeout=5)

@@ -1,4 +1,5 @@
 """The production server: gunicorn + WhiteNoise + the pooled connection budget, on a live instance."""
+
 from __future__ import annotations
 
 import re
@@ -14,8 +15,9 @@ from tests.turbobase.live import connections_count, suite_is_postgres
 
 pytestmark = pytest.mark.workers
 
-needs_postgres = pytest.mark.skipif(not suite_is_postgres(),
-                                    reason="the connection pool and its budget are PostgreSQL's")
+needs_postgres = pytest.mark.skipif(
+    not suite_is_postgres(), reason="the connection pool and its budget are PostgreSQL's"
+)
 
 # The figure README gives: web processes × pool (2 × 4) + worker processes (3 lanes × (2 workers +
 # pusher + monitor + sentinel)) + the qcluster launcher.
@@ -43,7 +45,9 @@ def test_admin_and_api_docs_static_files_are_served_with_debug_off(live):
     docs = requests.get(live.url("/api/docs"), timeout=30)
     assert (login.status_code, docs.status_code) == (200, 200)
     refs = _static_refs(login.text) + _static_refs(docs.text)
-    assert any(ref.endswith("base.css") for ref in refs) and any("swagger-ui-bundle.js" in ref for ref in refs)
+    assert any(ref.endswith("base.css") for ref in refs) and any(
+        "swagger-ui-bundle.js" in ref for ref in refs
+    )
     answers = {ref: requests.get(live.url(ref), timeout=30) for ref in refs}
     assert {ref: a.status_code for ref, a in answers.items()} == {ref: 200 for ref in refs}
     assert all(len(a.content) > 0 for a in answers.values())
@@ -62,19 +66,30 @@ def _mixed_request(session: requests.Session, live, token: str, client: int, n: 
     if kind == 1:
         return session.get(live.url("/"), timeout=60).status_code
     if kind == 2:
-        return session.post(live.url(f"/v1/data/legacy_customer"), headers=auth, timeout=60,
-                            json={"parent": {"company_name": f"Load {client}-{n}", "legacy_id": f"LD-{client}-{n}"}}
-                            ).status_code
+        return session.post(
+            live.url("/v1/data/legacy_customer"),
+            headers=auth,
+            timeout=60,
+            json={
+                "parent": {"company_name": f"Load {client}-{n}", "legacy_id": f"LD-{client}-{n}"}
+            },
+        ).status_code
     if kind == 3:
-        return session.get(live.url("/v1/rest/legacy_customer?select=company_name&limit=20"), headers=auth,
-                           timeout=60).status_code
+        return session.get(
+            live.url("/v1/rest/legacy_customer?select=company_name&limit=20"),
+            headers=auth,
+            timeout=60,
+        ).status_code
     if kind == 4:
         return session.get(live.url("/v1/processes/queue"), headers=auth, timeout=60).status_code
     if kind == 5:
-        return session.get(live.url("/v1/guardrails/held-deletes"), headers=auth, timeout=60).status_code
+        return session.get(
+            live.url("/v1/guardrails/held-deletes"), headers=auth, timeout=60
+        ).status_code
     if kind == 6 and n < 8:  # a session sign-in (password hashing is slow: a few per client)
-        return session.post(live.url("/v1/auth/session"), json={"username": "demo", "password": "demo"},
-                            timeout=60).status_code
+        return session.post(
+            live.url("/v1/auth/session"), json={"username": "demo", "password": "demo"}, timeout=60
+        ).status_code
     return session.get(live.url("/static/admin/css/base.css"), timeout=60).status_code
 
 
@@ -106,8 +121,10 @@ def test_24_clients_480_mixed_requests_no_5xx_within_the_connection_budget(live,
     assert set(counts) <= {200, 201, 202}, counts
     assert samples and max(samples) <= WEB_BUDGET + WORKER_BUDGET, samples
     assert max(samples) <= IDLE_LIMIT, samples
-    print(f"\n480 requests from 24 clients: {dict(counts)}; PostgreSQL connections sampled "
-          f"{len(samples)} times, max {max(samples)}")
+    print(
+        f"\n480 requests from 24 clients: {dict(counts)}; PostgreSQL connections sampled "
+        f"{len(samples)} times, max {max(samples)}"
+    )
 
 
 @needs_postgres

@@ -5,6 +5,7 @@ migrations and collects the static files WhiteNoise serves (the admin's CSS/JS, 
 ``make run`` runs it before ``tb_demo`` and ``tb_run``; a production release step runs it once per
 deploy.
 """
+
 from __future__ import annotations
 
 from django.conf import settings

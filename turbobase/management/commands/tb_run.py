@@ -9,6 +9,7 @@ any child dies on its own, the others are stopped too: a half-up instance is wor
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -43,23 +44,29 @@ class Child:
         self.process = subprocess.Popen(self.argv, start_new_session=True)
 
     @property
+    def running(self) -> subprocess.Popen | None:
+        """The child's process while it runs, else None."""
+        return self.process if self.process is not None and self.process.poll() is None else None
+
+    @property
     def is_running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
+        return self.running is not None
+
+    @property
+    def exit_code(self) -> int | None:
+        return None if self.process is None else self.process.returncode
 
     def terminate(self) -> None:
         """SIGTERM to the child's main process only: it stops its own processes in order."""
-        if self.is_running:
-            self.process.send_signal(signal.SIGTERM)
+        if process := self.running:
+            process.send_signal(signal.SIGTERM)
 
     def kill(self) -> None:
         """SIGKILL to the still-running child's whole process group (its session)."""
-        if not self.is_running:
-            return
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.process.wait()
+        if process := self.running:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
 
 
 def children_stop(children: list[Child], *, write: Callable[[str], object]) -> None:
@@ -123,7 +130,7 @@ class Command(BaseCommand):
             dead = [c for c in children if not c.is_running]
             if dead:
                 for child in dead:
-                    self.stderr.write(f"{child.name} exited with code {child.process.returncode}; stopping")
+                    self.stderr.write(f"{child.name} exited with code {child.exit_code}; stopping")
                 exit_code = 1
                 break
             time.sleep(0.2)
