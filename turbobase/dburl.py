@@ -1,5 +1,6 @@
 """Turn DATABASE_URL into a Django DATABASES entry (SQLite or PostgreSQL only), and create a missing
 PostgreSQL database before the first migrate."""
+
 from __future__ import annotations
 
 import os
@@ -13,6 +14,10 @@ from urllib.parse import parse_qsl, unquote, urlparse
 POOL_TIMEOUT_S = 5.0
 # A pooled connection above the pool's minimum is closed after this long unused.
 POOL_MAX_IDLE_S = 60.0
+# psycopg's pool retries a failed connect with a doubling delay until it gives up after this long;
+# the next request then starts afresh. Kept short so the delay never grows past a few seconds and
+# the pool is back within seconds of the database, however long the outage was.
+POOL_RECONNECT_S = 10.0
 CONNECT_TIMEOUT_S = "5"
 
 
@@ -59,8 +64,13 @@ def database_from_url(url: str, *, base_dir: Path, pool_size: int = 0) -> dict[s
         if pool_size > 0:
             # Django requires CONN_MAX_AGE 0 with a pool: a request hands its connection back
             # to the pool when it ends, so a process never holds more than pool_size.
-            options["pool"] = {"min_size": 1, "max_size": pool_size, "timeout": POOL_TIMEOUT_S,
-                               "max_idle": POOL_MAX_IDLE_S}
+            options["pool"] = {
+                "min_size": 1,
+                "max_size": pool_size,
+                "timeout": POOL_TIMEOUT_S,
+                "max_idle": POOL_MAX_IDLE_S,
+                "reconnect_timeout": POOL_RECONNECT_S,
+            }
             database["CONN_MAX_AGE"] = 0
         else:
             # One persistent connection per (single-threaded) worker process: django-q2's ORM
@@ -83,10 +93,17 @@ def postgres_database_ensure(database: dict[str, Any]) -> bool:
     from psycopg import sql
 
     options = {k: v for k, v in database["OPTIONS"].items() if k not in ("pool", "assume_role")}
-    params = {"host": database["HOST"], "port": database["PORT"], "user": database["USER"],
-              "password": database["PASSWORD"] or None, **options}
+    params = {
+        "host": database["HOST"],
+        "port": database["PORT"],
+        "user": database["USER"],
+        "password": database["PASSWORD"] or None,
+        **options,
+    }
     with psycopg.connect(dbname="postgres", autocommit=True, **params) as conn:
-        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [database["NAME"]]).fetchone():
+        if conn.execute(
+            "SELECT 1 FROM pg_database WHERE datname = %s", [database["NAME"]]
+        ).fetchone():
             return False
         try:
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database["NAME"])))
