@@ -65,6 +65,13 @@ def _mixed_request(session: requests.Session, live, token: str, client: int, n: 
         return session.get(live.url("/v1/health"), timeout=60).status_code
     if kind == 1:
         return session.get(live.url("/"), timeout=60).status_code
+    if kind == 2 and n % 2:  # a connected record: the workers send it to its source
+        return session.post(
+            live.url("/v1/data/customer"),
+            headers=auth,
+            timeout=60,
+            json={"parent": {"company_name": f"Load {client}-{n}"}},
+        ).status_code
     if kind == 2:
         return session.post(
             live.url("/v1/data/legacy_customer"),
@@ -112,6 +119,7 @@ def test_24_clients_480_mixed_requests_no_5xx_within_the_connection_budget(live,
     try:
         with ThreadPoolExecutor(max_workers=24) as pool:
             statuses = [s for answers in pool.map(client, range(24)) for s in answers]
+        time.sleep(10)  # keep counting while the workers send the queued customers
     finally:
         done.set()
         sampler.join()
