@@ -38,13 +38,18 @@ TERMINAL_STATES = (RunState.COMMITTED, RunState.FAILED, RunState.ROLLED_BACK, Ru
 
 
 class PendingReason(models.TextChoices):
-    """Why a run that has not ended is not moving (``pendingReason``); blank once it ended."""
+    """Why a run that has not ended is not moving (``pendingReason``); blank once it ended.
 
-    QUEUED = "queued"  # waiting for a worker
-    RUNNING = "running"  # a delivery holds it
-    AWAITING_SOURCE = "awaitingSource"  # an awaitSource step waits for the source's verdict
-    AWAITING_TIME = "awaitingTime"  # a delete waits for the delete window to free
-    NONE = "", "none"  # the run ended
+    Labels are the values: the admin shows what the API answers.
+    """
+
+    QUEUED = "queued", "queued"  # waiting for a worker
+    RUNNING = "running", "running"  # a delivery holds it
+    # an awaitSource step waits for the source's verdict
+    AWAITING_SOURCE = "awaitingSource", "awaitingSource"
+    # a delete waits for the delete window to free
+    AWAITING_TIME = "awaitingTime", "awaitingTime"
+    NONE = "", "—"  # the run ended
 
 
 class RunMode(models.TextChoices):
@@ -60,7 +65,9 @@ class ProcessRun(models.Model):
     reason = models.TextField(null=True, blank=True)
     outstanding = models.PositiveIntegerField(default=0)
     # Why a non-terminal run is not moving (a PendingReason).
-    pending_reason = models.CharField(max_length=32, blank=True, default=PendingReason.QUEUED)
+    pending_reason = models.CharField(
+        max_length=32, blank=True, choices=PendingReason.choices, default=PendingReason.QUEUED
+    )
     wait_deadline = models.DateTimeField(null=True, blank=True)
     waiting_step = models.CharField(max_length=255, blank=True, default="")
     wake_at = models.DateTimeField(null=True, blank=True)
@@ -117,10 +124,12 @@ class Disposition(models.TextChoices):
 class SkipReason(models.TextChoices):
     """Why a skipped ledger row did not write."""
 
-    DECLINED = "declined"  # its when returned false, or its build null
-    NOT_REACHED = "not_reached"  # the run stopped before it (a failure, a cap, a stop)
-    REUSED = "reused"  # a migration row's create found the record an earlier run made
-    NONE = "", "none"  # not skipped
+    DECLINED = "declined", "declined"  # its when returned false, or its build null
+    # the run stopped before it (a failure, a cap, a stop)
+    NOT_REACHED = "not_reached", "not_reached"
+    # a migration row's create found the record an earlier run made
+    REUSED = "reused", "reused"
+    NONE = "", "—"  # not skipped
 
 
 class ProcessRunStep(models.Model):
@@ -146,7 +155,9 @@ class ProcessRunStep(models.Model):
     # awaitSource: the write landed but its verdict has not been taken yet.
     awaiting_verdict = models.BooleanField(default=False)
     # For skipped rows, why (a SkipReason); blank otherwise.
-    skip_reason = models.CharField(max_length=16, blank=True, default=SkipReason.NONE)
+    skip_reason = models.CharField(
+        max_length=16, blank=True, choices=SkipReason.choices, default=SkipReason.NONE
+    )
     write_state_id = models.BigIntegerField(null=True, blank=True)
     refusal_code = models.CharField(max_length=64, null=True, blank=True)
     refusal_field = models.CharField(max_length=255, null=True, blank=True)
