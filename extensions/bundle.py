@@ -38,7 +38,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from extensions.bundle_parts import bundle_parts
+from extensions.bundle_parts import PlanChange, bundle_parts
 from extensions.deploy import (
     PreparedExtension,
     extension_prepare,
@@ -68,7 +68,7 @@ class ModuleChange:
     kind: str
     entry: str
     sha256: str
-    change: str  # new / replaced / unchanged
+    change: PlanChange  # never REMOVED: a module removed is listed apart
     version: int | None  # the version served now, if any
 
     def as_dict(self) -> dict[str, Any]:
@@ -170,11 +170,11 @@ def _module_changes(prepared: list[PreparedExtension], active: dict[str, Extensi
             raise _refuse(f"{module.module_id!r} is deployed as a {current.kind}; remove it before deploying "
                           f"a {module.kind} under that id", f"modules[{index}].id")
         if current is None:
-            change = "new"
+            change = PlanChange.NEW
         elif served.get((current.id, current.version)) == module.bundle.sha256:
-            change = "unchanged"
+            change = PlanChange.UNCHANGED
         else:
-            change = "replaced"
+            change = PlanChange.REPLACED
         changes.append(ModuleChange(id=module.module_id, kind=module.kind, entry=module.bundle.entry,
                                     sha256=module.bundle.sha256, change=change,
                                     version=current.version if current else None))
@@ -209,7 +209,7 @@ def bundle_plan_make(request: BundleRequest, prepared: list[PreparedExtension], 
     removes = []
     for module_id in request.removes:
         alongside = [f"{key}:{item['name']}" for key, items in parts.items() for item in items
-                     if item.get("change") == "removed" and item.get("process") == module_id]
+                     if item.get("change") == PlanChange.REMOVED and item.get("process") == module_id]
         removes.append({"id": module_id, "kind": active[module_id].kind, "alongside": alongside})
     undeclared = [{"id": m.id, "kind": m.kind, "version": m.version} for i, m in sorted(active.items())
                   if i not in declared and i not in removing]
@@ -233,7 +233,7 @@ def bundle_apply(*, data: Any, by: Any, now: datetime | None = None) -> dict[str
         modules = []
         for module in prepared:
             change = changes[module.module_id]
-            if change.change == "unchanged":
+            if change.change == PlanChange.UNCHANGED:
                 modules.append({"id": module.module_id, "kind": module.kind, "version": change.version,
                                 "outcome": DeployOutcome.UNCHANGED, "status": ExtensionStatus.ACTIVE})
                 continue

@@ -7,7 +7,17 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from datetime import datetime
+from enum import StrEnum
 from typing import Any, Protocol
+
+
+class PlanChange(StrEnum):
+    """What a bundle deploy does (or would do) to one module or one part's item."""
+
+    NEW = "new"
+    REPLACED = "replaced"
+    UNCHANGED = "unchanged"
+    REMOVED = "removed"
 
 
 class BundlePart(Protocol):

@@ -16,11 +16,11 @@ from typing import Any
 
 from rest_framework import serializers
 
-from extensions.bundle_parts import bundle_parts
+from extensions.bundle_parts import PlanChange, bundle_parts
 from extensions.models import DeployOutcome, ExtensionKind, ExtensionStatus
 
 DEPLOY_OUTCOMES = (DeployOutcome.WRITTEN.value, DeployOutcome.DUPLICATE.value)
-MODULE_CHANGES = ("new", "replaced", "unchanged")
+MODULE_CHANGES = (PlanChange.NEW.value, PlanChange.REPLACED.value, PlanChange.UNCHANGED.value)
 
 
 class SourceText(serializers.CharField):

@@ -21,6 +21,7 @@ from typing import Any
 from django.conf import settings
 
 from extensions.bundle import bundle_apply
+from extensions.models import DeployOutcome
 from extensions.project import project_bundle
 from records.boundary import record_create
 from records.models import Record
@@ -57,7 +58,7 @@ def migration_batch_generate(*, user: Any, batch: str = DEMO_BATCH, rows: int = 
 def demo_load(*, admin: Any, user: Any, write: Callable[[str], Any]) -> None:
     """The ``tb_demo`` hook."""
     deployed = demo_processes_deploy(admin=admin)
-    fresh = [m["id"] for m in deployed if m["outcome"] != "unchanged"]
+    fresh = [m["id"] for m in deployed if m["outcome"] != DeployOutcome.UNCHANGED]
     if fresh:
         write(f"demo extensions deployed: {', '.join(fresh)}")
     created = migration_batch_generate(user=user)

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from extensions.bundle_parts import PlanChange
 from processes.schedules.models import ScheduleKind
 
-SCHEDULE_CHANGES = ("new", "replaced", "unchanged", "removed")
+SCHEDULE_CHANGES = tuple(change.value for change in PlanChange)
 
 
 class ScheduleBodyIn(serializers.Serializer):

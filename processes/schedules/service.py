@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from extensions.bundle_parts import PlanChange
 from processes.schedules.cron import CronInvalid, cron_next, expr_check, zone_get
 from processes.schedules.errors import (
     ProcessScheduled,
@@ -173,7 +174,7 @@ class ScheduleChange:
     """What a deploy does to one schedule: new / replaced / unchanged / removed."""
 
     name: str
-    change: str
+    change: PlanChange
     process: str
     cron: str
     tz: str
@@ -191,10 +192,15 @@ def schedules_diff(specs: list[ScheduleSpec] | None) -> list[ScheduleChange]:
     changes = []
     for spec in specs:
         old = stored.get(spec.name)
-        change = "new" if old is None else ("unchanged" if schedule_entry(old) == spec.as_entry() else "replaced")
+        if old is None:
+            change = PlanChange.NEW
+        elif schedule_entry(old) == spec.as_entry():
+            change = PlanChange.UNCHANGED
+        else:
+            change = PlanChange.REPLACED
         changes.append(ScheduleChange(spec.name, change, spec.process_id, spec.expr, spec.tz))
     declared = {spec.name for spec in specs}
-    changes += [ScheduleChange(s.name, "removed", s.process_id, s.schedule_expr, s.schedule_tz)
+    changes += [ScheduleChange(s.name, PlanChange.REMOVED, s.process_id, s.schedule_expr, s.schedule_tz)
                 for s in stored.values() if s.name not in declared]
     return sorted(changes, key=lambda c: c.name)
 
@@ -206,9 +212,9 @@ def schedules_apply(*, specs: list[ScheduleSpec], by: Any, now: datetime) -> lis
     changes = schedules_diff(specs)
     by_name = {spec.name: spec for spec in specs}
     for change in changes:
-        if change.change == "removed":
+        if change.change == PlanChange.REMOVED:
             ProcessSchedule.objects.filter(pk=change.name).delete()
-        elif change.change in ("new", "replaced"):
+        elif change.change in (PlanChange.NEW, PlanChange.REPLACED):
             spec = by_name[change.name]
             ProcessSchedule.objects.update_or_create(name=spec.name, defaults={
                 "schedule_kind": spec.kind, "schedule_expr": spec.expr, "schedule_tz": spec.tz,
