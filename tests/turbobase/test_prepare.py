@@ -19,11 +19,6 @@ from tests.turbobase.live import (
     unique_name,
 )
 
-pytestmark = [
-    pytest.mark.postgres_only,
-    pytest.mark.skipif(not suite_is_postgres(), reason="creates a PostgreSQL database"),
-]
-
 
 def _prepare(url: str) -> subprocess.CompletedProcess[str]:
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "DATABASE_URL": url}
@@ -36,6 +31,8 @@ def _prepare(url: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.postgres_only
+@pytest.mark.skipif(not suite_is_postgres(), reason="creates a PostgreSQL database")
 def test_a_missing_database_is_created_and_migrated_and_a_second_run_changes_nothing():
     name = unique_name("tb_prepare")
     url = postgres_url(name)
