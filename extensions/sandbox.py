@@ -33,8 +33,9 @@ How it is enforced (chosen after trying the alternatives on dukpy 0.6.0 / QuickJ
   reported as ``SandboxMemoryExceeded``. ``RLIMIT_AS`` on the child covers the Python side.
   Runaway recursion hits QuickJS's 1 MiB stack limit: ``SandboxStackOverflow``.
 - State: nothing one call leaves behind is seen by the next (seed 000: steps share state only
-  through ``ctx``), yet a call costs ~0.1 ms, not the ~1.8 ms of a new context with its modules
-  evaluated again (``bench/sandbox.py``). One QuickJS context serves the whole slice; its
+  through ``ctx``), for ~0.1 ms more of the child's CPU a call (~230 us against ~130 us with
+  one shared scope, measured on a busy 2-core machine) where a new context per call, with its
+  modules evaluated and the lock-down done again, costs ~5 ms (``bench/sandbox.py``). One QuickJS context serves the whole slice; its
   built-ins are frozen before any author code runs (``runtime.js`` ``lockDown``: no prototype
   can be polluted; ``this.name = …`` on one's own objects still works), and every call starts
   in a fresh scope: the modules instantiated again from their factories (fresh module
@@ -60,7 +61,10 @@ Rejected:
 - A fresh process or a fresh context per call: ~10x a call in a fresh scope
   (``bench/sandbox.py``), too slow for a chain step meant to cost ~1 ms with its transaction.
 - Freezing nothing and restoring the built-ins after each call: ~1,000 objects and ~2,700
-  properties to compare per call; freezing them once costs ~20 ms per context.
+  properties to compare per call; freezing them once costs ~20 ms per context. (dukpy collects
+  garbage after every eval, so each object the context keeps alive costs every call: the
+  lock-down keeps its own bookkeeping out of the heap, and only the prototypes ordinary code
+  overrides on get the override accessors.)
 """
 
 from __future__ import annotations
