@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from turbobase.dburl import database_from_url
@@ -83,7 +84,10 @@ DATABASES = {
         base_dir=BASE_DIR,
         # Set by the web server's entry points (turbobase/wsgi.py, gunicorn_conf.py): a pool of at
         # most this many PostgreSQL connections per web process. Unset: no pool (workers, commands).
-        pool_size=int(os.environ.get("TURBOBASE_DB_POOL_SIZE", "0")),
+        # Never in qcluster, even if set: django-q2 forks, and a forked pool is shared by both sides.
+        pool_size=0
+        if sys.argv[1:2] == ["qcluster"]
+        else int(os.environ.get("TURBOBASE_DB_POOL_SIZE", "0")),
     )
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
