@@ -34,6 +34,7 @@ from records.errors import (
     RequiredFieldMissing,
     SyncVersionMoved,
 )
+from records.fields import fields_check
 from records.hooks import HookContext, HookSlot, hooks_run
 from records.models import (
     Record,
@@ -106,6 +107,7 @@ def _check_payload(rt: RecordType, parent: Any, lines: Any, *, is_create: bool) 
     for name in parent:
         if rt.is_protected(name):
             raise ProtectedFieldRefused(f"{name} is a protected column and cannot be written", field=f"parent.{name}")
+    fields_check(rt, parent, lines)
     if not is_create:
         if not parent:
             raise PayloadInvalid("parent must name at least one field to change", field="parent")

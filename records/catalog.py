@@ -6,11 +6,16 @@ seed's types. Cached per process; ``catalog_reset()`` drops the cache (tests, se
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from types import MappingProxyType
+from typing import Any
 
 from django.conf import settings
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
 
 from kernel.errors import NotFound
 
@@ -41,6 +46,10 @@ class RecordType:
     write_policy: str = "all"
     write_groups: tuple[str, ...] = ()
     id_prefix: str = "REC"
+    # Declared columns of ``parent`` and of each line: name → its JSON Schema, compiled. ``None``
+    # (a catalog entry without "fields") keeps the type open; the shipped catalog declares all.
+    fields: Mapping[str, Draft202012Validator] | None = field(default=None, hash=False, compare=False)
+    line_fields: Mapping[str, Draft202012Validator] | None = field(default=None, hash=False, compare=False)
 
     @property
     def is_connected(self) -> bool:
@@ -83,7 +92,23 @@ def _record_type(name: str, raw: dict) -> RecordType:
         write_policy=write,
         write_groups=tuple(raw.get("writeGroups", ())),
         id_prefix=raw.get("idPrefix", name[:3].upper()),
+        fields=_declared(name, "fields", raw.get("fields")),
+        line_fields=_declared(name, "lineFields", raw.get("lineFields")),
     )
+
+
+def _declared(type_name: str, key: str, raw: Any) -> Mapping[str, Draft202012Validator] | None:
+    """A type's declared columns, each a JSON Schema checked here so a bad catalog fails at load."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise ValueError(f"catalog: {type_name}.{key} must be an object of field name → JSON Schema")
+    for field_name, schema in raw.items():
+        try:
+            Draft202012Validator.check_schema(schema)
+        except SchemaError as exc:
+            raise ValueError(f"catalog: {type_name}.{key}.{field_name} is not a JSON Schema: {exc.message}") from exc
+    return MappingProxyType({name: Draft202012Validator(schema) for name, schema in raw.items()})
 
 
 @lru_cache(maxsize=1)

@@ -19,6 +19,18 @@ class ProtectedFieldRefused(InvalidRequest):
     code = RefusalCode.PROTECTED_FIELD
 
 
+class FieldUndeclared(Refusal):
+    """That field is not a column of the record type."""
+
+    code = RefusalCode.FIELD_UNDECLARED
+
+
+class FieldTypeInvalid(Refusal):
+    """That value does not fit the field's declared type."""
+
+    code = RefusalCode.FIELD_TYPE_INVALID
+
+
 class RequiredFieldMissing(Refusal):
     """A required field is missing."""
 

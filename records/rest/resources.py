@@ -2,10 +2,12 @@
 
 A ``Resource`` names its columns (name → ORM path and kind) and gives the rows a user may see.
 Record types from the catalog are resources without registration: their fixed columns are the
-record's own, and every other well-formed name is a key of the record's ``fields`` JSON (the
-store is schemaless, so a key no row carries yet reads as null — a migration's
-``migrated_at=is.null`` must work before the first row is stamped). Names the store keeps to
-itself (``owner``, ``group``, ``record_type``, ``idempotency_key``) are unknown columns.
+record's own, and the type's declared fields (catalog ``fields``) are keys of the record's
+``fields`` JSON — a declared key no row carries yet reads as null, so a migration's
+``migrated_at=is.null`` works before the first row is stamped. Any other name is an unknown
+column (400, named), as PostgREST answers for a column the table does not have; so are names the
+store keeps to itself (``owner``, ``group``, ``record_type``, ``idempotency_key``). A type the
+catalog leaves undeclared keeps every well-formed name open.
 
 Higher rooms add their own tables without touching the parser: the processes room calls
 ``resource_register(Resource(name="process_run", columns=..., rows_visible=runs_visible))`` in its
@@ -55,13 +57,19 @@ class Resource:
     reserved: frozenset[str] = frozenset()  # never columns, even on an open resource
     order_default: tuple[str, ...] = ()  # column names, when the query orders by nothing
     tiebreaker: str = "pk"  # ORM path appended to every order so pages never overlap
+    declared: frozenset[str] | None = None  # the only open column names, when the type declares them
 
     def column(self, name: str, *, field: str) -> Column:
         """The column ``name`` reads, or 400 ``UNKNOWN_COLUMN`` naming ``field``."""
         for column in self.columns:
             if column.name == name:
                 return column
-        if self.json_field and name not in self.reserved and NAME.match(name):
+        if (
+            self.json_field
+            and name not in self.reserved
+            and NAME.match(name)
+            and (self.declared is None or name in self.declared)
+        ):
             return Column(name=name, path=name, kind=ColumnKind.JSON_KEY)
         raise InvalidQuery(f"{name!r} is not a column of {self.name}", code=ReadCode.UNKNOWN_COLUMN,
                            field=field)
@@ -104,4 +112,5 @@ def resource_get(name: str) -> Resource:
         reserved=RECORD_RESERVED,
         order_default=("created_at",),
         tiebreaker="pg_row_id",
+        declared=frozenset(record_type.fields) if record_type.fields is not None else None,
     )

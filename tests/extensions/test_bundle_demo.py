@@ -4,8 +4,10 @@ a batch of ``migration_item`` rows to move, and a migration that moves them."""
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from extensions.bundle import bundle_plan
@@ -17,9 +19,11 @@ from processes.invoke import run_invoke
 from processes.schedules.models import ProcessSchedule
 from records.models import Record
 from tests.conftest import make_user
-from tests.processes.engine_support import pump
+from tests.processes.engine_support import deploy, pump
 
 pytestmark = pytest.mark.django_db
+
+FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def test_the_demo_deploys_once_generates_a_batch_once_and_the_migration_moves_it():
@@ -68,3 +72,29 @@ def test_tb_demo_finds_the_processes_demo():
     assert sorted(ExtensionModule.objects.values_list("id", flat=True)) == [
         "acme:legacy-customer-name", "acme:migrate-customers-tracked", "acme:raise-po-and-bill"]
     assert Record.reads.filter(record_type="migration_item", fields__batch="2026-10").count() == DEMO_BATCH_ROWS
+
+
+def test_the_seeds_migrate_customers_runs_as_written_on_the_demo_data_and_twice_writes_nothing(admin_user):
+    call_command("tb_demo", stdout=io.StringIO())
+    demo = get_user_model().objects.get(username="demo")
+    deploy((FIXTURES / "processes" / "migrate-customers.ts").read_text(), by=admin_user,
+           name="processes/migrate-customers.ts")
+    legacy = sorted(Record.reads.filter(record_type="legacy_customer").values_list("fields__company_name", flat=True))
+    assert legacy == ["Acme Wholesale", "Globex Retail"]
+    customers_before = Record.reads.filter(record_type="customer").count()
+
+    first = run_invoke(process_id="acme:migrate-customers", body={}, user=demo)
+    pump()
+    first.refresh_from_db()
+    assert first.state == "committed", first.reason
+    steps = list(first.ledger.order_by("sequence").values_list("row_key", "disposition"))
+    assert steps == [("L-100", "confirmed"), ("L-101", "confirmed")]
+    assert Record.reads.filter(record_type="customer").count() == customers_before + 2
+
+    second = run_invoke(process_id="acme:migrate-customers", body={}, user=demo)
+    pump()
+    second.refresh_from_db()
+    assert second.state == "committed", second.reason
+    assert list(second.ledger.order_by("sequence").values_list("row_key", "disposition")) == [
+        ("L-100", "skipped"), ("L-101", "skipped")]
+    assert Record.reads.filter(record_type="customer").count() == customers_before + 2

@@ -67,13 +67,13 @@ def test_a_body_nested_1000_deep_is_400_invalid_json(alice_api, url):
 
 
 def test_the_depth_limit_is_exact(alice_api):
-    # {"parent": {"company_name": "A", "deep": [[…]]}}: the object is level 1, parent level 2.
-    at_limit = '{"parent": {"company_name": "A", "deep": ' + nested(JSON_MAX_DEPTH - 2) + "}}"
+    # {"parent": {"company_name": "A", "custom": [[…]]}}: the object is level 1, parent level 2.
+    at_limit = '{"parent": {"company_name": "A", "custom": ' + nested(JSON_MAX_DEPTH - 2) + "}}"
     res = post_raw(alice_api, "/v1/data/customer", at_limit)
     assert res.status_code == 201, res.content
     assert Record.reads.count() == 1
 
-    past = '{"parent": {"company_name": "B", "deep": ' + nested(JSON_MAX_DEPTH - 1) + "}}"
+    past = '{"parent": {"company_name": "B", "custom": ' + nested(JSON_MAX_DEPTH - 1) + "}}"
     res = post_raw(alice_api, "/v1/data/customer", past)
     assert res.status_code == 400
     assert res.json() == deep_refusal(

@@ -42,14 +42,14 @@ def test_the_body_is_the_input_bare_an_envelope_is_what_the_process_sees(alice_a
 export default defineProcess({
   id: 'acme:open-input',
   input: { type: 'object' },
-  steps: [{ id: 'only', recordType: 'salesOrder', build: (ctx) => ({ parent: { seen: ctx.input } }) }],
+  steps: [{ id: 'only', recordType: 'salesOrder', build: (ctx) => ({ parent: { custom: ctx.input } }) }],
 });
 """, "open-input.ts")
     res = alice_api.post("/v1/processes/acme:open-input", {"input": {"batch": 7}}, format="json")
     assert res.status_code == 202, res.content
     assert ProcessRun.objects.get().input == {"input": {"batch": 7}}
     drain_runs()
-    assert Record.reads.get().fields["seen"] == {"input": {"batch": 7}}
+    assert Record.reads.get().fields["custom"] == {"input": {"batch": 7}}
 
 
 def test_no_credentials_is_401(two_notes):

@@ -245,11 +245,11 @@ def test_ctx_query_reads_as_the_invoker_and_refuses_rpc(admin_user, alice, bob):
     record_create(actor=Actor(user=alice), record_type="legacy_customer", parent={"name": "alice's"})
     steps = """{ id: 'q', recordType: 'legacy_customer', build: async (ctx) => {
         const rows = await ctx.query('legacy_customer?select=name');
-        return { parent: { seen: rows.map((r) => r.name) } };
+        return { parent: { custom: rows.map((r) => r.name) } };
     } }"""
     run = _run(admin_user, alice, _process(steps, pid="t:q"), pid="t:q")
     created = Record.reads.get(pk=run.ledger.get(step_id="q").pg_row_id)
-    assert created.fields == {"seen": ["alice's"]}
+    assert created.fields == {"custom": ["alice's"]}
     steps = """{ id: 'q', recordType: 'legacy_customer',
       build: async (ctx) => ({ parent: { r: await ctx.query('rpc/drop_everything') } }) }"""
     run = _run(admin_user, alice, _process(steps, pid="t:r"), pid="t:r")

@@ -57,7 +57,7 @@ def test_every_decision_leaves_one_row_with_its_run_and_step(alice, admin_user):
 
 def test_refusal_row_carries_field_and_message(alice):
     with pytest.raises(RequiredFieldMissing):
-        record_create(actor=Actor(user=alice), record_type="migration_item", parent={"other": 1})
+        record_create(actor=Actor(user=alice), record_type="migration_item", parent={"note": "no legacy_id"})
     row = WriteTrail.reads.get()
     assert (row.field, row.message) == ("parent.legacy_id", "legacy_id is required")
 

@@ -30,8 +30,8 @@ DEMO_LOGINS: tuple[tuple[str, str, bool], ...] = (("admin", "admin", True), ("de
 # (idempotency key, record type, parent, lines): app-owned rows stay here; connected rows are queued
 # for the sandbox source and confirmed by the workers.
 DEMO_RECORDS: tuple[tuple[str, str, dict[str, Any], list[dict[str, Any]] | None], ...] = (
-    ("demo:legacy_customer:1", "legacy_customer", {"company_name": "Acme Wholesale", "legacy_id": "L-100"}, None),
-    ("demo:legacy_customer:2", "legacy_customer", {"company_name": "Globex Retail", "legacy_id": "L-101"}, None),
+    ("demo:legacy_customer:1", "legacy_customer", {"id": "L-100", "company_name": "Acme Wholesale", "legacy_id": "L-100"}, None),
+    ("demo:legacy_customer:2", "legacy_customer", {"id": "L-101", "company_name": "Globex Retail", "legacy_id": "L-101"}, None),
     ("demo:migration_item:1", "migration_item", {"legacy_id": "L-100", "company_name": "Acme Wholesale"}, None),
     ("demo:customer:1", "customer", {"company_name": "Initech"}, None),
     ("demo:purchaseOrder:1", "purchaseOrder", {"entity_id": "V-1001", "memo": "demo order"},
