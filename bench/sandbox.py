@@ -97,7 +97,9 @@ def main() -> None:
         cpu = f"{cpu_us:8.0f} us child CPU/call" if cpu_us is not None else ""
         print(f"{name:42} {calls:10.1f} calls/s {1e6 / calls:10.0f} us/call {cpu}")
     print(f"wall ratio fresh scope / new context:      {rows[0][1] / rows[1][1]:10.1f}x")
-    print(f"child CPU ratio new context / fresh scope: {rows[1][2] / rows[0][2]:10.1f}x")
+    fresh_cpu, context_cpu = rows[0][2], rows[1][2]
+    if fresh_cpu and context_cpu:
+        print(f"child CPU ratio new context / fresh scope: {context_cpu / fresh_cpu:10.1f}x")
     print(f"wall ratio fresh scope / new process:      {rows[0][1] / rows[2][1]:10.0f}x")
 
 

@@ -35,11 +35,12 @@ How it is enforced (chosen after trying the alternatives on dukpy 0.6.0 / QuickJ
 - State: nothing one call leaves behind is seen by the next (seed 000: steps share state only
   through ``ctx``), for ~0.1 ms more of the child's CPU a call (~230 us against ~130 us with
   one shared scope, measured on a busy 2-core machine) where a new context per call, with its
-  modules evaluated and the lock-down done again, costs ~5 ms (``bench/sandbox.py``). One QuickJS context serves the whole slice; its
-  built-ins are frozen before any author code runs (``runtime.js`` ``lockDown``: no prototype
-  can be polluted; ``this.name = …`` on one's own objects still works), and every call starts
-  in a fresh scope: the modules instantiated again from their factories (fresh module
-  variables), every global an earlier call added deleted. What a fresh scope cannot undo (a
+  modules evaluated and the lock-down done again, costs ~5 ms (``bench/sandbox.py``). One
+  QuickJS context serves the whole slice; its built-ins are frozen before any author code runs
+  (``runtime.js`` ``lockDown``: no prototype can be polluted; ``this.name = …`` on one's own
+  objects still works), and every call starts in a fresh scope: the modules instantiated
+  again from their factories (fresh module variables), every global an earlier call added
+  deleted. What a fresh scope cannot undo (a
   global that cannot be deleted, a frozen global object) replaces the context before the next
   call. ``eval`` (indirect eval declares global ``let`` bindings no one can delete) and
   ``FinalizationRegistry`` (a callback would run in a later call) are refused like timers.

@@ -248,8 +248,8 @@ class Engine:
         except CpuBudgetExceeded:  # the timer fired after the work, while disarming it
             self._disarm()
             self._realm = None
-            fault = self._aborted or Fault("sandbox_timeout", "CPU budget exceeded")
-            reply = {"error": fault.as_dict()}
+            late = self._aborted or Fault("sandbox_timeout", "CPU budget exceeded")
+            reply = {"error": late.as_dict()}
         except MemoryError:
             self._realm = None
             reply = {"error": Fault("sandbox_memory_exceeded", "out of memory").as_dict()}
