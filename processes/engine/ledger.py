@@ -28,11 +28,13 @@ def writes_count(run: ProcessRun) -> int:
 
 
 def sequence_next(run: ProcessRun) -> int:
-    """The next ledger position. One delivery holds the run, so the top is read once per delivery."""
-    top = getattr(run, "_sequence_top", None)
+    """The next ledger position. One delivery holds the run, so the top is read once per delivery
+    and kept on the delivery's instance of the run (in its ``__dict__``, as ``cached_property`` does)."""
+    memo = run.__dict__
+    top = memo.get("_sequence_top")
     if top is None:
         top = run.ledger.aggregate(top=Max("sequence"))["top"] or 0
-    run._sequence_top = top + 1
+    memo["_sequence_top"] = top + 1
     return top + 1
 
 

@@ -52,7 +52,7 @@ class MigrationSlice:
             if not isinstance(query, str):
                 raise StepCodeFailed(ProcessCode.OUTSTANDING_INVALID,
                                      "eachRow.outstanding must return a PostgREST query string")
-            rows = query_run(user_id=self.run.invoked_by_id, fingerprint=self.run.access_fingerprint,
+            rows = query_run(user_id=self.runner.invoker.pk, fingerprint=self.run.access_fingerprint,
                              path_and_query=query)
         except StepCodeFailed as exc:
             run_end(self.run, RunState.FAILED, lease=self.runner.lease,
@@ -110,15 +110,15 @@ class MigrationSlice:
                 continue
             left = current.total_read - finished - 1
             if walk.status == WalkStatus.WAIT_SOURCE:
-                self.runner.wait_source(walk.planned, walk.row, outstanding=left + 1)
+                self.runner.wait_source(walk.at, walk.ledger_row, outstanding=left + 1)
             elif walk.status == WalkStatus.WAIT_WINDOW:
-                self.runner.wait_window(walk.planned, walk.result, self.plan[walk.position:], row_key=row_key,
+                self.runner.wait_window(walk.at, walk.result, self.plan[walk.position:], row_key=row_key,
                                          visit=current.number, outstanding=left + 1)
             elif walk.status == WalkStatus.FAILED:
                 ledger_skip_rest(self.run, self.plan[walk.position + 1:], row_key=row_key,
                                  slice_number=current.number, visit=current.number, lease=self.runner.lease)
                 self._close(current)
-                self.runner.fail(walk.planned, walk.row, outstanding=left)
+                self.runner.fail(walk.at, walk.ledger_row, outstanding=left)
             return
         self._finish(current, finished)
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.db.models import Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -66,6 +67,28 @@ class Walk:
     row: ProcessRunStep | None = None
     result: Any = None
 
+    # Each status carries what it needs; these read it, and name a walk built without it.
+    @property
+    def at(self) -> PlannedStep:
+        """The step the pass halted at (whenever it did not reach the end)."""
+        return _carried(self, self.planned)
+
+    @property
+    def ledger_row(self) -> ProcessRunStep:
+        """The ledger row it halted on (waiting on the source, or failed)."""
+        return _carried(self, self.row)
+
+    @property
+    def stopped(self) -> Stop:
+        """Why the pass ended at a step boundary (a cancel, a switch, a ceiling)."""
+        return _carried(self, self.stop)
+
+
+def _carried(walk: Walk, value: Any) -> Any:
+    if value is None:
+        raise AssertionError(f"a walk that ended {walk.status} at {walk.position} lacks what it carries")
+    return value
+
 
 def run_claim(run_id: str, delivery: int | None = None) -> tuple[ProcessRun, Lease] | None:
     """Take the run's lease if it is free (or expired) — one conditional UPDATE that also moves a
@@ -94,9 +117,10 @@ def run_deliver(run_id: str, delivery: int | None = None) -> None:
     if claimed is None:
         return
     run, lease = claimed
-    runner = ChainRunner(run, lease)
+    runner: ChainRunner | None = None
     lease.heartbeat_start()
     try:
+        runner = ChainRunner(run, lease)  # inside: a run that cannot act (RunInvokerGone) fails below
         runner.execute()
     except LeaseLost:  # another delivery holds the run now; ours rolled back its step
         logger.warning("run %s: delivery gave up, its lease was taken over", run_id)
@@ -108,8 +132,21 @@ def run_deliver(run_id: str, delivery: int | None = None) -> None:
                 run_end(run, RunState.FAILED, reason=f"engine error: {type(exc).__name__}: {exc}", lease=lease)
     finally:
         lease.heartbeat_stop()
-        runner.close()
+        if runner is not None:
+            runner.close()
         lease.owned().update(lease_owner="", lease_until=None, writes=run.writes)
+
+
+class RunInvokerGone(RuntimeError):
+    """The run's invoker was deleted (the ledger keeps the run): nobody to act for."""
+
+
+def run_invoker(run: ProcessRun) -> User:
+    """The user a run acts as — its invoker, whose access every step's write and read is checked
+    against. ``invoked_by`` is nullable only so a deleted account leaves its runs' ledgers behind."""
+    if run.invoked_by is None:
+        raise RunInvokerGone(f"run {run.run_id}: its invoker's account was deleted; nobody to act for")
+    return run.invoked_by
 
 
 class ChainRunner:
@@ -119,7 +156,8 @@ class ChainRunner:
         self.run = run
         self.lease = lease
         self.definition: dict[str, Any] = module_version(run.process_id, run.module_version).definition
-        self.actor = Actor(user=run.invoked_by, process_run_id=str(run.run_id))
+        self.invoker = run_invoker(run)
+        self.actor = Actor(user=self.invoker, process_run_id=str(run.run_id))
         self._runtime: ModuleRuntime | None = None
         self._switch_read_at, self._switch_on = float("-inf"), True
 
@@ -134,7 +172,7 @@ class ChainRunner:
         if self._runtime is None:
             self._runtime = ModuleRuntime(
                 process_id=self.run.process_id, version=self.run.module_version,
-                user_id=self.run.invoked_by_id, fingerprint=self.run.access_fingerprint,
+                user_id=self.invoker.pk, fingerprint=self.run.access_fingerprint,
             )
         return self._runtime
 
@@ -172,7 +210,8 @@ class ChainRunner:
         if self.run.writes >= self.ceilings.max_writes:
             return Stop(RunState.COMMITTED,
                         f"stopped at the per-run write ceiling processes.max_writes_per_run ({self.ceilings.max_writes})")
-        elapsed_ms = (timezone.now() - fresh.started_at).total_seconds() * 1000
+        started_at = fresh.started_at or timezone.now()  # set by the claim; unset, nothing elapsed
+        elapsed_ms = (timezone.now() - started_at).total_seconds() * 1000
         if elapsed_ms >= self.ceilings.max_run_ms:
             return Stop(RunState.COMMITTED,
                         f"stopped at the per-run runtime ceiling processes.max_run_ms ({self.ceilings.max_run_ms} ms)")
@@ -202,15 +241,15 @@ class ChainRunner:
         if walk.status == WalkStatus.DONE:
             run_end(self.run, RunState.COMMITTED, lease=self.lease)
         elif walk.status == WalkStatus.STOP:
-            run_end(self.run, walk.stop.state, lease=self.lease, reason=walk.stop.reason,
+            run_end(self.run, walk.stopped.state, lease=self.lease, reason=walk.stopped.reason,
                     outstanding=len(plan) - walk.position)
         elif walk.status == WalkStatus.WAIT_SOURCE:
-            self.wait_source(walk.planned, walk.row, outstanding=len(plan) - walk.position - 1)
+            self.wait_source(walk.at, walk.ledger_row, outstanding=len(plan) - walk.position - 1)
         elif walk.status == WalkStatus.WAIT_WINDOW:
-            self.wait_window(walk.planned, walk.result, plan[walk.position:])
+            self.wait_window(walk.at, walk.result, plan[walk.position:])
         elif walk.status == WalkStatus.FAILED:
             ledger_skip_rest(self.run, plan[walk.position + 1:], lease=self.lease)
-            self.fail(walk.planned, walk.row, outstanding=0)
+            self.fail(walk.at, walk.ledger_row, outstanding=0)
 
     def recorded(self, *, row_key: str, visit: int) -> dict[str, ProcessRunStep]:
         rows = self.run.ledger.filter(row_key=row_key, visit=visit).exclude(skip_reason=SkipReason.NOT_REACHED)
@@ -238,7 +277,7 @@ class ChainRunner:
                 result = step_execute(scope, planned, ctx, self.runtime())
                 if result.status == StepStatus.WAIT_WINDOW:
                     return Walk(WalkStatus.WAIT_WINDOW, position, planned, result=result)
-                ledger_row = result.row
+                ledger_row = result.ledger_row
             if ledger_row.awaiting_verdict and verdict_take(ledger_row).status == VerdictWait.PENDING:
                 return Walk(WalkStatus.WAIT_SOURCE, position, planned, row=ledger_row)
             if ledger_row.disposition == Disposition.FAILED and not (

@@ -50,7 +50,7 @@ class ModuleRuntime:
             self._query_failure = exc
             raise
 
-    def call(self, path: tuple, ctx: dict[str, Any], *args: Any) -> Any:
+    def call(self, path: tuple, ctx: dict[str, Any] | None, *args: Any) -> Any:
         """Call the function at ``path`` with ``ctx`` (and extra args); JSON back."""
         self._query_failure = None
         try:

@@ -42,6 +42,13 @@ class StepResult:
     cap: str | None = None
     retry_at: datetime | None = None
 
+    @property
+    def ledger_row(self) -> ProcessRunStep:
+        """The row the step wrote (every status but a wait on the delete window)."""
+        if self.row is None:
+            raise AssertionError(f"a {self.status} step wrote no ledger row")
+        return self.row
+
 
 @dataclass(frozen=True)
 class StepScope:
