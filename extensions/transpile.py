@@ -8,7 +8,8 @@ Where it runs: in compiler child processes (``transpile_child.py``), never in th
 compiler is interpreted and ``eval_string`` holds the GIL for a whole compile (about 40 us per
 character: a 90k-character file is ~4 s), so compiling in a web process's request thread stalled
 every other thread of it. Each process keeps up to ``MAX_COMPILERS`` warm children (loading the
-compiler costs ~1.5 s) and hands one to a caller at a time; the caller waits on a pipe, GIL free.
+compiler costs ~1.5 s; one idle for ``COMPILER_IDLE_S`` is ended) and hands one to a caller at a
+time; the caller waits on a pipe, GIL free.
 
 Limits, both refused by name (``CompileLimitExceeded``, naming the file and the limit):
 - size: ``MAX_SOURCE_CHARS`` per file (the compiler's 128 MiB QuickJS heap is exhausted by a
@@ -35,6 +36,7 @@ DEFAULT_COMPILE_MS = 30_000
 MAX_COMPILERS = 2  # warm compiler children per process
 COMPILER_MEMORY_MB = 1_024  # the child's address space (QuickJS's heap is 128 MiB of it)
 COMPILER_CPU_S = 3_600  # lifetime CPU of one compiler child; the next caller starts a new one
+COMPILER_IDLE_S = 300.0  # an idle compiler child is ended after this long
 
 # QuickJS-ng runs ES2022 natively (class fields, optional chaining, async), so only the module
 # syntax and the types are rewritten; the output keeps the author's code and line structure.
@@ -218,9 +220,10 @@ def compiles_in_flight() -> int:
 
 # The compiler children of this process: idle ones wait in ``_idle``; at most MAX_COMPILERS live.
 _pool = threading.Condition()
-_idle: list[ChildProcess] = []
+_idle: list[tuple[float, ChildProcess]] = []  # (idle since, child), most recently used last
 _live = 0
 _in_flight = 0
+_reaper: threading.Thread | None = None
 
 
 def _run(code: str, budget: CompileBudget, file: str | None, **variables: Any) -> Any:
@@ -258,7 +261,7 @@ def _child_take(budget: CompileBudget, filename: str | None) -> ChildProcess:
     with _pool:
         while True:
             while _idle:
-                child = _idle.pop()
+                _, child = _idle.pop()
                 if child.is_usable():
                     return child
                 child.close()  # forked from the process that started it, or it died
@@ -282,15 +285,39 @@ def _child_take(budget: CompileBudget, filename: str | None) -> ChildProcess:
 
 
 def _child_give_back(child: ChildProcess, *, is_healthy: bool) -> None:
-    global _live
+    global _live, _reaper
     if not is_healthy:
         child.close(is_forced=True)  # it may still be compiling: its next answer would be stale
     with _pool:
         if is_healthy:
-            _idle.append(child)
+            _idle.append((time.monotonic(), child))
+            if _reaper is None:
+                _reaper = threading.Thread(target=_reap_idle, name="compiler-reaper", daemon=True)
+                _reaper.start()
         else:
             _live -= 1
-        _pool.notify()
+        _pool.notify_all()
+
+
+def _reap_idle() -> None:
+    """End compiler children idle for ``COMPILER_IDLE_S``: each holds ~80 MB, and a web process
+    deploys rarely. Runs while any child is idle; the next give-back starts it again."""
+    global _live, _reaper
+    while True:
+        with _pool:
+            if not _idle:
+                _reaper = None
+                return
+            now = time.monotonic()
+            expired = [item for item in _idle if now - item[0] >= COMPILER_IDLE_S]
+            for item in expired:
+                _idle.remove(item)
+                _live -= 1
+            if not expired:  # a give-back wakes this wait too (notify_all)
+                _pool.wait(max(0.05, min(since for since, _ in _idle) + COMPILER_IDLE_S - now))
+                continue
+        for _, child in expired:
+            child.close()
 
 
 _BASE64 = {

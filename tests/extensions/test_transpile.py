@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
+from extensions import transpile as transpile_module
 from extensions.transpile import (
     CompileBudget,
     CompileLimitExceeded,
@@ -138,3 +141,18 @@ def test_import_specifiers_lists_every_kind_of_import() -> None:
 
 def test_import_specifiers_of_a_file_without_imports() -> None:
     assert import_specifiers("export const x = 1;\n") == []
+
+
+def test_an_idle_compiler_child_is_ended_and_a_new_one_serves_the_next_compile(monkeypatch):
+    monkeypatch.setattr(transpile_module, "COMPILER_IDLE_S", 0.2)
+    transpile("export const a = 1;\n", filename="a.ts")
+    children = [child for _, child in transpile_module._idle]
+    assert children
+
+    waited_until = time.monotonic() + 60  # a bound for a hung reaper, not a speed assertion
+    while any(c.process.poll() is None for c in children) and time.monotonic() < waited_until:
+        time.sleep(0.05)
+
+    assert all(c.process.poll() is not None for c in children)
+    assert transpile_module._idle == [] or all(c not in children for _, c in transpile_module._idle)
+    assert transpile("export const b = 2;\n", filename="b.ts").code.endswith("b = 2;\n")
