@@ -73,10 +73,13 @@ def run_queued(run: ProcessRun) -> dict[str, Any]:
 
 
 def sync_budget_exceeded(run: ProcessRun, budget_ms: int) -> dict[str, Any]:
-    """``?mode=sync`` past the budget: not a failure; the run goes on and the answer names it."""
+    """``?mode=sync`` past the budget: not a failure; the run goes on and the answer names it.
+
+    The state is ``queued`` as the contract writes it, whatever the worker has reached meanwhile:
+    the answer is a ticket, like the asynchronous 202, and the run's own read says where it is."""
     return {
         "error": "sync_budget_exceeded", "runId": str(run.run_id), "processId": run.process_id,
-        "state": run.state,
+        "state": RunState.QUEUED,
         "message": (f"the run did not settle within the synchronous budget of {budget_ms} ms "
                     "(processes.sync_budget_ms); it is still going — watch it with "
                     f"GET /v1/processes/runs/{run.run_id}"),
@@ -94,6 +97,12 @@ def run_brief(run: ProcessRun, failure: dict[str, Any] | None) -> dict[str, Any]
     return {**run_summary(run, failure), "reason": run.reason,
             "startedAt": serializers.DateTimeField().to_representation(run.started_at) if run.started_at else None,
             "finishedAt": serializers.DateTimeField().to_representation(run.finished_at) if run.finished_at else None}
+
+
+def cancel_answer(run: ProcessRun) -> dict[str, Any]:
+    """``POST /v1/processes/runs/:runId/cancel``: a run told to stop reads ``cancelled`` now — the
+    cancel is decided — though a working one stops at its next boundary; an ended run, its state."""
+    return {"runId": str(run.run_id), "state": RunState.CANCELLED if run.cancel_requested else run.state}
 
 
 def steering_answer(run: ProcessRun, *, is_queued: bool | None = None) -> dict[str, Any]:

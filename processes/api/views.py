@@ -160,7 +160,7 @@ class RunCancelView(APIView):
     @extend_schema(request=None, responses={200: out.SteeringOut, **STEERING_ERRORS})
     def post(self, request: Request, run_id: str) -> Response:
         invoke_access_check(request)
-        return Response(out.steering_answer(run_cancel(user=acting_user(request), run_id=run_id)))
+        return Response(out.cancel_answer(run_cancel(user=acting_user(request), run_id=run_id)))
 
 
 class RunRollbackView(APIView):

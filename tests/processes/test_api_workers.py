@@ -1,0 +1,97 @@
+"""The processes API against real workers: what a caller is told while a run is going."""
+
+from __future__ import annotations
+
+import pytest
+from rest_framework.test import APIClient
+
+from guardrails.settings import setting_set
+from processes.models import ProcessRun, RunState
+from records.models import Record
+from tests.processes.engine_support import deploy
+from tests.workers import QCluster, wait_until
+
+pytestmark = [pytest.mark.workers, pytest.mark.django_db(transaction=True)]
+
+# Six steps of ~500 ms each: a run that is surely running when the caller looks.
+SLOW_CHAIN = """import { defineProcess } from '@turbobase/extensions';
+export default defineProcess({
+  id: 't:slow-steps',
+  input: { type: 'object' },
+  steps: [%s],
+});
+"""
+STEP = """{ id: 's%d', recordType: 'legacy_customer', build: (ctx) => {
+    const until = Date.now() + 500; while (Date.now() < until) { /* a step that takes a while */ }
+    return { parent: { run: ctx.runId } };
+  } }"""
+STEPS = 6
+TERMINAL = [
+    state.value
+    for state in (RunState.COMMITTED, RunState.FAILED, RunState.ROLLED_BACK, RunState.CANCELLED)
+]
+
+
+@pytest.fixture
+def slow_chain(admin_user):
+    deploy(SLOW_CHAIN % ",".join(STEP % n for n in range(STEPS)), by=admin_user)
+
+
+@pytest.fixture
+def alice_http(alice) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(user=alice)
+    return client
+
+
+def _ended(run_id) -> bool:
+    return ProcessRun.objects.filter(pk=run_id, state__in=TERMINAL).exists()
+
+
+def test_sync_past_its_budget_answers_queued_while_a_worker_runs_it(
+    slow_chain, alice_http, tmp_path
+):
+    setting_set("processes.sync_budget_ms", 2500)
+    with QCluster(workers=2, log_path=tmp_path / "q.log"):
+        res = alice_http.post("/v1/processes/t:slow-steps?mode=sync", {}, format="json")
+        assert res.status_code == 202, res.content
+        body = res.json()
+        run_id = body["runId"]
+        # A worker has it by now (the run reads running), and the answer still says queued.
+        print("run state when the budget ran out:", ProcessRun.objects.get(pk=run_id).state)
+        wait_until(lambda: _ended(run_id), timeout=60, message="the run ended")
+    assert body.pop("message").startswith(
+        "the run did not settle within the synchronous budget of 2500 ms"
+    )
+    assert body == {
+        "error": "sync_budget_exceeded",
+        "runId": run_id,
+        "processId": "t:slow-steps",
+        "state": "queued",
+    }
+    assert (
+        ProcessRun.objects.get(pk=run_id).state == RunState.COMMITTED
+    )  # not cancelled: it went on
+
+
+def test_cancelling_a_running_run_answers_cancelled_and_it_stops_at_the_next_step(
+    slow_chain, alice_http, tmp_path
+):
+    with QCluster(workers=2, log_path=tmp_path / "q.log"):
+        run_id = alice_http.post("/v1/processes/t:slow-steps", {}, format="json").json()["runId"]
+        wait_until(
+            lambda: Record.reads.filter(fields__run=run_id).exists(),
+            timeout=60,
+            message="a first step",
+        )
+        assert ProcessRun.objects.get(pk=run_id).state == RunState.RUNNING
+        res = alice_http.post(f"/v1/processes/runs/{run_id}/cancel")
+        assert (res.status_code, res.json()) == (200, {"runId": run_id, "state": "cancelled"})
+        wait_until(lambda: _ended(run_id), timeout=60, message="the run ended")
+    run = ProcessRun.objects.get(pk=run_id)
+    written = Record.reads.filter(fields__run=run_id).count()
+    assert run.state == RunState.CANCELLED
+    assert 1 <= written < STEPS  # the step in flight finished; the rest never started
+    assert run.outstanding == STEPS - written
+    again = alice_http.post(f"/v1/processes/runs/{run_id}/cancel")
+    assert again.json() == {"runId": run_id, "state": "cancelled"}
