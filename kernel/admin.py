@@ -1,7 +1,8 @@
-"""Access tokens in the admin: listed and revoked here, issued with ``manage.py tb_token``.
+"""The kernel's screens: access tokens (listed and revoked) and the audit trail (read only).
 
-The raw token is shown once, by the command that issues it; the admin only ever sees the hash
-and the first characters, so nothing here can leak a usable token.
+A token is issued with ``manage.py tb_token``: the raw token is shown once, by the command that
+issues it; the admin only ever sees the hash and the first characters, so nothing here can leak a
+usable token. The audit trail is evidence: nobody adds, edits or deletes an event here.
 """
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from kernel.audit import AuditEvent
 from kernel.models import AccessToken, token_revoke
 
 
@@ -37,3 +39,23 @@ class AccessTokenAdmin(admin.ModelAdmin):
             token_revoke(token=token)
             count += 1
         self.message_user(request, f"{count} token(s) revoked", messages.SUCCESS)
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(admin.ModelAdmin):
+    list_display = ("at", "actor_name", "action", "target", "reason")
+    list_filter = ("action", ("at", admin.DateFieldListFilter), ("actor", admin.RelatedOnlyFieldListFilter))
+    search_fields = ("action", "target", "actor_name", "reason")
+    date_hierarchy = "at"
+    ordering = ("-at", "-id")
+    fields = ("at", "actor_name", "action", "target", "before", "after", "reason")
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: AuditEvent | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: AuditEvent | None = None) -> bool:
+        return False

@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
+from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.urls import path, reverse
@@ -17,7 +18,9 @@ from django.utils.html import format_html, format_html_join
 
 from extensions.models import ExtensionKind, ExtensionModule, ExtensionStatus
 from guardrails.settings import setting_get, setting_set
+from kernel.audit import audit_record
 from processes.api.reads import LAST_RUNS, process_trigger
+from processes.audit import ProcessAuditAction
 from processes.models import Process, ProcessRun, ProcessRunStep
 
 
@@ -65,19 +68,41 @@ class ProcessAdmin(admin.ModelAdmin):
         every = format_html('<a href="{}">all runs</a>', _runs_url(process_id=obj.pk))
         return format_html("{} {}", links, every) if runs else format_html("none yet · {}", every)
 
+    def save_model(self, request: HttpRequest, obj: Process, form, change: bool) -> None:
+        # The change page and the list's editable switch both save here: audit a switch either way.
+        with transaction.atomic():
+            super().save_model(request, obj, form, change)
+            if "is_enabled" in form.changed_data:
+                action = (ProcessAuditAction.PROCESS_SWITCHED_ON if obj.is_enabled
+                          else ProcessAuditAction.PROCESS_SWITCHED_OFF)
+                audit_record(actor=request.user, action=action, target=f"process:{obj.pk}",
+                             after={"isEnabled": obj.is_enabled}, reason=obj.disabled_reason)
+
     @admin.action(description="Switch selected processes off", permissions=["change"])
     def switch_off(self, request: HttpRequest, queryset: QuerySet[Process]) -> None:
         reason = f"switched off by {request.user.get_username()}"
         count = 0
-        for process in queryset:
-            process.is_enabled, process.disabled_reason = False, process.disabled_reason or reason
-            process.save(update_fields=["is_enabled", "disabled_reason", "updated_at"])
-            count += 1
+        with transaction.atomic():
+            for process in queryset.select_for_update():
+                process.is_enabled, process.disabled_reason = False, process.disabled_reason or reason
+                process.save(update_fields=["is_enabled", "disabled_reason", "updated_at"])
+                audit_record(actor=request.user, action=ProcessAuditAction.PROCESS_SWITCHED_OFF,
+                             target=f"process:{process.pk}", after={"isEnabled": False},
+                             reason=process.disabled_reason)
+                count += 1
         self.message_user(request, f"{count} process(es) switched off", messages.SUCCESS)
 
     @admin.action(description="Switch selected processes on", permissions=["change"])
     def switch_on(self, request: HttpRequest, queryset: QuerySet[Process]) -> None:
-        count = queryset.update(is_enabled=True, disabled_reason="")
+        with transaction.atomic():
+            count = 0
+            for process in queryset.select_for_update():
+                audit_record(actor=request.user, action=ProcessAuditAction.PROCESS_SWITCHED_ON,
+                             target=f"process:{process.pk}", before={"isEnabled": process.is_enabled,
+                                                                     "disabledReason": process.disabled_reason},
+                             after={"isEnabled": True})
+                count += 1
+            queryset.update(is_enabled=True, disabled_reason="")
         self.message_user(request, f"{count} process(es) switched on", messages.SUCCESS)
 
     def get_urls(self):
@@ -97,7 +122,10 @@ class ProcessAdmin(admin.ModelAdmin):
         if not self.has_change_permission(request):
             raise PermissionDenied
         is_on = request.POST.get("enabled") == "1"
-        setting_set("processes.enabled", 1 if is_on else 0)
+        with transaction.atomic():
+            setting_set("processes.enabled", 1 if is_on else 0, by=request.user)
+            audit_record(actor=request.user, target="processes.enabled", reason=request.POST.get("reason", ""),
+                         action=ProcessAuditAction.ALL_SWITCHED_ON if is_on else ProcessAuditAction.ALL_SWITCHED_OFF)
         self.message_user(request, "every process is switched on" if is_on else (
             "every process on the instance is switched off: invokes answer 409 and running runs stop "
             "at their next step"), messages.SUCCESS if is_on else messages.WARNING)

@@ -7,7 +7,9 @@ from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from extensions.store import module_version
+from kernel.audit import audit_record
 from kernel.ids import uuid_or_none
+from processes.audit import ProcessAuditAction
 from processes.engine.ending import run_end
 from processes.engine.plan import ForEachCapExceeded, plan_build
 from processes.errors import (
@@ -57,6 +59,8 @@ def run_cancel(*, user: User, run_id: str) -> ProcessRun:
     run = ProcessRun.objects.select_for_update().get(pk=run.pk)
     if run.is_terminal:
         return run
+    audit_record(actor=user, action=ProcessAuditAction.RUN_CANCELLED, target=f"run:{run.pk}",
+                 before={"state": run.state})
     now = timezone.now()
     if run.state == RunState.QUEUED or not run.lease_until or run.lease_until < now:
         return run_end(run, RunState.CANCELLED, reason=f"cancelled by {user.get_username()}", outstanding=_unreached(run))
@@ -100,6 +104,8 @@ def run_resume(*, user: User, run_id: str) -> ProcessRun:
                 f"only a committed run with work outstanding can be resumed; this run is {run.state}"
                 + (" with nothing outstanding" if run.state == RunState.COMMITTED else ""),
                 runId=str(run.pk), state=run.state)
+        audit_record(actor=user, action=ProcessAuditAction.RUN_RESUMED, target=f"run:{run.pk}",
+                     after={"state": run.state})
         run.ledger.filter(skip_reason=SkipReason.NOT_REACHED).delete()
         lane_enqueue(run_id=run.pk, delivery=run.delivery, mode=run.mode)
     return run
@@ -121,5 +127,7 @@ def run_rollback(*, user: User, run_id: str) -> tuple[ProcessRun, bool]:
         if not updated:
             raise RunNotRollbackable(
                 f"a run still {run.state} cannot be rolled back: cancel it first", runId=str(run.pk), state=run.state)
+        audit_record(actor=user, action=ProcessAuditAction.RUN_ROLLED_BACK, target=f"run:{run.pk}",
+                     after={"state": run.state})
         lane_enqueue(run_id=run.pk, delivery=run.delivery, mode=run.mode)
     return run, True

@@ -13,6 +13,7 @@ from django.dispatch import Signal
 from django.utils import timezone
 
 from guardrails.models import HeldDelete, HeldStatus
+from kernel.audit import audit_record
 from kernel.errors import Conflict, NotFound
 from records.codes import RefusalCode
 from records.door import door_opened
@@ -129,6 +130,10 @@ class HeldDeleteNotFound(NotFound):
     error = "held_delete_not_found"
 
 
+HELD_DELETE_APPROVED = "held_delete.approved"
+HELD_DELETE_REJECTED = "held_delete.rejected"
+
+
 @transaction.atomic
 @door_opened
 def held_delete_decide(*, held_id: int, approve: bool, by: User, note: str = "") -> HeldDelete:
@@ -168,4 +173,8 @@ def held_delete_decide(*, held_id: int, approve: bool, by: User, note: str = "")
     trail_write(actor=Actor(user=by), action=TrailAction.DELETE, record_type=held.record_type,
                 outcome=TrailOutcome.APPROVED if approve else TrailOutcome.REJECTED,
                 pg_row_id=held.pg_row_id, message=note)
+    audit_record(actor=by, action=HELD_DELETE_APPROVED if approve else HELD_DELETE_REJECTED,
+                 target=f"held_delete:{held.pk}", before={"status": HeldStatus.PENDING.value},
+                 after={"status": held.status, "recordType": held.record_type, "pgRowId": str(held.pg_row_id)},
+                 reason=note)
     return held

@@ -10,6 +10,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("v1/auth/session", SessionView.as_view(), name="auth-session"),
     path("v1/health", HealthView.as_view(), name="health"),
+    path("v1/", include("kernel.urls")),
     path("v1/", include("records.urls")),
     path("v1/", include("records.rest.urls")),
     path("v1/", include("guardrails.urls")),

@@ -43,7 +43,7 @@ class ProcessScheduleAdmin(ReadOnlyAdmin):
         from processes.schedules.firing import schedule_resume  # the invoke path; not at load time
 
         now = timezone.now()
-        resumed = sum(schedule_resume(name=s.name, now=now) for s in queryset)
+        resumed = sum(schedule_resume(name=s.name, now=now, by=request.user) for s in queryset)
         self.message_user(request, f"{resumed} schedule(s) resumed", messages.SUCCESS)
 
 

@@ -38,6 +38,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from kernel.audit import audit_record
+from processes.audit import ProcessAuditAction
 from processes.errors import InputInvalid, ProcessDisabled, ProcessNotFound
 from processes.invoke import run_invoke
 from processes.models import RunMode
@@ -104,10 +106,14 @@ def _count(schedule: ProcessSchedule, attempt: Attempt) -> None:
     elif attempt.outcome == FiringOutcome.FAILED:
         rows.update(consecutive_failures=F("consecutive_failures") + 1)
         where = f" ({attempt.field})" if attempt.field else ""
-        rows.filter(consecutive_failures__gte=MAX_FAILURES_IN_A_ROW).update(
-            is_paused=True,
-            paused_reason=f"paused after {MAX_FAILURES_IN_A_ROW} failed firings in a row; the last"
-                          f"{where}: {attempt.message}")
+        reason = (f"paused after {MAX_FAILURES_IN_A_ROW} failed firings in a row; the last"
+                  f"{where}: {attempt.message}")
+        with transaction.atomic():
+            paused = rows.filter(consecutive_failures__gte=MAX_FAILURES_IN_A_ROW, is_paused=False).update(
+                is_paused=True, paused_reason=reason)
+            if paused:  # nobody paused it: the firing loop did, so the event has no actor
+                audit_record(actor=None, action=ProcessAuditAction.SCHEDULE_PAUSED,
+                             target=f"schedule:{schedule.pk}", after={"isPaused": True}, reason=reason)
     # A skip is neither: the schedule did nothing wrong, and nothing succeeded either.
 
 
@@ -160,11 +166,16 @@ def schedules_tick() -> int:
     return len(schedules_fire_due(timezone.now()))
 
 
-def schedule_resume(*, name: str, now: datetime) -> bool:
+@transaction.atomic
+def schedule_resume(*, name: str, now: datetime, by: Any = None) -> bool:
     """Unpause a paused schedule (the admin's "resume"): failures reset, next due from ``now``."""
-    schedule = ProcessSchedule.objects.filter(pk=name).first()
+    schedule = ProcessSchedule.objects.select_for_update().filter(pk=name).first()
     if schedule is None or not schedule.is_paused:
         return False
     next_at = cron_next(schedule.schedule_expr, schedule.schedule_tz, after=now)
-    return bool(ProcessSchedule.objects.filter(pk=name, is_paused=True).update(
-        is_paused=False, paused_reason="", consecutive_failures=0, next_fire_at=next_at))
+    ProcessSchedule.objects.filter(pk=name).update(
+        is_paused=False, paused_reason="", consecutive_failures=0, next_fire_at=next_at)
+    audit_record(actor=by, action=ProcessAuditAction.SCHEDULE_RESUMED, target=f"schedule:{name}",
+                 before={"isPaused": True, "pausedReason": schedule.paused_reason},
+                 after={"isPaused": False, "nextFireAt": next_at.isoformat()})
+    return True

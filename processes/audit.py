@@ -1,0 +1,23 @@
+"""The processes room's operator actions, as the audit trail (``kernel.audit``) names them.
+
+Each is recorded by the service that makes the change, inside its transaction: steering
+(``processes.steering``), the switches (``processes.admin``) and schedules
+(``processes.schedules.firing``).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class ProcessAuditAction(StrEnum):
+    PROCESS_SWITCHED_OFF = "process.switched_off"
+    PROCESS_SWITCHED_ON = "process.switched_on"
+    # The instance switch (setting ``processes.enabled``): every process at once.
+    ALL_SWITCHED_OFF = "process.all_switched_off"
+    ALL_SWITCHED_ON = "process.all_switched_on"
+    RUN_CANCELLED = "run.cancelled"
+    RUN_RESUMED = "run.resumed"
+    RUN_ROLLED_BACK = "run.rolled_back"
+    SCHEDULE_PAUSED = "schedule.paused"
+    SCHEDULE_RESUMED = "schedule.resumed"
