@@ -95,6 +95,9 @@ class ProcessRun(models.Model):
     rollback_requested = models.BooleanField(default=False)
     # Why a rollback started (the failed step, or a request); the ending reason is built from it.
     rollback_cause = models.TextField(null=True, blank=True)
+    # The ledger row (its sequence) whose refusal ended the run — not an earlier refused delete
+    # the process let pass (onRefused: 'continue'). The queue's failure names this step.
+    failed_sequence = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -55,15 +55,22 @@ class QueueRead:
 
 
 def run_failures(runs: list[ProcessRun]) -> dict[Any, dict[str, Any]]:
-    """For each failed or rolled-back run, its first failed ledger row (or, lacking one, the reason)."""
+    """For each failed or rolled-back run, the ledger row that ended it (or, lacking one, the reason).
+
+    That is the row the engine named when it ended the run (``failed_sequence``) — an earlier
+    delete refused under ``onRefused: 'continue'`` is on the ledger but did not end anything.
+    A run ended before the engine kept that number falls back to its last failed row."""
     ended_badly = [run for run in runs if run.state in (RunState.FAILED, RunState.ROLLED_BACK)]
-    rows = (ProcessRunStep.objects.filter(run_id__in=[run.pk for run in ended_badly],
-                                          disposition=Disposition.FAILED)
-            .order_by("run_id", "sequence").values("run_id", "step_id", "refusal_code", "refusal_message"))
+    ending = {run.pk: run.failed_sequence for run in ended_badly}
+    rows = (ProcessRunStep.objects.filter(run_id__in=list(ending), refusal_code__isnull=False)
+            .order_by("run_id", "-sequence")
+            .values("run_id", "sequence", "disposition", "step_id", "refusal_code", "refusal_message"))
     failures: dict[Any, dict[str, Any]] = {}
     for row in rows:
-        failures.setdefault(row["run_id"], {"stepId": row["step_id"], "code": row["refusal_code"],
-                                            "message": row["refusal_message"]})
+        named = ending[row["run_id"]]
+        if row["sequence"] == named or (named is None and row["disposition"] == Disposition.FAILED):
+            failures.setdefault(row["run_id"], {"stepId": row["step_id"], "code": row["refusal_code"],
+                                                "message": row["refusal_message"]})
     for run in ended_badly:
         # A run that failed before any step (a forEach over its cap, an engine fault) says why.
         if run.pk not in failures and run.state == RunState.FAILED:

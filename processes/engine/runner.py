@@ -329,6 +329,8 @@ class ChainRunner:
         reason = f"step {planned.step_id!r} failed: {row.refusal_code}: {row.refusal_message}"
         if row.row_key:
             reason = f"row {row.row_key!r}: {reason}"
+        self.run_set(failed_sequence=row.sequence)
+        self.run.failed_sequence = row.sequence
         if self.definition.get("onFailure") == OnFailure.ROLLBACK and not planned.is_keep:
             self.run_set(rollback_requested=True, rollback_cause=reason, outstanding=outstanding)
             self.run.rollback_requested, self.run.rollback_cause = True, reason

@@ -46,6 +46,38 @@ def test_the_queue_carries_each_failure_with_its_run(alice, alice_api, deploy, t
     ]
 
 
+PASSES_A_REFUSED_DELETE_THEN_FAILS = """\
+import { defineProcess } from '@turbobase/extensions';
+
+export default defineProcess({
+  id: 'acme:passes-then-fails',
+  input: { type: 'object' },
+  steps: [
+    { id: 'drop', recordType: 'salesOrder', onRefused: 'continue',
+      delete: { pgRowId: (ctx) => '00000000-0000-4000-8000-000000000000' } },
+    { id: 'item', recordType: 'migration_item', build: (ctx) => ({ parent: { note: 'no legacy id' } }) },
+  ],
+});
+"""
+
+
+def test_the_failure_names_the_step_that_ended_the_run_not_an_earlier_refusal_it_let_pass(
+    alice, alice_api, deploy
+):
+    deploy(PASSES_A_REFUSED_DELETE_THEN_FAILS, "passes.ts")
+    run = run_invoke(process_id="acme:passes-then-fails", body={}, user=alice)
+    drain_runs()
+    run.refresh_from_db()
+    assert run.state == "failed"
+    assert list(run.ledger.order_by("sequence").values_list("step_id", "disposition")) == [
+        ("drop", "failed"), ("item", "failed")]
+    failure = {"stepId": "item", "code": "REQUIRED_FIELD_MISSING", "message": "legacy_id is required"}
+    [queued] = alice_api.get("/v1/processes/queue").json()["runs"]
+    assert (queued["runId"], queued["failure"]) == (str(run.run_id), failure)
+    [listed] = [p for p in alice_api.get("/v1/processes").json()["processes"] if p["id"] == "acme:passes-then-fails"]
+    assert listed["lastRuns"][0]["failure"] == failure
+
+
 def test_mode_async_is_the_async_lane_alone(alice, alice_api, two_notes):
     run_invoke(process_id="acme:two-notes", body={"memo": "a"}, user=alice, mode="sync")
     lane = run_invoke(process_id="acme:two-notes", body={"memo": "b"}, user=alice)
