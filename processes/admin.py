@@ -19,9 +19,10 @@ from django.utils.html import format_html, format_html_join
 from extensions.models import ExtensionKind, ExtensionModule, ExtensionStatus
 from guardrails.settings import setting_get, setting_set
 from kernel.audit import audit_record
+from processes import run_admin  # noqa: F401  (registers the run page)
 from processes.api.reads import LAST_RUNS, process_trigger
 from processes.audit import ProcessAuditAction
-from processes.models import Process, ProcessRun, ProcessRunStep
+from processes.models import Process, ProcessRun
 
 
 def _runs_url(**filters: str) -> str:
@@ -132,42 +133,3 @@ class ProcessAdmin(admin.ModelAdmin):
         return HttpResponseRedirect(reverse("admin:processes_process_changelist"))
 
 
-class ProcessRunStepInline(admin.TabularInline):
-    model = ProcessRunStep
-    fields = ("sequence", "step_id", "record_type", "action", "disposition", "pg_row_id", "external_id",
-              "row_key", "slice", "refusal_code", "refusal_field", "refusal_message")
-    readonly_fields = fields
-    ordering = ("sequence", "pk")
-    extra = 0
-    can_delete = False
-    show_change_link = False
-
-    def has_add_permission(self, request: HttpRequest, obj: ProcessRun | None = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: ProcessRun | None = None) -> bool:
-        return False
-
-
-@admin.register(ProcessRun)
-class ProcessRunAdmin(admin.ModelAdmin):
-    list_display = ("run_id", "process_id", "mode", "state", "outstanding", "reason", "invoked_by",
-                    "started_at", "finished_at")
-    list_filter = ("state", "mode", "process_id")
-    search_fields = ("run_id", "process_id", "invoked_by__username", "reason")
-    list_select_related = ("invoked_by",)
-    ordering = ("-created_at",)
-    fields = ("run_id", "process_id", "mode", "state", "reason", "outstanding", "pending_reason",
-              "waiting_step", "invoked_by", "schedule_name", "input", "module_version", "started_at",
-              "finished_at", "slices", "writes", "created_at")
-    readonly_fields = fields
-    inlines = (ProcessRunStepInline,)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: ProcessRun | None = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: ProcessRun | None = None) -> bool:
-        return False

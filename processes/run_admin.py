@@ -1,0 +1,244 @@
+"""The run page in the admin: what a run did, on a time axis and in its (paginated) ledger.
+
+The page is read-only; the run is steered from it with Cancel, Resume and Roll back, each shown
+only where the run-state table (``processes.status``) lets the run make that move, each behind a
+confirmation page that names what it will do, and each done by the same service the API uses
+(``processes.steering``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils import timezone
+
+from kernel.errors import TurbobaseError
+from kernel.ids import uuid_or_none
+from processes.models import Process, ProcessRun, ProcessRunStep
+from processes.status import RunMove, states_from
+from processes.steering import run_cancel, run_resume, run_rollback
+from processes.timeline import STEP_COLUMNS, timeline_build
+
+LEDGER_PAGE_ROWS = 100
+LINKED_RUNS = 10
+
+
+@dataclass(frozen=True)
+class Steer:
+    """One button on the run page: the move it makes and what its confirmation says."""
+
+    name: str
+    label: str
+    move: RunMove
+    explains: str
+
+
+STEERS = {
+    steer.name: steer
+    for steer in (
+        Steer(
+            "cancel",
+            "Cancel",
+            RunMove.CANCEL,
+            "A queued run never executes; a parked run ends now; a working run stops at its next "
+            "step. What it already wrote stays: roll it back afterwards to undo that.",
+        ),
+        Steer(
+            "resume",
+            "Resume",
+            RunMove.RESUME,
+            "The run goes back on the queue and carries on at the step it stopped on; the steps "
+            "it never reached are run now.",
+        ),
+        Steer(
+            "rollback",
+            "Roll back",
+            RunMove.ROLLBACK,
+            "The run runs again, backwards: every record it created is deleted again (a delete "
+            "over the caps is held for approval) and the run ends rolled back.",
+        ),
+    )
+}
+
+
+def steers_applicable(run: ProcessRun, *, is_migration: bool) -> list[Steer]:
+    """The moves the run-state table allows from the run's state (and the run's own conditions)."""
+    shown = []
+    for steer in STEERS.values():
+        if run.state not in states_from(steer.move):
+            continue
+        if steer.move == RunMove.RESUME and (run.outstanding == 0 or is_migration):
+            continue  # nothing left to do, or a migration (invoked again, never resumed)
+        shown.append(steer)
+    return shown
+
+
+def _steer_do(steer: Steer, request: HttpRequest, run: ProcessRun) -> str:
+    run_id = str(run.pk)
+    if steer.move == RunMove.CANCEL:
+        done = run_cancel(user=request.user, run_id=run_id)
+        return (
+            f"run cancelled: {done.reason}"
+            if done.state == "cancelled"
+            else "cancel requested: the run stops at its next step"
+        )
+    if steer.move == RunMove.RESUME:
+        run_resume(user=request.user, run_id=run_id)
+        return "run resumed: it is queued again"
+    _, queued = run_rollback(user=request.user, run_id=run_id)
+    return (
+        "rollback queued: the run is undoing what it created"
+        if queued
+        else "the run was already rolled back"
+    )
+
+
+@admin.register(ProcessRun)
+class ProcessRunAdmin(admin.ModelAdmin):
+    list_display = (
+        "run_id",
+        "process_id",
+        "mode",
+        "state",
+        "outstanding",
+        "reason",
+        "invoked_by",
+        "started_at",
+        "finished_at",
+    )
+    list_filter = ("state", "mode", "process_id")
+    search_fields = ("run_id", "process_id", "invoked_by__username", "reason")
+    list_select_related = ("invoked_by",)
+    ordering = ("-created_at",)
+    fields = (
+        "run_id",
+        "process_id",
+        "mode",
+        "state",
+        "reason",
+        "outstanding",
+        "pending_reason",
+        "waiting_step",
+        "wake_at",
+        "invoked_by",
+        "schedule_name",
+        "input",
+        "module_version",
+        "created_at",
+        "started_at",
+        "finished_at",
+        "slices",
+        "writes",
+    )
+    readonly_fields = fields
+    change_form_template = "admin/processes/processrun/change_form.html"
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: ProcessRun | None = None) -> bool:
+        return False  # the form is read-only; steering has its own buttons and permission
+
+    def has_delete_permission(self, request: HttpRequest, obj: ProcessRun | None = None) -> bool:
+        return False
+
+    def may_steer(self, request: HttpRequest) -> bool:
+        return request.user.has_perm("processes.change_processrun")
+
+    def get_urls(self):
+        steer = path(
+            "<path:object_id>/steer/<str:action>/",
+            self.admin_site.admin_view(self.steer_view),
+            name="processes_processrun_steer",
+        )
+        return [steer, *super().get_urls()]
+
+    def _run(self, object_id: str) -> ProcessRun:
+        parsed = uuid_or_none(object_id)
+        run = ProcessRun.objects.filter(pk=parsed).first() if parsed else None
+        if run is None:
+            raise Http404(f"no run {object_id}")
+        return run
+
+    def run_context(self, request: HttpRequest, run: ProcessRun) -> dict[str, Any]:
+        """Everything the run page shows beside the read-only fields."""
+        now = timezone.now()
+        rows = list(run.ledger.order_by("sequence", "pk").values_list(*STEP_COLUMNS))
+        timeline = timeline_build(run, rows, now=now)
+        page = Paginator(run.ledger.order_by("sequence", "pk"), LEDGER_PAGE_ROWS).get_page(
+            request.GET.get("page")
+        )
+        written = {step.pg_row_id for step in page.object_list if step.pg_row_id}
+        linked = (
+            (
+                ProcessRunStep.objects.filter(pg_row_id__in=written)
+                .exclude(run_id=run.pk)
+                .values_list("run_id", flat=True)
+                .distinct()[:LINKED_RUNS]
+            )
+            if written
+            else []
+        )
+        linked_runs = ProcessRun.objects.filter(pk__in=list(linked)).order_by("-created_at")
+        is_migration = Process.objects.filter(pk=run.process_id, is_migration=True).exists()
+        versions = sorted({run.module_version})
+        return {
+            "timeline": timeline,
+            "ledger_page": page,
+            "ledger_range": page.paginator.get_elided_page_range(
+                page.number, on_each_side=2, on_ends=1
+            ),
+            "linked_runs": linked_runs,
+            "versions": versions,
+            "is_migration": is_migration,
+            "steers": steers_applicable(run, is_migration=is_migration)
+            if self.may_steer(request)
+            else [],
+            "run": run,
+        }
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict | None = None,
+    ) -> HttpResponse:
+        run = self._run(object_id)
+        if not self.has_view_permission(request, run):
+            raise PermissionDenied
+        context = {**self.run_context(request, run), **(extra_context or {})}
+        return super().change_view(request, object_id, form_url, extra_context=context)
+
+    def steer_view(self, request: HttpRequest, object_id: str, action: str) -> HttpResponse:
+        """GET: the confirmation naming what the move does. POST: do it, say so, back to the run."""
+        run = self._run(object_id)
+        steer = STEERS.get(action)
+        if steer is None:
+            raise Http404(f"no action {action!r}")
+        if not self.may_steer(request):
+            raise PermissionDenied
+        run_url = reverse("admin:processes_processrun_change", args=[run.pk])
+        if request.method == "POST":
+            try:
+                self.message_user(request, _steer_do(steer, request, run), messages.SUCCESS)
+            except TurbobaseError as exc:
+                self.message_user(request, f"{steer.label} refused: {exc}", messages.ERROR)
+            return HttpResponseRedirect(run_url)
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "run": run,
+            "steer": steer,
+            "run_url": run_url,
+            "title": f"{steer.label} run {run.pk}?",
+            "applies": run.state in states_from(steer.move),
+        }
+        return TemplateResponse(request, "admin/processes/processrun/steer_confirm.html", context)
