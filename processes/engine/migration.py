@@ -95,7 +95,11 @@ class MigrationSlice:
             if not recorded:
                 remaining = current.total_read - finished
                 elapsed_ms = (time.monotonic() - started) * 1000
-                if position >= self.runner.ceilings.slice_max_rows or elapsed_ms >= self.runner.ceilings.slice_max_ms:
+                # The budget is checked before a row, and only once the slice has finished one:
+                # a budget smaller than one row still moves the migration a row per slice.
+                over_budget = (position >= self.runner.ceilings.slice_max_rows
+                               or elapsed_ms >= self.runner.ceilings.slice_max_ms)
+                if finished and over_budget:
                     break
                 stop = self.runner.stop_check()
                 if stop is not None:

@@ -54,6 +54,21 @@ def test_slices_queue_themselves_under_one_run_until_nothing_is_outstanding(trac
     assert run.writes == 50
 
 
+def test_a_slice_finishes_at_least_one_row_even_on_a_one_millisecond_budget(tracked, alice):
+    setting_set("PROCESS_SLICE_MAX_MS", 1)
+    setting_set("processes.max_run_ms", 600_000)  # the run's ceiling is not what this is about
+    _items(alice, 4)
+    run = invoke(tracked, {"batch": "2026-10"}, alice)
+    pump()
+    run.refresh_from_db()
+    assert (run.state, run.outstanding, run.reason) == ("committed", 0, None)
+    assert 2 <= run.slices <= 4  # the first row of every slice is finished whatever the clock says
+    assert sorted(set(run.ledger.filter(step_id="create").values_list("slice", flat=True))) == list(
+        range(1, run.slices + 1))
+    assert Record.reads.filter(record_type="customer").count() == 4
+    assert run.writes == 8
+
+
 def test_offering_a_row_again_writes_nothing_and_hands_on_the_first_record(tracked, alice):
     items = _items(alice, 3)
     first_run = invoke(tracked, {"batch": "2026-10"}, alice)
