@@ -12,7 +12,14 @@ from django.db import transaction
 
 from guardrails.cache import TableCache
 from guardrails.models import InstanceSetting
-from guardrails.registry import REGISTRY, SETTINGS, SettingInvalid, SettingSpec, SettingType, setting_spec
+from guardrails.registry import (
+    REGISTRY,
+    SETTINGS,
+    SettingInvalid,
+    SettingSpec,
+    SettingType,
+    setting_spec,
+)
 from kernel.audit import audit_latest, audit_record
 
 # The whole (small) table, re-read at most once a second per process (guardrails.cache).

@@ -297,7 +297,8 @@ class ChainRunner:
         if now >= deadline:
             run_end(self.run, RunState.COMMITTED, lease=self.lease, outstanding=outstanding, reason=(
                 f"step {planned.step_id!r} is still waiting for the source's verdict after the wait budget "
-                f"({budget_ms} ms, processes.await_source_budget_ms); its record is kept — resume the run to wait again"))
+                f"({budget_ms} ms, processes.await_source_budget_ms); its record is kept — "
+                "resume the run to wait again"))
             return
         run_wait(self.run, lease=self.lease, pending_reason=PendingReason.AWAITING_SOURCE, deadline=deadline,
                  waiting_step=waiting_on)

@@ -9,6 +9,7 @@ SIGKILL leaves no orphans.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -27,10 +28,9 @@ _PR_SET_PDEATHSIG = 1
 
 
 def _die_with_parent() -> None:
-    try:
+    # Not Linux (no libc.so.6): children are still stopped on SIGTERM/SIGINT below.
+    with contextlib.suppress(OSError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except OSError:  # not Linux: children are still stopped on SIGTERM/SIGINT below
-        pass
 
 
 class Command(DjangoQCommand):
