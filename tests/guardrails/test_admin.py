@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import pytest
-from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.test import Client
 
 from guardrails.models import GuardrailRule, HeldDelete, InstanceSetting
 from guardrails.settings import setting_get, setting_set
 from kernel.audit import AuditEvent
 from records.boundary import record_create, record_delete
-from records.models import Record, RecordWriteState, WriteTrail
+from records.models import Record, WriteTrail
 from records.trail import Actor
 from tests.conftest import make_user
 
@@ -64,35 +63,6 @@ def test_guardrails_list_shows_pending_first(alice, admin_user, operator):
     held_delete_decide(held_id=first.pk, approve=False, by=admin_user)
     listed = [h.pk for h in operator.get(GUARDRAILS).context["cl"].result_list]
     assert listed == [second.pk, first.pk]
-
-
-def test_approve_action_through_the_changelist(alice, admin_user, operator):
-    (r1, h1), (r2, h2), (_r3, h3) = _held(alice, "A"), _held(alice, "B"), _held(alice, "C")
-    res = operator.post(GUARDRAILS, {"action": "approve_selected", ACTION_CHECKBOX_NAME: [h1.pk, h2.pk]},
-                        follow=True)
-    assert res.status_code == 200
-    assert "2 held delete(s) approved" in [str(m) for m in res.context["messages"]]
-    for held, record in ((h1, r1), (h2, r2)):
-        held.refresh_from_db()
-        record.refresh_from_db()
-        assert (held.status, held.decided_by_id, record.sync_state) == ("approved", admin_user.pk, "deleting")
-        assert RecordWriteState.reads.get(record=record, operation="delete").status == "pending"
-    h3.refresh_from_db()
-    assert h3.status == "pending"
-    assert WriteTrail.reads.filter(outcome="approved").count() == 2
-
-
-def test_reject_action_and_an_already_decided_one_is_reported(alice, operator):
-    (r1, h1), (r2, h2) = _held(alice, "A"), _held(alice, "B")
-    operator.post(GUARDRAILS, {"action": "approve_selected", ACTION_CHECKBOX_NAME: [h1.pk]})
-    res = operator.post(GUARDRAILS, {"action": "reject_selected", ACTION_CHECKBOX_NAME: [h1.pk, h2.pk]},
-                        follow=True)
-    texts = [str(m) for m in res.context["messages"]]
-    assert "1 held delete(s) rejected" in texts
-    assert f"not decided: #{h1.pk}: held delete #{h1.pk} is already approved" in texts
-    r1.refresh_from_db()
-    r2.refresh_from_db()
-    assert (r1.sync_state, r2.sync_state) == ("deleting", "pending")
 
 
 def test_held_deletes_cannot_be_added_or_removed_by_hand(alice, operator):
