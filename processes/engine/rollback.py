@@ -7,6 +7,8 @@ rather than refusing; a wait parks the run and the clock wakes it.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from django.db import transaction
 
 from kernel.errors import TurbobaseError
@@ -54,7 +56,7 @@ def rollback_continue(run: ProcessRun, actor: Actor, *, lease: Lease | None = No
             with transaction.atomic():
                 if lease is not None:
                     lease.hold()  # a delivery that lost the run deletes nothing
-                record_delete(actor=actor, record_type=row.record_type, pg_row_id=row.pg_row_id, rollback=True)
+                record_delete(actor=replace(actor, process_step=row.step_id), record_type=row.record_type, pg_row_id=row.pg_row_id, rollback=True)
                 row.disposition = Disposition.ROLLED_BACK
                 row.save(update_fields=["disposition", "updated_at"])
         except DeleteWindowWait as wait:

@@ -11,7 +11,7 @@ import contextlib
 import logging
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
@@ -272,7 +272,9 @@ class ChainRunner:
                        "item": planned.item, "index": planned.index, "row": row}
                 key = f"run:{self.run.run_id}:{planned.step_id}" if row is None else (
                     f"row:{self.run.process_id}:{row_key}:{planned.step_id}")
-                scope = StepScope(run=self.run, actor=self.actor, idempotency_key=key, row_key=row_key,
+                # The step's writes name it on the write trail and on any delete held for approval.
+                actor = replace(self.actor, process_step=planned.step_id)
+                scope = StepScope(run=self.run, actor=actor, idempotency_key=key, row_key=row_key,
                                   slice_number=visit, visit=visit, lease=self.lease)
                 result = step_execute(scope, planned, ctx, self.runtime())
                 if result.status == StepStatus.WAIT_WINDOW:

@@ -10,7 +10,7 @@ from guardrails.settings import setting_set
 from records.boundary import record_create
 from records.errors import HookRejection
 from records.hooks import hook_register
-from records.models import Record
+from records.models import Record, WriteTrail
 from records.trail import Actor
 from tests.processes.engine_support import deploy, invoke, ledger, pump
 
@@ -180,6 +180,15 @@ def test_a_held_delete_is_confirmed_with_awaiting_confirmation(admin_user, alice
     assert drop.external_id == invoice.external_id
     invoice.refresh_from_db()
     assert invoice.sync_state == "delete_held"
+
+
+def test_held_deletes_and_the_write_trail_name_the_run_and_its_step(admin_user, admin_api, alice, alice_actor):
+    invoice = _synced_invoice(alice_actor)
+    run = _run(admin_user, alice, _process(_drop()), {"invoiceId": invoice.external_id})
+    [held] = admin_api.get("/v1/guardrails/held-deletes").json()["heldDeletes"]
+    assert (held["pgRowId"], held["processRunId"], held["processStep"]) == (str(invoice.pk), str(run.pk), "drop")
+    trail = WriteTrail.reads.filter(process_run_id=str(run.pk)).order_by("id")
+    assert list(trail.values_list("record_type", "process_step")) == [("invoice", "drop"), ("legacy_customer", "after")]
 
 
 def test_allow_with_audit_removes_the_hold(admin_user, alice, alice_actor):
