@@ -15,6 +15,7 @@ from processes.models import ProcessRun
 
 LANE_CLUSTERS = {"sync": "tb_sync", "async": "tb_async"}
 CLUSTER_LANES = {cluster: mode for mode, cluster in LANE_CLUSTERS.items()}
+DELIVER_TASK = "processes.tasks.run_deliver"
 
 
 def lane_send(*, run_id: str | UUID, delivery: int, mode: str) -> None:
@@ -22,7 +23,7 @@ def lane_send(*, run_id: str | UUID, delivery: int, mode: str) -> None:
     cluster = LANE_CLUSTERS[mode]
 
     def send() -> None:
-        async_task("processes.tasks.run_deliver", str(run_id), delivery, cluster=cluster,
+        async_task(DELIVER_TASK, str(run_id), delivery, cluster=cluster,
                    task_name=f"run {run_id} #{delivery}")
 
     transaction.on_commit(send)

@@ -78,8 +78,8 @@ class QCluster:
         env.update(self.extra_env)
         return env
 
-    def start(self) -> QCluster:
-        """Start the cluster and return once it has run a task."""
+    def start(self, *, wait: bool = True) -> QCluster:
+        """Start the cluster and return once every lane has run a task (or at once: ``wait=False``)."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = self.log_path.open("ab")
         try:
@@ -89,6 +89,8 @@ class QCluster:
             )
         finally:
             log.close()
+        if not wait:
+            return self
         try:
             self.wait_ready()
         except BaseException:

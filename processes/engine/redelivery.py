@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
@@ -38,8 +39,9 @@ from django_q.brokers.redis_broker import Redis
 from django_q.models import OrmQ
 from django_q.signing import SignedPackage
 
+from kernel.ids import uuid_or_none
 from processes.engine.lease import lease_seconds
-from processes.lanes import LANE_CLUSTERS, lane_send
+from processes.lanes import DELIVER_TASK, LANE_CLUSTERS, lane_send
 from processes.models import PendingReason, ProcessRun, RunState
 
 logger = logging.getLogger("turbobase.processes.engine")
@@ -51,30 +53,40 @@ def redelivery_interval() -> float:
     return float(configured) if configured else max(0.5, min(5.0, lease_seconds() / 3))
 
 
-def _oldest_waiting_task(cluster: str) -> bytes | str | None:
-    """The signed payload of the oldest task not yet taken from the lane's queue, if any."""
+PEEK = 20  # waiting tasks looked at for the oldest delivery (a lane's queue holds drains too)
+
+
+def _oldest_waiting_tasks(cluster: str) -> list:
+    """The signed payloads of the oldest tasks not yet taken from the lane's queue, oldest first."""
     broker = get_broker(list_key=cluster)
     if isinstance(broker, ORM):  # taken tasks carry a lock in the future (the task retry)
-        row = (
-            OrmQ.objects.filter(key=broker.list_key, lock__lte=timezone.now())
-            .order_by("id")
-            .first()
-        )
-        return row.payload if row is not None else None
+        rows = OrmQ.objects.filter(key=broker.list_key, lock__lte=timezone.now()).order_by("id")[
+            :PEEK
+        ]
+        return [row.payload for row in rows]
     if isinstance(broker, Redis):
-        return broker.connection.lindex(broker.list_key, 0)
+        return list(broker.connection.lrange(broker.list_key, 0, PEEK - 1))
     raise NotImplementedError(type(broker).__name__)
 
 
+def _delivered_run(payload: bytes | str) -> uuid.UUID | None:
+    task = SignedPackage.loads(payload)
+    if task.get("func") != DELIVER_TASK or not task.get("args"):
+        return None
+    return uuid_or_none(task["args"][0])
+
+
 def lane_waiting_since(mode: str) -> datetime | None:
-    """When the run of the oldest task still waiting in the lane's queue was sent: runs sent
+    """When the run of the oldest delivery still waiting in the lane's queue was sent: runs sent
     before it are not waiting any more. Now when the queue is empty; None when unknown."""
     try:
-        payload = _oldest_waiting_task(LANE_CLUSTERS[mode])
-        if payload is None:
+        payloads = _oldest_waiting_tasks(LANE_CLUSTERS[mode])
+        if not payloads:
             return timezone.now()
-        run_id = SignedPackage.loads(payload)["args"][0]
-    except Exception:  # noqa: BLE001 — another broker, or a payload we cannot read: fall back to the lease alone
+        run_id = next((run for run in map(_delivered_run, payloads) if run is not None), None)
+    except Exception:  # noqa: BLE001 — another broker, a payload we cannot read: the lease alone decides
+        return None
+    if run_id is None:
         return None
     return ProcessRun.objects.filter(pk=run_id).values_list("enqueued_at", flat=True).first()
 

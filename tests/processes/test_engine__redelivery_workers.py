@@ -28,6 +28,7 @@ from tests.workers import QCluster, redis_broker, wait_until
 pytestmark = [pytest.mark.workers, pytest.mark.django_db(transaction=True)]
 
 LEASE_S = 3
+STARTUP_ALLOWANCE_S = 25
 FAST = {
     "TURBOBASE_RUN_LEASE_S": str(LEASE_S),
     "TURBOBASE_SOURCES_LANE_LEASE_S": "3",
@@ -40,7 +41,7 @@ export default defineProcess({
   input: { type: 'object' },
   steps: [
     { id: 'a', recordType: 'customer', build: (ctx) => {
-        const until = Date.now() + 15; while (Date.now() < until) { /* widen the window a kill lands in */ }
+        const until = Date.now() + 40; while (Date.now() < until) { /* widen the window a kill lands in */ }
         return { parent: { company_name: `a ${ctx.runId}` } };
       } },
     { id: 'b', recordType: 'customer', build: (ctx) => ({ parent: { company_name: `b ${ctx.runId}` } }) },
@@ -94,42 +95,29 @@ def assert_each_write_once(run_ids) -> None:
 def test_runs_survive_clusters_killed_at_random_moments(broker, admin_user, alice, tmp_path):
     deploy(TWO_CUSTOMERS, by=admin_user)
     rng = random.Random()
+    cluster = QCluster(workers=2, log_path=tmp_path / "q.log", extra_env={**FAST, **broker}).start()
+    modes = ["sync", "async", "async", "async"]
     run_ids = [
-        run_invoke(
-            process_id="t:two-customers",
-            body={},
-            user=alice,
-            mode="sync" if n % 4 == 0 else "async",
-        ).pk
+        run_invoke(process_id="t:two-customers", body={}, user=alice, mode=modes[n % 4]).pk
         for n in range(200)
     ]
-    cluster = QCluster(workers=2, log_path=tmp_path / "q.log", extra_env={**FAST, **broker})
     kills = []
-    for share in (
-        0.2,
-        0.5,
-        0.8,
-        0.97,
-    ):  # kill as the stream passes these shares, plus a random moment
-        cluster.start()
+    # Kill as the stream passes these shares, at a random moment after; the next kill may come
+    # while the restarted cluster is still starting.
+    for share in (0.2, 0.5, 0.8, 0.95):
         wait_until(
             lambda share=share: _terminal(run_ids) >= share * len(run_ids),
             timeout=180,
-            interval=0.05,
+            interval=0.02,
             message=f"{share:.0%} of runs terminal",
         )
-        time.sleep(rng.uniform(0, 0.5))
+        time.sleep(rng.uniform(0, 0.2))
         cluster.kill()
-        kills.append(
-            (
-                time.monotonic(),
-                _terminal(run_ids),
-                ProcessRun.objects.filter(pk__in=run_ids, state="running").count(),
-            )
-        )
+        running = ProcessRun.objects.filter(pk__in=run_ids, state="running").count()
+        kills.append((time.monotonic(), _terminal(run_ids), running))
+        cluster.start(wait=False)
     last_kill = kills[-1][0]
-    with cluster:
-        started_s = time.monotonic() - last_kill  # a cluster's start-up on this machine
+    try:
         wait_until(
             lambda: _terminal(run_ids) == len(run_ids),
             timeout=LEASE_S + 10 + 60,
@@ -139,13 +127,17 @@ def test_runs_survive_clusters_killed_at_random_moments(broker, admin_user, alic
         recovered_s = time.monotonic() - last_kill
         print(
             f"\n{broker.get('TURBOBASE_BROKER', 'orm')}: kills at (terminal, running) "
-            f"{[(done, running) for _, done, running in kills]}; cluster up again after {started_s:.1f}s; "
+            f"{[(done, running) for _, done, running in kills]}; "
             f"every run terminal {recovered_s:.1f}s after the last kill"
         )
-        assert (
-            recovered_s - started_s <= LEASE_S + 10
-        )  # the lease ran out, the watch looked, the rest ran
+        # The lease runs out, the watch looks, the rest runs: the lease + 10 s, plus the
+        # restarted cluster's own start-up (10-20 s on this shared 2-core machine).
+        assert recovered_s <= LEASE_S + 10 + STARTUP_ALLOWANCE_S
         assert_each_write_once(run_ids)
+    finally:
+        cluster.stop()
+    assert any(running for _, _, running in kills), "no kill caught a run in a worker's hands"
+    assert kills[-1][1] < len(run_ids), "the last kill came after the last run"
 
 
 def test_a_step_longer_than_the_lease_keeps_its_run(admin_user, alice, tmp_path):
