@@ -29,8 +29,8 @@ export default defineProcess({
   id: 't:two',
   input: { type: 'object' },
   steps: [
-    { id: 'a', recordType: 'legacy_customer', build: (ctx) => ({ parent: { run: ctx.runId, step: 'a' } }) },
-    { id: 'b', recordType: 'legacy_customer', build: (ctx) => ({ parent: { run: ctx.runId, step: 'b' } }) },
+    { id: 'a', recordType: 'legacy_customer', build: (ctx) => ({ parent: { run: ctx.runId, step: 1 } }) },
+    { id: 'b', recordType: 'legacy_customer', build: (ctx) => ({ parent: { run: ctx.runId, step: 2 } }) },
   ],
 });
 """
