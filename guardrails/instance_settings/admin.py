@@ -1,41 +1,78 @@
-"""Settings → Write guardrails: every delete cap with its default and the value in force, editable.
+"""Settings → Write guardrails: every instance setting, grouped, with its default, bounds and value.
 
 The changelist is one form over the registry (``guardrails.registry``) rather than a list of rows,
-because an unset cap has no row and an operator must still see (and raise) it. A blank override
-drops the row, so the Django setting or the shipped default is in force again. The inputs are text,
-not ``type=number``: a browser turns a typo such as ``5e`` in a number input into an empty value,
-which would silently drop the override; as text it reaches the registry's parser and is refused.
+because a setting left at its default has no row and an operator must still see (and change) it.
+
+Nothing is ever reset silently:
+- Inputs are text, not ``type=number``: a browser turns a typo such as ``5e`` in a number input
+  into an empty value, which would drop the override; as text it reaches the registry's parser
+  and is refused with the field's error.
+- Only the fields the operator changed on the page are written: each field carries the value the
+  page showed (Django's hidden initial), so a field left alone — even blank, even if someone else
+  changed it meanwhile — writes nothing. A field the operator emptied goes back to its default.
+- The save is all-or-nothing: every field is parsed first, and the writes share one transaction,
+  so one bad value changes nothing at all.
+Writes go through ``guardrails.settings`` (``setting_set`` / ``setting_clear``) with the operator as
+``by``, which keeps each change in the audit trail.
 """
+
 from __future__ import annotations
+
+from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 
 from guardrails.instance_settings.models import WriteGuardrail
 from guardrails.models import InstanceSetting
-from guardrails.registry import REGISTRY, SettingInvalid, SettingSpec
+from guardrails.registry import (
+    SETTINGS,
+    SettingGroup,
+    SettingInvalid,
+    SettingSpec,
+    SettingType,
+)
 from guardrails.settings import setting_clear, setting_get, setting_set
 
-PREFIX = "guardrails."
-
-
-def write_guardrail_keys() -> list[str]:
-    return [key for key in REGISTRY if key.startswith(PREFIX)]
+UNITS = {SettingType.MILLISECONDS: "ms", SettingType.BYTES: "bytes"}
+BOOLEAN_CHOICES = [("", "default"), ("on", "on"), ("off", "off")]
 
 
 def _field_name(key: str) -> str:
     return key.replace(".", "__")
 
 
-class SettingField(forms.CharField):
-    """One registry setting as text, parsed (type and bounds) by the registry itself."""
+def _shown(spec: SettingSpec, value: int | None) -> str:
+    if value is None:
+        return ""
+    if spec.type is SettingType.BOOLEAN:
+        return "on" if value else "off"
+    return str(value)
 
-    def __init__(self, spec: SettingSpec, **kwargs) -> None:
+
+class SettingField(forms.CharField):
+    """One registry setting as text (a select for a boolean), parsed by the registry itself."""
+
+    def __init__(self, spec: SettingSpec, **kwargs: Any) -> None:
         self.spec = spec
-        super().__init__(label=spec.key, required=False, help_text=spec.description, **kwargs)
+        if spec.type is SettingType.BOOLEAN:
+            widget: forms.Widget = forms.Select(choices=BOOLEAN_CHOICES)
+        else:
+            widget = forms.TextInput(
+                attrs={"placeholder": "default", "inputmode": "numeric", "style": "width: 9em"}
+            )
+        super().__init__(
+            label=spec.key,
+            required=False,
+            help_text=spec.description,
+            widget=widget,
+            show_hidden_initial=True,
+            **kwargs,
+        )
 
     def clean(self, value: str | None) -> int | None:
         text = super().clean(value)
@@ -47,18 +84,22 @@ class SettingField(forms.CharField):
             raise forms.ValidationError(exc.message) from exc
 
 
-class WriteGuardrailsForm(forms.Form):
-    def __init__(self, *args, overrides: dict[str, int], **kwargs) -> None:
+class InstanceSettingsForm(forms.Form):
+    def __init__(self, *args: Any, overrides: dict[str, int], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        for key in write_guardrail_keys():
-            self.fields[_field_name(key)] = SettingField(
-                REGISTRY[key], initial=overrides.get(key),
-                widget=forms.TextInput(attrs={"placeholder": str(setting_get(key)), "inputmode": "numeric",
-                                              "style": "width: 9em"}),
+        for spec in SETTINGS:
+            self.fields[_field_name(spec.key)] = SettingField(
+                spec, initial=_shown(spec, overrides.get(spec.key))
             )
 
-    def overrides(self) -> dict[str, int | None]:
-        return {key: self.cleaned_data[_field_name(key)] for key in write_guardrail_keys()}
+    def changes(self) -> dict[str, int | None]:
+        """``{key: new override or None (back to the default)}`` for the fields the operator changed."""
+        changed = set(self.changed_data)
+        return {
+            spec.key: self.cleaned_data[_field_name(spec.key)]
+            for spec in SETTINGS
+            if _field_name(spec.key) in changed
+        }
 
 
 @admin.register(WriteGuardrail)
@@ -68,33 +109,42 @@ class WriteGuardrailAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # every key is already on the one form
 
-    def has_delete_permission(self, request: HttpRequest, obj: WriteGuardrail | None = None) -> bool:
-        return False  # a blank override is how a cap goes back to its default
+    def has_delete_permission(
+        self, request: HttpRequest, obj: WriteGuardrail | None = None
+    ) -> bool:
+        return False  # an emptied field is how a setting goes back to its default
 
-    def changelist_view(self, request: HttpRequest, extra_context: dict | None = None) -> HttpResponse:
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict | None = None
+    ) -> HttpResponse:
         if not self.has_view_or_change_permission(request):
             raise PermissionDenied
         can_change = self.has_change_permission(request)
-        overrides = dict(
-            InstanceSetting.objects.filter(key__in=write_guardrail_keys()).values_list("key", "value")
+        if request.method == "POST" and not can_change:
+            raise PermissionDenied
+        overrides = dict(InstanceSetting.objects.values_list("key", "value"))
+        form = InstanceSettingsForm(
+            request.POST if request.method == "POST" else None, overrides=overrides
         )
-        form = WriteGuardrailsForm(request.POST if request.method == "POST" else None, overrides=overrides)
-        if request.method == "POST" and can_change and form.is_valid():
-            changed = self._save(form.overrides(), overrides, by=request.user)
-            self.message_user(request, f"{len(changed)} write guardrail(s) changed"
-                              + (f": {', '.join(changed)}" if changed else ""), messages.SUCCESS)
-            return HttpResponseRedirect(request.get_full_path())
-        rows = [
-            {"key": key, "default": REGISTRY[key].default, "spec": REGISTRY[key], "in_force": setting_get(key),
-             "field": form[_field_name(key)], "is_overridden": key in overrides}
-            for key in write_guardrail_keys()
-        ]
+        if request.method == "POST" and form.is_valid():
+            try:
+                changed = self._save(form.changes(), by=request.user)
+            except SettingInvalid as exc:  # refused at write time: the transaction kept nothing
+                form.add_error(None, exc.message)
+            else:
+                self.message_user(
+                    request,
+                    f"{len(changed)} setting(s) changed"
+                    + (f": {', '.join(changed)}" if changed else ""),
+                    messages.SUCCESS,
+                )
+                return HttpResponseRedirect(request.get_full_path())
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
-            "title": "Write guardrails",
+            "title": "Instance settings",
             "subtitle": None,
-            "rows": rows,
+            "groups": self._groups(form, overrides),
             "form": form,
             "can_change": can_change,
             **(extra_context or {}),
@@ -103,14 +153,33 @@ class WriteGuardrailAdmin(admin.ModelAdmin):
         return TemplateResponse(request, self.change_list_template, context)
 
     @staticmethod
-    def _save(wanted: dict[str, int | None], current: dict[str, int], *, by) -> list[str]:
-        changed = []
-        for key, value in wanted.items():
-            if value is None and key in current:
+    def _groups(form: InstanceSettingsForm, overrides: dict[str, int]) -> list[dict[str, Any]]:
+        groups = []
+        for group in SettingGroup:
+            rows = [
+                {
+                    "key": spec.key,
+                    "spec": spec,
+                    "unit": UNITS.get(spec.type, ""),
+                    "default": _shown(spec, spec.default),
+                    "in_force": _shown(spec, setting_get(spec.key)),
+                    "is_overridden": spec.key in overrides,
+                    "field": form[_field_name(spec.key)],
+                    "bounds": "" if spec.type is SettingType.BOOLEAN else f"{spec.min}–{spec.max}",
+                }
+                for spec in SETTINGS
+                if spec.group is group
+            ]
+            if rows:
+                groups.append({"name": str(group), "rows": rows})
+        return groups
+
+    @staticmethod
+    @transaction.atomic
+    def _save(changes: dict[str, int | None], *, by: Any) -> list[str]:
+        for key, value in changes.items():
+            if value is None:
                 setting_clear(key, by=by)
-            elif value is not None and current.get(key) != value:
-                setting_set(key, value, by=by)
             else:
-                continue
-            changed.append(key)
-        return changed
+                setting_set(key, value, by=by)
+        return list(changes)

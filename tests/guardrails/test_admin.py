@@ -4,9 +4,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from guardrails.models import GuardrailRule, HeldDelete, InstanceSetting
-from guardrails.settings import setting_get, setting_set
-from kernel.audit import AuditEvent
+from guardrails.models import GuardrailRule, HeldDelete
 from records.boundary import record_create, record_delete
 from records.models import Record, WriteTrail
 from records.trail import Actor
@@ -84,62 +82,6 @@ def test_rule_form_refuses_an_unknown_record_type(operator):
                         {"record_type": "customer", "action": "delete", "decision": "allow_with_audit"})
     assert res.status_code == 302
     assert GuardrailRule.objects.get().decision == "allow_with_audit"
-
-
-def test_write_guardrails_lists_every_cap_with_default_and_value_in_force(operator):
-    setting_set("guardrails.max_deletes_per_min", 5)
-    res = operator.get(WRITE_GUARDRAILS)
-    assert res.status_code == 200
-    rows = {row["key"]: (row["default"], row["in_force"], row["is_overridden"]) for row in res.context["rows"]}
-    assert rows == {
-        "guardrails.max_deletes_per_min": (60, 5, True),
-        "guardrails.max_deletes_per_hour": (1_000, 1_000, False),
-        "guardrails.max_deletes_per_day": (5_000, 5_000, False),
-        "guardrails.max_rollback_deletes_per_min": (600, 600, False),
-        "guardrails.max_rollback_deletes_per_hour": (10_000, 10_000, False),
-        "guardrails.max_rollback_deletes_per_day": (50_000, 50_000, False),
-    }
-
-
-def _form(**values: int | str) -> dict[str, str]:
-    keys = ["guardrails.max_deletes_per_min", "guardrails.max_deletes_per_hour", "guardrails.max_deletes_per_day",
-            "guardrails.max_rollback_deletes_per_min", "guardrails.max_rollback_deletes_per_hour",
-            "guardrails.max_rollback_deletes_per_day"]
-    return {key.replace(".", "__"): str(values.get(key.split(".")[1], "")) for key in keys}
-
-
-def test_write_guardrails_edit_sets_and_clears_overrides(operator):
-    setting_set("guardrails.max_deletes_per_day", 9)
-    res = operator.post(WRITE_GUARDRAILS, _form(max_deletes_per_min=7, max_rollback_deletes_per_hour=20), follow=True)
-    assert res.status_code == 200
-    assert setting_get("guardrails.max_deletes_per_min") == 7
-    assert setting_get("guardrails.max_rollback_deletes_per_hour") == 20
-    assert setting_get("guardrails.max_deletes_per_day") == 5_000  # blank: back to the default
-    assert sorted(InstanceSetting.objects.values_list("key", flat=True)) == [
-        "guardrails.max_deletes_per_min", "guardrails.max_rollback_deletes_per_hour"]
-    assert [str(m) for m in res.context["messages"]] == [
-        "3 write guardrail(s) changed: guardrails.max_deletes_per_min, guardrails.max_deletes_per_day, "
-        "guardrails.max_rollback_deletes_per_hour"]
-    # The admin writes through the same registry and the same audit trail as the API.
-    assert sorted(AuditEvent.objects.filter(actor_name="root").values_list("target", "before", "after")) == [
-        ("guardrails.max_deletes_per_day", 9, None),
-        ("guardrails.max_deletes_per_min", None, 7),
-        ("guardrails.max_rollback_deletes_per_hour", None, 20),
-    ]
-
-
-@pytest.mark.parametrize("typed, error", [
-    ("-1", "guardrails.max_deletes_per_min must be between 0 and 2147483647"),
-    ("5e", "guardrails.max_deletes_per_min must be a whole number, not '5e'"),
-    ("99999999999999999999", "guardrails.max_deletes_per_min must be a whole number, not '99999999999999999999'"),
-])
-def test_write_guardrails_refuses_a_bad_cap_and_keeps_the_override(operator, typed, error):
-    setting_set("guardrails.max_deletes_per_min", 7)
-    res = operator.post(WRITE_GUARDRAILS, _form(max_deletes_per_min=typed))
-    assert res.status_code == 200
-    assert res.context["form"].errors == {"guardrails__max_deletes_per_min": [error]}
-    assert 'type="text"' in res.content.decode()  # a number input would drop "5e" as blank in a browser
-    assert dict(InstanceSetting.objects.values_list("key", "value")) == {"guardrails.max_deletes_per_min": 7}
 
 
 def test_staff_without_permissions_cannot_reach_the_screens(db):
