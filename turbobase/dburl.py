@@ -12,8 +12,9 @@ from urllib.parse import parse_qsl, unquote, urlparse
 # database_unavailable: a web thread never waits for a free slot (the pool is as large as the
 # process's threads), so a wait this long means PostgreSQL is unreachable.
 POOL_TIMEOUT_S = 5.0
-# A pooled connection above the pool's minimum is closed after this long unused.
-POOL_MAX_IDLE_S = 60.0
+# Every this long, one pooled connection above the pool's minimum that went unused is closed: a
+# web process is back to one connection within a minute or two of the last busy moment.
+POOL_MAX_IDLE_S = 20.0
 # psycopg's pool retries a failed connect with a doubling delay until it gives up after this long;
 # the next request then starts afresh. Kept short so the delay never grows past a few seconds and
 # the pool is back within seconds of the database, however long the outage was.

@@ -1,7 +1,7 @@
 """gunicorn's settings: ``gunicorn -c turbobase/gunicorn_conf.py turbobase.wsgi``.
 
 Every figure comes from the environment so one file serves ``make run`` and production:
-``WEB_CONCURRENCY`` processes (2) × ``TURBOBASE_WEB_THREADS`` threads (4), bound to
+``WEB_CONCURRENCY`` processes (2) × ``TURBOBASE_WEB_THREADS`` threads (3), bound to
 ``HOST``:``PORT`` (127.0.0.1:8000; ``--bind`` on the command line wins). Each thread holds at most
 one database connection during a request, so each process's PostgreSQL pool is as large as its
 threads: the web side never holds more than processes × threads connections.
@@ -12,7 +12,7 @@ import os
 bind = [f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"]
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
 worker_class = "gthread"
-threads = int(os.environ.get("TURBOBASE_WEB_THREADS", "4"))
+threads = int(os.environ.get("TURBOBASE_WEB_THREADS", "3"))
 os.environ.setdefault("TURBOBASE_DB_POOL_SIZE", str(threads))
 # SIGTERM: stop accepting, finish the requests in hand for at most this long, then exit.
 graceful_timeout = int(os.environ.get("TURBOBASE_WEB_GRACEFUL_S", "5"))

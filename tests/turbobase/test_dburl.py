@@ -23,7 +23,7 @@ def test_a_web_process_pools_at_most_pool_size_connections_with_conn_max_age_0()
             "min_size": 1,
             "max_size": 4,
             "timeout": 5.0,
-            "max_idle": 60.0,
+            "max_idle": 20.0,
             "reconnect_timeout": 10.0,
         },
     }

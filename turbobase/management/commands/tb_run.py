@@ -165,7 +165,7 @@ class Command(BaseCommand):
     @staticmethod
     def _web_shape() -> str:
         processes = os.environ.get("WEB_CONCURRENCY", "2")
-        threads = os.environ.get("TURBOBASE_WEB_THREADS", "4")
+        threads = os.environ.get("TURBOBASE_WEB_THREADS", "3")
         return f"{processes} processes × {threads} threads"
 
     @staticmethod
