@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from kernel.errors import TurbobaseError
 from kernel.ids import uuid_or_none
+from kernel.users import acting_user
 from processes.models import Process, ProcessRun, ProcessRunStep
 from processes.status import RunMove, states_from
 from processes.steering import run_cancel, run_resume, run_rollback
@@ -83,16 +84,16 @@ def steers_applicable(run: ProcessRun, *, is_migration: bool) -> list[Steer]:
 def _steer_do(steer: Steer, request: HttpRequest, run: ProcessRun) -> str:
     run_id = str(run.pk)
     if steer.move == RunMove.CANCEL:
-        done = run_cancel(user=request.user, run_id=run_id)
+        done = run_cancel(user=acting_user(request), run_id=run_id)
         return (
             f"run cancelled: {done.reason}"
             if done.state == "cancelled"
             else "cancel requested: the run stops at its next step"
         )
     if steer.move == RunMove.RESUME:
-        run_resume(user=request.user, run_id=run_id)
+        run_resume(user=acting_user(request), run_id=run_id)
         return "run resumed: it is queued again"
-    _, queued = run_rollback(user=request.user, run_id=run_id)
+    _, queued = run_rollback(user=acting_user(request), run_id=run_id)
     return (
         "rollback queued: the run is undoing what it created"
         if queued

@@ -170,12 +170,12 @@ def timeline_build(run: ProcessRun, rows: list[tuple], *, now: datetime) -> Time
                 f"{n} {kind}" for kind, n in counts.most_common()
             )
         timeline.bars.append(axis.bar(group[0].start, group[-1].end, _dominant(counts), label))
-    waited = [step for step in steps if step.waited_until]
-    for step in waited[:MAX_BARS]:
+    waited = [(step, step.waited_until) for step in steps if step.waited_until]
+    for step, waited_until in waited[:MAX_BARS]:
         timeline.waits.append(
             axis.bar(
                 step.end,
-                step.waited_until,
+                waited_until,
                 "wait",
                 f"#{step.sequence} {step.step_id} waited for its source's verdict",
             )

@@ -11,6 +11,7 @@ one hold is read-only: nothing on it is saved, it is decided.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django import forms
@@ -125,7 +126,8 @@ class GuardrailAdmin(admin.ModelAdmin):
                     extra_context: dict | None = None) -> HttpResponse:
         held = HeldDelete.objects.filter(pk=object_id).first() if object_id.isdigit() else None
         is_open = held is not None and held.status == HeldStatus.PENDING and self.may_decide(request)
-        context = {"decide_urls": {v: self._decide_url(held.pk, v) for v in VERDICTS} if is_open else None,
+        decide_urls = {v: self._decide_url(held.pk, v) for v in VERDICTS} if held and is_open else None
+        context = {"decide_urls": decide_urls,
                    **(extra_context or {})}
         return super().change_view(request, object_id, form_url, extra_context=context)
 
@@ -163,7 +165,7 @@ class GuardrailAdmin(admin.ModelAdmin):
 
     def _decision_page(self, request: HttpRequest, *, verdict: str, form: DecisionForm,
                        cancel_url: str, held: list[HeldDelete] | None = None,
-                       counts: dict[str, int] | None = None, hidden: list[tuple[str, str]] = ()) -> HttpResponse:
+                       counts: dict[str, int] | None = None, hidden: Sequence[tuple[str, str]] = ()) -> HttpResponse:
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
