@@ -24,7 +24,7 @@ from tests.processes.engine_support import deploy, invoke, ledger, pump
 DEEP = 1_200
 
 # A chain whose steps lean on what an earlier step left behind, in every place JavaScript has:
-# a module variable, a global, a built-in's prototype, a static on an SDK-made object.
+# a module variable, a global and a built-in's prototype.
 LEANING = """import { defineProcess } from '@turbobase/extensions';
 
 let counter = 0;
@@ -38,13 +38,13 @@ export default defineProcess({
       counter += 1;
       globalThis.stash = 'from first';
       const proto = tried(() => { Object.prototype.stash = 'from first'; });
-      return { parent: { counter, proto } };
+      return { parent: { n: counter, note: proto } };
     } },
     { id: 'second', recordType: 'legacy_customer', build: (ctx) => ({ parent: {
-      counter,
-      global: typeof stash,
-      inherited: ({}).stash ?? null,
-      earlier: Object.keys(ctx.steps),
+      n: counter,
+      status: typeof stash,
+      tag: String(({}).stash ?? 'none'),
+      custom: { earlier: Object.keys(ctx.steps) },
     } }) },
   ],
 });
@@ -95,8 +95,13 @@ def test_a_chain_step_sees_only_ctx_of_what_the_step_before_it_did(admin_user, a
         Record.reads.get(pk=run.ledger.get(step_id=step).pg_row_id).fields
         for step in ("first", "second")
     )
-    assert first == {"counter": 1, "proto": "TypeError"}  # built-ins are frozen
-    assert second == {"counter": 0, "global": "undefined", "inherited": None, "earlier": ["first"]}
+    assert first == {"n": 1, "note": "TypeError"}  # built-ins are frozen
+    assert second == {
+        "n": 0,
+        "status": "undefined",
+        "tag": "none",
+        "custom": {"earlier": ["first"]},
+    }
 
 
 def test_built_ins_are_frozen_but_own_objects_can_override_their_methods(sandbox: Sandbox) -> None:
