@@ -239,7 +239,7 @@ class ProcessRunAdmin(admin.ModelAdmin):
             "run": run,
             "steer": steer,
             "run_url": run_url,
-            "title": f"{steer.label} run {run.pk}?",
+            "title": f"{steer.label} run {run.pk} of {run.process_id}?",
             "applies": run.state in states_from(steer.move),
         }
         return TemplateResponse(request, "admin/processes/processrun/steer_confirm.html", context)

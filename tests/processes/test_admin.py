@@ -1,4 +1,5 @@
 """The Processes screen: switches, last runs, the instance switch, and the read-only run ledger."""
+
 from __future__ import annotations
 
 import pytest
@@ -17,7 +18,9 @@ PROCESSES = "/admin/processes/process/"
 RUNS = "/admin/processes/processrun/"
 
 
-def test_the_processes_screen_lists_each_process_with_its_switch_and_last_runs(operator, alice, two_notes):
+def test_the_processes_screen_lists_each_process_with_its_switch_and_last_runs(
+    operator, alice, two_notes
+):
     run = run_invoke(process_id="acme:two-notes", body={"memo": "m"}, user=alice)
     drain_runs()
     res = operator.get(PROCESSES)
@@ -36,47 +39,132 @@ def test_the_process_page_renders_with_its_runs(operator, alice, two_notes):
     assert "queued" in res.content.decode()
 
 
-def test_switching_a_process_off_in_the_admin_makes_invoke_answer_409_with_the_reason(operator, alice_api, two_notes):
-    res = operator.post(f"{PROCESSES}acme:two-notes/change/",
-                        {"is_enabled": "", "disabled_reason": "vendor master is being cleaned", "_save": "Save"})
+def test_switching_a_process_off_in_the_admin_makes_invoke_answer_409_with_the_reason(
+    operator, alice_api, two_notes
+):
+    res = operator.post(
+        f"{PROCESSES}acme:two-notes/change/",
+        {"is_enabled": "", "disabled_reason": "vendor master is being cleaned", "_save": "Save"},
+    )
     assert res.status_code == 302, res.content.decode()[:2000]
     assert Process.objects.get(pk="acme:two-notes").is_enabled is False
     answer = alice_api.post("/v1/processes/acme:two-notes", {"memo": "x"}, format="json")
     assert answer.status_code == 409
-    assert answer.json() == {"error": "process_disabled", "id": "acme:two-notes",
-                             "reason": "vendor master is being cleaned"}
+    assert answer.json() == {
+        "error": "process_disabled",
+        "id": "acme:two-notes",
+        "reason": "vendor master is being cleaned",
+    }
     assert ProcessRun.objects.count() == 0
 
 
-def test_switch_off_and_on_actions(operator, alice_api, two_notes):
-    operator.post(PROCESSES, {"action": "switch_off", ACTION_CHECKBOX_NAME: ["acme:two-notes"]})
+def test_switch_off_action_asks_why_on_a_confirmation_page_then_switches_with_that_reason(
+    operator, alice_api, two_notes
+):
+    confirm = operator.post(
+        PROCESSES, {"action": "switch_off", ACTION_CHECKBOX_NAME: ["acme:two-notes"]}
+    )
+    assert confirm.status_code == 200
+    assert "Yes, switch 1 process off" in confirm.content.decode()
+    assert Process.objects.get(pk="acme:two-notes").is_enabled is True  # asked, not done
+    no_reason = operator.post(
+        PROCESSES,
+        {
+            "action": "switch_off",
+            ACTION_CHECKBOX_NAME: ["acme:two-notes"],
+            "confirm": "yes",
+            "reason": "  ",
+        },
+    )
+    assert "Give a reason" in no_reason.content.decode()
+    assert Process.objects.get(pk="acme:two-notes").is_enabled is True
+    operator.post(
+        PROCESSES,
+        {
+            "action": "switch_off",
+            ACTION_CHECKBOX_NAME: ["acme:two-notes"],
+            "confirm": "yes",
+            "reason": "vendor master cleanup",
+        },
+    )
     process = Process.objects.get(pk="acme:two-notes")
-    assert (process.is_enabled, process.disabled_reason) == (False, "switched off by root")
-    assert alice_api.post("/v1/processes/acme:two-notes", {"memo": "x"}, format="json").status_code == 409
+    assert (process.is_enabled, process.disabled_reason) == (False, "vendor master cleanup")
+    answer = alice_api.post("/v1/processes/acme:two-notes", {"memo": "x"}, format="json")
+    assert (answer.status_code, answer.json()["reason"]) == (409, "vendor master cleanup")
     operator.post(PROCESSES, {"action": "switch_on", ACTION_CHECKBOX_NAME: ["acme:two-notes"]})
-    assert alice_api.post("/v1/processes/acme:two-notes", {"memo": "x"}, format="json").status_code == 202
+    process.refresh_from_db()
+    assert (process.is_enabled, process.disabled_reason) == (True, "")
+    assert (
+        alice_api.post("/v1/processes/acme:two-notes", {"memo": "x"}, format="json").status_code
+        == 202
+    )
 
 
-def test_the_instance_switch_turns_every_process_off_and_on(operator, alice_api, two_notes):
-    res = operator.post(f"{PROCESSES}instance-switch/", {"enabled": "0"})
+def test_re_enabling_a_process_on_its_page_clears_the_old_reason(operator, two_notes):
+    operator.post(
+        f"{PROCESSES}acme:two-notes/change/",
+        {"is_enabled": "", "disabled_reason": "vendor master is being cleaned", "_save": "Save"},
+    )
+    res = operator.post(
+        f"{PROCESSES}acme:two-notes/change/",
+        {"is_enabled": "on", "disabled_reason": "vendor master is being cleaned", "_save": "Save"},
+    )
+    assert res.status_code == 302
+    process = Process.objects.get(pk="acme:two-notes")
+    assert (process.is_enabled, process.disabled_reason) == (True, "")
+
+
+def test_switching_off_without_a_reason_is_refused_by_field(operator, two_notes):
+    res = operator.post(
+        f"{PROCESSES}acme:two-notes/change/",
+        {"is_enabled": "", "disabled_reason": "", "_save": "Save"},
+    )
+    assert res.status_code == 200
+    assert "Give a reason for switching it off." in res.content.decode()
+    assert Process.objects.get(pk="acme:two-notes").is_enabled is True
+
+
+def test_the_instance_switch_confirms_and_asks_why_then_turns_every_process_off_and_on(
+    operator, alice_api, two_notes
+):
+    confirm = operator.get(f"{PROCESSES}instance-switch/?enabled=0")
+    assert confirm.status_code == 200
+    assert (
+        "Every process on this instance is switched off: new invokes are refused"
+        in confirm.content.decode()
+    )
+    assert setting_get("processes.enabled") == 1
+    refused = operator.post(f"{PROCESSES}instance-switch/", {"enabled": "0", "reason": ""})
+    assert refused.status_code == 400 and "Give a reason" in refused.content.decode()
+    assert setting_get("processes.enabled") == 1
+    res = operator.post(f"{PROCESSES}instance-switch/", {"enabled": "0", "reason": "ERP upgrade"})
     assert res.status_code == 302
     assert setting_get("processes.enabled") == 0
     assert "Switch processes back on" in operator.get(PROCESSES).content.decode()
     answer = alice_api.post("/v1/processes/acme:two-notes", {"memo": "x"}, format="json")
-    assert (answer.status_code, answer.json()["reason"]) == (409, "every process on the instance is switched off")
+    assert (answer.status_code, answer.json()["reason"]) == (
+        409,
+        "every process on the instance is switched off",
+    )
     operator.post(f"{PROCESSES}instance-switch/", {"enabled": "1"})
     assert setting_get("processes.enabled") == 1
-    assert alice_api.post("/v1/processes/acme:two-notes", {"memo": "x"}, format="json").status_code == 202
+    assert (
+        alice_api.post("/v1/processes/acme:two-notes", {"memo": "x"}, format="json").status_code
+        == 202
+    )
 
 
-def test_the_instance_switch_refuses_get_and_operators_without_change_rights(operator, two_notes):
-    assert operator.get(f"{PROCESSES}instance-switch/").status_code == 405
+def test_the_instance_switch_refuses_operators_without_change_rights(operator, two_notes):
     staff_without_rights = make_user("viewer")
     staff_without_rights.is_staff = True
     staff_without_rights.save()
     client = Client()
     client.force_login(staff_without_rights)
-    assert client.post(f"{PROCESSES}instance-switch/", {"enabled": "0"}).status_code == 403
+    assert client.get(f"{PROCESSES}instance-switch/?enabled=0").status_code == 403
+    assert (
+        client.post(f"{PROCESSES}instance-switch/", {"enabled": "0", "reason": "x"}).status_code
+        == 403
+    )
     assert setting_get("processes.enabled") == 1
 
 

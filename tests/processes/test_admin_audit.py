@@ -26,7 +26,8 @@ def events(*actions: str) -> list[tuple]:
 
 
 def test_switch_actions_audit_each_process_with_the_reason(operator, two_notes):
-    operator.post(PROCESSES, {"action": "switch_off", ACTION_CHECKBOX_NAME: [two_notes]})
+    operator.post(PROCESSES, {"action": "switch_off", ACTION_CHECKBOX_NAME: [two_notes],
+                              "confirm": "yes", "reason": "vendor master cleanup"})
     operator.post(PROCESSES, {"action": "switch_on", ACTION_CHECKBOX_NAME: [two_notes]})
     assert events("process.switched_off", "process.switched_on") == [
         (
@@ -35,13 +36,13 @@ def test_switch_actions_audit_each_process_with_the_reason(operator, two_notes):
             f"process:{two_notes}",
             None,
             {"isEnabled": False},
-            "switched off by root",
+            "vendor master cleanup",
         ),
         (
             "root",
             "process.switched_on",
             f"process:{two_notes}",
-            {"isEnabled": False, "disabledReason": "switched off by root"},
+            {"isEnabled": False, "disabledReason": "vendor master cleanup"},
             {"isEnabled": True},
             "",
         ),
