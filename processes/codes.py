@@ -36,3 +36,8 @@ class ProcessCode(StrEnum):
     QUERY_ACCESS_CHANGED = "QUERY_ACCESS_CHANGED"
     QUERY_SLOT_TIMEOUT = "QUERY_SLOT_TIMEOUT"
     QUERY_TIMEOUT = "QUERY_TIMEOUT"
+    # An AI step: its prompt, its provider, its answer (a provider's own refusal keeps its code).
+    AI_PROMPT_INVALID = "AI_PROMPT_INVALID"  # ``ai.prompt`` returned something other than text
+    AI_ANSWER_INVALID = "AI_ANSWER_INVALID"  # the answer does not fit ``ai.schema``
+    AI_PROVIDER_UNREACHABLE = "AI_PROVIDER_UNREACHABLE"
+    AI_PROVIDER_UNKNOWN = "AI_PROVIDER_UNKNOWN"

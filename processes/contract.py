@@ -35,7 +35,9 @@ STEP_KEYS = frozenset(
         "awaitSource",
     }
 )
-GROUP_KEYS = frozenset({"id", "forEach", "steps"})
+GROUP_KEYS = frozenset({"id", "forEach", "steps", "description"})
+AI_STEP_KEYS = frozenset({"id", "ai", "when", "description"})
+AI_KEYS = frozenset({"prompt", "schema"})
 
 
 class ContractInvalid(InvalidRequest):
@@ -127,9 +129,31 @@ def _check_known(value: dict, known: frozenset[str], where: str, what: str) -> N
         )
 
 
+def _check_ai_step(step: dict, where: str) -> None:
+    """``{ id, ai: { prompt: (ctx) => string, schema? }, when? }``: a question, no record."""
+    _check_known(step, AI_STEP_KEYS, where, "an AI step (it writes no record)")
+    ai = step["ai"]
+    if not isinstance(ai, dict):
+        _fail(f"{where}.ai", "must be an object with prompt and, optionally, schema")
+    _check_known(ai, AI_KEYS, f"{where}.ai", "ai")
+    _check_fn(ai, "prompt", f"{where}.ai", required=True)
+    schema = ai.get("schema")
+    if schema is not None:
+        if not isinstance(schema, dict):
+            _fail(f"{where}.ai.schema", "must be a JSON Schema object")
+        try:
+            Draft202012Validator.check_schema(schema)
+        except SchemaError as exc:
+            _fail(f"{where}.ai.schema", f"is not a valid JSON Schema: {exc.message}")
+    _check_fn(step, "when", where)
+
+
 def _check_step(step: Any, where: str, catalog_types: set[str]) -> None:
     if not isinstance(step, dict):
         _fail(where, "must be a step object")
+    if "ai" in step:
+        _check_ai_step(step, where)
+        return
     _check_known(step, STEP_KEYS, where, "a step")
     record_type = step.get("recordType")
     if not isinstance(record_type, str) or not record_type:

@@ -155,6 +155,8 @@ class ProcessRunStep(models.Model):
     # The step wrote (created, changed or deleted a record): what the per-run write ceiling counts.
     counts_write = models.BooleanField(default=False)
     rollback_keep = models.BooleanField(default=False)
+    # An AI step's answer (action "ai"): handed on to later steps and reused for the rest of the run.
+    answer = models.JSONField(null=True, blank=True)
     # awaitSource: the write landed but its verdict has not been taken yet.
     awaiting_verdict = models.BooleanField(default=False)
     # For skipped rows, why (a SkipReason); blank otherwise.

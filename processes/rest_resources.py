@@ -51,6 +51,7 @@ STEP_COLUMNS = (
     Column("refusal_code", "refusal_code", K.TEXT),
     Column("refusal_field", "refusal_field", K.TEXT),
     Column("refusal_message", "refusal_message", K.TEXT),
+    Column("answer", "answer", K.JSON),
     Column("created_at", "created_at", K.DATETIME),
     Column("updated_at", "updated_at", K.DATETIME),
 )

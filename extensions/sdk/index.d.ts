@@ -7,6 +7,8 @@ export interface StepOutcome {
   pgRowId: string | null;
   externalId: string | null;
   disposition: 'confirmed' | 'failed' | 'skipped' | 'rolled_back';
+  /** An AI step's answer (text, or a value fitting its `ai.schema`); reused for the rest of the run. */
+  answer?: Json;
 }
 
 export interface ProcessContext<I = any> {
@@ -67,13 +69,22 @@ export interface DeleteStep extends StepBase {
   onRefused?: 'stop' | 'continue';
 }
 
+/** A question to the instance's AI provider; it writes no record. Its answer is `ctx.steps[id].answer`. */
+export interface AiStep {
+  id: string;
+  ai: { prompt: CtxFn<string>; schema?: { [keyword: string]: Json } };
+  when?: CtxFn<boolean>;
+  description?: string;
+}
+
 export interface StepGroup {
   id: string;
   forEach: { input: string };
-  steps: (WriteStep | DeleteStep)[];
+  steps: (WriteStep | DeleteStep | AiStep)[];
+  description?: string;
 }
 
-export type Step = WriteStep | DeleteStep | StepGroup;
+export type Step = WriteStep | DeleteStep | AiStep | StepGroup;
 
 export interface ProcessDefinition<I = any> {
   id: string;

@@ -43,7 +43,7 @@ def ledger_write(
     external_id: str | None = None, created_record: bool = False, refusal: Refused | None = None,
     awaiting: bool = False, write_state_id: int | None = None, skip_reason: str = "",
     row_key: str = "", slice_number: int = 1, visit: int = 1, counts_write: bool = False,
-    lease: Lease | None = None,
+    lease: Lease | None = None, answer: Any = None,
 ) -> ProcessRunStep:
     """Record one step (inside the step's transaction). With the delivery's ``lease``, the same
     transaction proves the lease is still ours — else ``LeaseLost`` rolls the whole step back —
@@ -54,7 +54,7 @@ def ledger_write(
         pg_row_id=pg_row_id, external_id=external_id, disposition=disposition,
         row_key=row_key, slice=slice_number, visit=visit, created_record=created_record,
         rollback_keep=planned.is_keep, awaiting_verdict=awaiting, write_state_id=write_state_id,
-        skip_reason=skip_reason, counts_write=counts_write,
+        skip_reason=skip_reason, counts_write=counts_write, answer=answer,
         refusal_code=refusal.code if refusal else None,
         refusal_field=refusal.field if refusal else None,
         refusal_message=refusal.message if refusal else None,
@@ -78,8 +78,11 @@ def ledger_skip_rest(run: ProcessRun, rest: list[PlannedStep], *, row_key: str =
 
 def step_outcome(row: ProcessRunStep) -> dict[str, Any]:
     """What ``ctx.steps[id]`` holds for a recorded step."""
-    return {
+    outcome = {
         "pgRowId": str(row.pg_row_id) if row.pg_row_id else None,
         "externalId": row.external_id,
         "disposition": row.disposition,
     }
+    if row.action == "ai":
+        outcome["answer"] = row.answer
+    return outcome

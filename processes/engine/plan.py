@@ -35,13 +35,15 @@ class PlannedStep:
 
     @property
     def kind(self) -> str:
+        if self.definition.get("ai") is not None:
+            return "ai"
         if self.definition.get("delete") is not None:
             return "delete"
         return "update" if self.definition.get("update") is not None else "create"
 
     @property
     def is_keep(self) -> bool:
-        return self.kind == "delete" or self.definition.get("rollback") == "keep"
+        return self.kind in ("delete", "ai") or self.definition.get("rollback") == "keep"
 
 
 def plan_build(definition: dict[str, Any], run_input: Any, *, for_each_cap: int) -> list[PlannedStep]:

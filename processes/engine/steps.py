@@ -14,6 +14,7 @@ from django.db import transaction
 
 from kernel.errors import NotFound, Refusal, TurbobaseError
 from processes.codes import ProcessCode
+from processes.engine.ai_step import ai_step_execute
 from processes.engine.lease import Lease
 from processes.engine.ledger import Refused, ledger_write
 from processes.engine.plan import PlannedStep
@@ -67,20 +68,21 @@ class Unresolved(Exception):
     pass
 
 
-def _record(scope: StepScope, planned: PlannedStep, **fields: Any) -> ProcessRunStep:
+def record_step(scope: StepScope, planned: PlannedStep, **fields: Any) -> ProcessRunStep:
+    """The step's ledger row at its place in the run (inside the caller's transaction)."""
     return ledger_write(scope.run, planned, row_key=scope.row_key, slice_number=scope.slice_number,
                         visit=scope.visit, lease=scope.lease, **fields)
 
 
 def _fail(scope: StepScope, planned: PlannedStep, refusal: Refused, **fields: Any) -> StepResult:
     with transaction.atomic():
-        row = _record(scope, planned, disposition=Disposition.FAILED, refusal=refusal, **fields)
+        row = record_step(scope, planned, disposition=Disposition.FAILED, refusal=refusal, **fields)
         return StepResult(StepStatus.FAILED, row)
 
 
 def _declined(scope: StepScope, planned: PlannedStep) -> StepResult:
     """The step's when returned false or its build null: recorded as skipped, nothing written."""
-    row = _record(scope, planned, disposition=Disposition.SKIPPED, skip_reason=SkipReason.DECLINED)
+    row = record_step(scope, planned, disposition=Disposition.SKIPPED, skip_reason=SkipReason.DECLINED)
     return StepResult(StepStatus.DONE, row)
 
 
@@ -141,6 +143,8 @@ def step_execute(scope: StepScope, planned: PlannedStep, ctx: dict, runtime: Mod
             if proceed is not True:
                 with transaction.atomic():
                     return _declined(scope, planned)
+        if planned.kind == "ai":
+            return ai_step_execute(scope, planned, ctx, runtime)
         if planned.kind == "delete":
             return _delete(scope, planned, ctx, runtime)
         built = runtime.call(planned.path + ("build",), ctx)
@@ -167,12 +171,12 @@ def _write(scope: StepScope, planned: PlannedStep, parent: dict, lines: list | N
             else:
                 result = record_update(actor=scope.actor, record_type=record_type, parent=parent, **address)
         except (Refusal, NotFound, TurbobaseError) as exc:
-            return StepResult(StepStatus.FAILED, _record(scope, planned, disposition=Disposition.FAILED,
+            return StepResult(StepStatus.FAILED, record_step(scope, planned, disposition=Disposition.FAILED,
                                                  refusal=Refused.of(exc)))
         record = result.record
         reused = result.outcome == WriteOutcome.DUPLICATE and scope.row_key != ""
         write_state = _latest_write_state(record.pk) if awaits and record.source_system else None
-        row = _record(
+        row = record_step(
             scope, planned,
             disposition=Disposition.SKIPPED if reused else Disposition.CONFIRMED,
             skip_reason=SkipReason.REUSED if reused else SkipReason.NONE,
@@ -199,9 +203,9 @@ def _delete(scope: StepScope, planned: PlannedStep, ctx: dict, runtime: ModuleRu
         except DeleteWindowWait as wait:
             return StepResult(StepStatus.WAIT_WINDOW, cap=wait.cap, retry_at=wait.retry_at)
         except (Refusal, NotFound, TurbobaseError) as exc:
-            return StepResult(StepStatus.FAILED, _record(scope, planned, disposition=Disposition.FAILED,
+            return StepResult(StepStatus.FAILED, record_step(scope, planned, disposition=Disposition.FAILED,
                                                  refusal=Refused.of(exc)))
         notice = Refused(result.code, None, result.message) if result.code else None
-        row = _record(scope, planned, disposition=Disposition.CONFIRMED, refusal=notice,
+        row = record_step(scope, planned, disposition=Disposition.CONFIRMED, refusal=notice,
                       pg_row_id=result.record.pk, external_id=result.record.external_id, counts_write=True)
         return StepResult(StepStatus.DONE, row)

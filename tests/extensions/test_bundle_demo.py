@@ -31,7 +31,8 @@ def test_the_demo_deploys_once_generates_a_batch_once_and_the_migration_moves_it
     said: list[str] = []
     demo_load(admin=admin, user=demo, write=said.append)
     assert said == [
-        "demo extensions deployed: acme:migrate-customers-tracked, acme:raise-po-and-bill, "
+        "demo extensions deployed: acme:classify-customer, acme:migrate-customers-tracked, "
+        "acme:raise-po-and-bill, "
         "acme:legacy-customer-name",
         'demo migration batch 2026-10: 200 pending migration_item rows (invoke '
         'acme:migrate-customers-tracked with {"batch": "2026-10"})',
@@ -39,7 +40,7 @@ def test_the_demo_deploys_once_generates_a_batch_once_and_the_migration_moves_it
     again: list[str] = []
     demo_load(admin=admin, user=demo, write=again.append)
     assert again == []  # unchanged code, keyed rows: nothing new on the next start
-    assert ExtensionVersion.objects.count() == 3
+    assert ExtensionVersion.objects.count() == 4
     assert list(ProcessSchedule.objects.values_list("name", flat=True)) == ["demo-migrate-customers-nightly"]
     items = Record.reads.filter(record_type="migration_item", fields__batch="2026-10")
     assert items.count() == DEMO_BATCH_ROWS
@@ -59,6 +60,7 @@ def test_a_plan_of_the_demo_project_right_after_the_demo_load_changes_nothing():
     demo_load(admin=admin, user=demo, write=lambda line: None)
     plan = bundle_plan(data=project_bundle(DEMO_PROJECT), by=admin)
     assert {(m.id, m.change) for m in plan.modules} == {
+        ("acme:classify-customer", "unchanged"),
         ("acme:migrate-customers-tracked", "unchanged"),
         ("acme:raise-po-and-bill", "unchanged"),
         ("acme:legacy-customer-name", "unchanged"),
@@ -70,7 +72,8 @@ def test_a_plan_of_the_demo_project_right_after_the_demo_load_changes_nothing():
 def test_tb_demo_finds_the_processes_demo():
     call_command("tb_demo", stdout=io.StringIO())
     assert sorted(ExtensionModule.objects.values_list("id", flat=True)) == [
-        "acme:legacy-customer-name", "acme:migrate-customers-tracked", "acme:raise-po-and-bill"]
+        "acme:classify-customer", "acme:legacy-customer-name", "acme:migrate-customers-tracked",
+        "acme:raise-po-and-bill"]
     assert Record.reads.filter(record_type="migration_item", fields__batch="2026-10").count() == DEMO_BATCH_ROWS
 
 
@@ -98,3 +101,16 @@ def test_the_seeds_migrate_customers_runs_as_written_on_the_demo_data_and_twice_
     assert list(second.ledger.order_by("sequence").values_list("row_key", "disposition")) == [
         ("L-100", "skipped"), ("L-101", "skipped")]
     assert Record.reads.filter(record_type="customer").count() == customers_before + 2
+
+
+def test_the_demos_ai_step_answers_with_the_local_provider(admin_user):
+    demo = make_user("demo")
+    demo_load(admin=admin_user, user=demo, write=lambda line: None)
+    run = run_invoke(process_id="acme:classify-customer", body={"name": "Initech"}, user=demo)
+    pump()
+    run.refresh_from_db()
+    assert run.state == "committed", run.reason
+    segment = run.ledger.get(step_id="classify").answer["segment"]
+    assert segment in ("retail", "wholesale")
+    customer = Record.reads.get(record_type="customer", fields__company_name="Initech")
+    assert customer.fields["memo"] == f"segment: {segment}"

@@ -1,0 +1,50 @@
+"""The provider protocol, its one error, and the provider this instance is configured with."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Protocol
+
+from django.conf import settings
+
+from processes.codes import ProcessCode
+
+
+class AiProviderError(Exception):
+    """The provider did not answer; ``code`` (the provider's own where it gave one) goes on the ledger."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code, self.message = code, message
+
+
+class AiProvider(Protocol):
+    name: str
+
+    def answer(self, *, prompt: str, schema: dict[str, Any] | None) -> Any:
+        """The answer to ``prompt``: text, or (with ``schema``) a JSON value meant to fit it."""
+        raise NotImplementedError("subclasses of AiProvider must provide answer()")
+
+
+def _setting(name: str, default: str = "") -> str:
+    return str(getattr(settings, name, "") or os.environ.get(name, "") or default)
+
+
+def ai_provider() -> AiProvider:
+    """The configured provider (``TURBOBASE_AI_PROVIDER``: ``local`` or ``openai``), read per call."""
+    from processes.ai.local import LocalProvider
+    from processes.ai.openai_compat import OpenAICompatProvider
+
+    kind = _setting("TURBOBASE_AI_PROVIDER", "local")
+    if kind == "local":
+        return LocalProvider()
+    if kind == "openai":
+        return OpenAICompatProvider(
+            base_url=_setting("TURBOBASE_AI_BASE_URL", "https://api.openai.com/v1"),
+            model=_setting("TURBOBASE_AI_MODEL", "gpt-4o-mini"),
+            api_key=os.environ.get("TURBOBASE_AI_API_KEY", ""),
+            timeout_s=float(_setting("TURBOBASE_AI_TIMEOUT_S", "60")),
+        )
+    raise AiProviderError(
+        ProcessCode.AI_PROVIDER_UNKNOWN, f"TURBOBASE_AI_PROVIDER={kind!r} is not local or openai"
+    )
