@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('processes', '0006_run_step_reason_choices'),
+        ('processes', '0007_run_failed_sequence'),
     ]
 
     operations = [
