@@ -21,8 +21,7 @@ ENTRY = "processes/big.ts"
 
 
 @pytest.fixture(autouse=True)
-def _isolated(settings) -> Iterator[None]:
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+def _isolated() -> Iterator[None]:
     yield
     store_forget()
 

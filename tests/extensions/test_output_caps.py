@@ -62,7 +62,6 @@ def test_unencodable_text_in_a_log_line_is_replaced(caplog):
 
 @pytest.fixture
 def _isolated(settings) -> Iterator[None]:
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     settings.EXTENSIONS_HOOK_CPU_MS = 2_000
     yield
     store_forget()

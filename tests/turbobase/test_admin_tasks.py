@@ -23,13 +23,6 @@ SCHEDULE_FORM = {
 
 
 @pytest.fixture
-def operator() -> Client:
-    client = Client()
-    client.force_login(make_user("root", admin=True))  # a superuser: every permission there is
-    return client
-
-
-@pytest.fixture
 def schedule() -> Schedule:
     return Schedule.objects.create(
         name="sweep", func="processes.tasks.sweep", schedule_type="I", minutes=1

@@ -268,8 +268,7 @@ def api(user) -> APIClient:
     return client
 
 
-def test_sign_in_who_am_i_sign_out_and_health_fit_the_schema(admin, settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+def test_sign_in_who_am_i_sign_out_and_health_fit_the_schema(admin):
     admin.set_password("pw")
     admin.save()
     client = APIClient()
