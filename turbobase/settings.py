@@ -23,7 +23,7 @@ ALLOWED_HOSTS = [h for h in os.environ.get("ALLOWED_HOSTS", "*").split(",") if h
 CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "turbobase.admin_site.TurbobaseAdminConfig",  # django.contrib.admin with our own site
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

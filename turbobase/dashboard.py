@@ -1,0 +1,79 @@
+"""The admin index's dashboard: what an operator should look at first, each a link to its list.
+
+Held deletes waiting for a decision, runs that failed in the last 24 hours, and the queue's six
+counts (every run by state). Each tile is shown only to someone who may view the list it links
+to. There are no tasks yet (no task model exists), so the dashboard has no "open tasks" tile.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from urllib.parse import urlencode
+
+from django.contrib.admin import AdminSite
+from django.db.models import Count
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils import timezone
+
+from guardrails.models import Guardrail, HeldStatus
+from processes.models import ProcessRun, RunState
+
+FAILED_WINDOW = timedelta(hours=24)
+
+
+@dataclass(frozen=True)
+class Tile:
+    label: str
+    count: int
+    url: str
+    is_alarm: bool = False  # worth an operator's attention when not zero
+
+
+def _url(name: str, **filters: str) -> str:
+    return reverse(f"admin:{name}") + ("?" + urlencode(filters) if filters else "")
+
+
+def _may_view(request: HttpRequest, site: AdminSite, model: type) -> bool:
+    model_admin = site._registry.get(model)
+    return model_admin is not None and model_admin.has_view_permission(request)
+
+
+def dashboard_tiles(request: HttpRequest, site: AdminSite) -> list[Tile]:
+    tiles: list[Tile] = []
+    if _may_view(request, site, Guardrail):
+        pending = Guardrail.objects.filter(status=HeldStatus.PENDING).count()
+        tiles.append(
+            Tile(
+                "held deletes pending",
+                pending,
+                _url("guardrails_guardrail_changelist", status__exact=HeldStatus.PENDING),
+                is_alarm=True,
+            )
+        )
+    if _may_view(request, site, ProcessRun):
+        since = (timezone.now() - FAILED_WINDOW).replace(microsecond=0)
+        failed = ProcessRun.objects.filter(state=RunState.FAILED, finished_at__gte=since).count()
+        tiles.append(
+            Tile(
+                "runs failed in the last 24 h",
+                failed,
+                _url(
+                    "processes_processrun_changelist",
+                    state__exact=RunState.FAILED,
+                    finished_at__gte=since.isoformat(),
+                ),
+                is_alarm=True,
+            )
+        )
+        counts = dict(ProcessRun.objects.order_by().values_list("state").annotate(n=Count("pk")))
+        tiles.extend(
+            Tile(
+                f"runs {state.label.lower()}",
+                counts.get(state.value, 0),
+                _url("processes_processrun_changelist", state__exact=state.value),
+            )
+            for state in RunState
+        )
+    return tiles
