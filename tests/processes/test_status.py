@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-from enum import Enum
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from processes.errors import IllegalTransition
 from processes.invoke import run_invoke
 from processes.models import Disposition, PendingReason, ProcessRun, RunState, SkipReason
 from processes.status import MOVES, TRANSITIONS, RunMove, move_check, states_from, transition_check
+from tests.literals import bare_literals, bare_literals_in, enum_values
 
 S = RunState
 PROCESSES = Path(__file__).resolve().parents[2] / "processes"
@@ -132,53 +132,11 @@ def test_a_claimed_queued_run_is_running(run):
 
 # Values that name a state or status; in processes/ they are written only as the members that own them.
 # (VerdictWait's "pending" is left out: the demo's records have a "status" field of that value.)
-_ENUMS: tuple[type[Enum], ...] = (
-    RunState,
-    PendingReason,
-    SkipReason,
-    Disposition,
-    WalkStatus,
-    StepStatus,
-)
-_WATCHED = {member.value for enum in _ENUMS for member in enum if member.value}
-_ENUM_BASES = {"TextChoices", "IntegerChoices", "StrEnum", "Enum"}
-
-
-def _bare_literals(source: str) -> list[tuple[int, str]]:
-    """String constants equal to a watched value, outside enum bodies, docstrings, keys and subscripts."""
-    tree = ast.parse(source)
-    allowed: set[int] = set()
-    for node in ast.walk(tree):
-        bases = {
-            getattr(base, "attr", getattr(base, "id", "")) for base in getattr(node, "bases", ())
-        }
-        if isinstance(node, ast.ClassDef) and bases & _ENUM_BASES:
-            allowed |= {id(n) for n in ast.walk(node)}  # the enum's own definition
-        elif isinstance(node, ast.Dict):
-            allowed |= {id(k) for k in node.keys if k is not None}  # a JSON key, not a state
-        elif isinstance(node, ast.Subscript):
-            allowed.add(id(node.slice))
-        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
-            allowed.add(id(node.value))  # a docstring
-    return sorted(
-        (node.lineno, node.value)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Constant)
-        and isinstance(node.value, str)
-        and node.value in _WATCHED
-        and id(node) not in allowed
-    )
+_WATCHED = enum_values(RunState, PendingReason, SkipReason, Disposition, WalkStatus, StepStatus)
 
 
 def test_every_state_in_processes_is_written_as_its_enum_member():
-    files = sorted(p for p in PROCESSES.rglob("*.py") if "migrations" not in p.parts)
-    assert len(files) > 20  # the scan sees the room
-    bare = [
-        f"{path.relative_to(PROCESSES.parent)}:{line}: {value!r}"
-        for path in files
-        for line, value in _bare_literals(path.read_text())
-    ]
-    assert bare == []
+    assert bare_literals_in(["processes"], _WATCHED) == []
 
 
 def test_the_scan_finds_a_bare_state():
@@ -186,7 +144,7 @@ def test_the_scan_finds_a_bare_state():
         'class Walk(TextChoices):\n    DONE = "done"\n\n'
         'def f(run):\n    """running"""\n    return run.state == "running", {"queued": 1}, run["failed"]\n'
     )
-    assert _bare_literals(sample) == [(6, "running")]
+    assert bare_literals(sample, _WATCHED) == [(6, "running")]
 
 
 def test_the_enums_are_django_choices_where_they_are_stored():
