@@ -22,7 +22,7 @@ from django.utils import timezone
 from kernel.errors import TurbobaseError
 from kernel.ids import uuid_or_none
 from kernel.users import acting_user
-from processes.models import Process, ProcessRun, ProcessRunStep
+from processes.models import Process, ProcessRun, ProcessRunStep, RunState
 from processes.status import RunMove, states_from
 from processes.steering import run_cancel, run_resume, run_rollback
 from processes.timeline import STEP_COLUMNS, timeline_build
@@ -87,7 +87,7 @@ def _steer_do(steer: Steer, request: HttpRequest, run: ProcessRun) -> str:
         done = run_cancel(user=acting_user(request), run_id=run_id)
         return (
             f"run cancelled: {done.reason}"
-            if done.state == "cancelled"
+            if done.state == RunState.CANCELLED
             else "cancel requested: the run stops at its next step"
         )
     if steer.move == RunMove.RESUME:
