@@ -4,6 +4,7 @@
 #   make test-fast  the suite without real workers and PostgreSQL-only tests; make test-unit: no database
 #   make lint   ruff (check and format check), import contracts (lint-imports), mypy over the rooms
 #   make schema-check   the OpenAPI schema builds without a warning and validates
+#   make bench  every bench on a throwaway PostgreSQL database (DATABASE_URL admin, BENCH_DB, BENCH_ARGS)
 
 PYTHON_BOOTSTRAP ?= python3
 VENV ?= .venv
@@ -15,7 +16,7 @@ PYTEST_ARGS ?=
 # The rooms mypy checks (tests/ and bench/ are linted by ruff only).
 ROOMS := kernel extensions guardrails records sources processes turbobase
 
-.PHONY: run test test-fast test-unit lint install install-runtime migrate demo clean-venv schema-check
+.PHONY: run test test-fast test-unit lint install install-runtime migrate demo clean-venv schema-check bench
 
 # The stamp is rebuilt whenever the pinned requirements or the project metadata change.
 $(VENV)/.installed: requirements.txt pyproject.toml
@@ -63,6 +64,15 @@ lint: install
 
 schema-check: install
 	$(PY) manage.py spectacular --validate --fail-on-warn --file /dev/null
+
+# PostgreSQL only: DATABASE_URL is the admin connection; the bench creates and drops BENCH_DB.
+BENCH_ARGS ?=
+$(VENV)/.installed-bench: requirements-bench.txt $(VENV)/.installed
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-bench.txt
+	@touch $@
+
+bench: $(VENV)/.installed-bench
+	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres} $(PY) bench/suite.py $(BENCH_ARGS)
 
 clean-venv:
 	rm -rf $(VENV)

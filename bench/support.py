@@ -1,6 +1,7 @@
 """Shared set-up of the benches: Django on a throwaway database, outbound receivers optional."""
 from __future__ import annotations
 
+import getpass
 import os
 import sys
 import time
@@ -20,7 +21,14 @@ from django.db import connection  # noqa: E402
 
 from records.signals import outbound_write_queued  # noqa: E402
 
-BENCH_NAMES = {"postgresql": "turbobase_bench", "sqlite": str(ROOT / "var" / "bench.sqlite3")}
+
+def bench_db_name() -> str:
+    """``BENCH_DB``, else a name of this user and process: two people on one server never collide."""
+    user = "".join(ch for ch in getpass.getuser().lower() if ch.isalnum() or ch == "_") or "user"
+    return os.environ.get("BENCH_DB") or f"turbobase_bench_{user}_{os.getpid()}"
+
+
+BENCH_NAMES = {"postgresql": bench_db_name(), "sqlite": str(ROOT / "var" / "bench.sqlite3")}
 
 
 @contextmanager

@@ -1,0 +1,181 @@
+"""Step bench: a steady-state engine step against the floor of a durable step and DBOS, one run.
+
+- floor: one transaction holding a record INSERT and a ledger INSERT (bare SQL via psycopg on the
+  bench database, into the scratch tables ``bench_record`` / ``bench_ledger`` made here);
+- bare insert: one autocommitted record INSERT;
+- engine step: the marginal cost of a step of a chain of creates performed in this process (what
+  a lane worker does), (a 20-step run − a 2-step run) / 18, so delivery start and end are not in
+  it; statements per step counted the same way with Django's CaptureQueriesContext;
+- DBOS: its transactional step doing the same INSERT (``bench/dbos_step.py``, its own process and
+  its own system database on the same server), or None with the reason when it cannot run.
+
+Rounds interleave the series so drift on a shared machine hits them alike; medians of rounds.
+"""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psycopg
+from django.contrib.auth import get_user_model
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from extensions.deploy import extension_deploy
+from processes.engine.runner import run_deliver
+from processes.invoke import run_invoke
+from processes.models import ProcessRun
+
+LONG, SHORT = 20, 2
+HERE = Path(__file__).resolve().parent
+
+SCRATCH_DDL = (
+    "CREATE TABLE IF NOT EXISTS bench_record (id bigserial PRIMARY KEY, record_type text NOT NULL,"
+    " idempotency_key text UNIQUE, fields jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())",
+    "CREATE TABLE IF NOT EXISTS bench_ledger (id bigserial PRIMARY KEY, run_id uuid NOT NULL,"
+    " sequence integer NOT NULL, step_id text NOT NULL, record_id bigint,"
+    " created_at timestamptz NOT NULL DEFAULT now(), UNIQUE (run_id, sequence))",
+)
+RECORD_INSERT = ("INSERT INTO bench_record (record_type, idempotency_key, fields)"
+                 " VALUES ('legacy_customer', %s, %s) RETURNING id")
+LEDGER_INSERT = "INSERT INTO bench_ledger (run_id, sequence, step_id, record_id) VALUES (%s, %s, %s, %s)"
+
+
+def chain_source(process_id: str, steps: int) -> str:
+    body = ",\n".join(
+        f"    {{ id: 's{n}', recordType: 'legacy_customer',"
+        f" build: (ctx) => ({{ parent: {{ n: {n}, run: ctx.runId }} }}) }}"
+        for n in range(steps)
+    )
+    return ("import { defineProcess } from '@turbobase/extensions';\n"
+            f"export default defineProcess({{\n  id: '{process_id}',\n  input: {{ type: 'object' }},\n"
+            f"  steps: [\n{body}\n  ],\n}});\n")
+
+
+def database_url() -> str:
+    """The bench database as a libpq URL (the connection Django is on now)."""
+    s = connection.settings_dict
+    auth = s.get("USER") or "postgres"
+    if s.get("PASSWORD"):
+        auth += ":" + s["PASSWORD"]
+    return f"postgresql://{auth}@{s.get('HOST') or '127.0.0.1'}:{s.get('PORT') or 5432}/{s['NAME']}"
+
+
+@dataclass
+class StepResult:
+    floor_us: float
+    bare_insert_us: float
+    engine_step_us: float
+    engine_run_per_step_us: float
+    statements_per_step: float
+    dbos_step_us: float | None
+    dbos_note: str
+    extra: dict = field(default_factory=dict)
+
+    def result(self) -> dict:
+        dbos = self.dbos_step_us
+        return {
+            "bench": "step",
+            "floor_us": round(self.floor_us, 1),
+            "bare_insert_us": round(self.bare_insert_us, 1),
+            "engine_step_us": round(self.engine_step_us, 1),
+            "dbos_step_us": None if dbos is None else round(dbos, 1),
+            "engine_over_floor": round(self.engine_step_us / self.floor_us, 2),
+            "engine_over_dbos": None if dbos is None else round(self.engine_step_us / dbos, 2),
+            "statements_per_step": round(self.statements_per_step, 2),
+        }
+
+
+def floor_measure(url: str, *, rounds: int, per_round: int) -> tuple[float, float]:
+    """Median per-operation seconds of (floor transaction, bare insert)."""
+    floors, bares = [], []
+    with psycopg.connect(url, autocommit=True) as conn:
+        for ddl in SCRATCH_DDL:
+            conn.execute(ddl)
+        for _ in range(rounds):
+            run = uuid.uuid4()
+            started = time.perf_counter()
+            for n in range(per_round):
+                with conn.transaction():
+                    record_id = conn.execute(RECORD_INSERT, [f"floor:{run}:{n}", json.dumps({"n": n})]).fetchone()[0]
+                    conn.execute(LEDGER_INSERT, [run, n, f"s{n}", record_id])
+            floors.append((time.perf_counter() - started) / per_round)
+            started = time.perf_counter()
+            for n in range(per_round):
+                conn.execute(RECORD_INSERT, [f"bare:{run}:{n}", json.dumps({"n": n})])
+            bares.append((time.perf_counter() - started) / per_round)
+    return statistics.median(floors), statistics.median(bares)
+
+
+def engine_measure(*, rounds: int) -> tuple[float, float, float]:
+    """(marginal seconds per step, whole-run seconds per step of the long chain, statements per step)."""
+    user = get_user_model().objects.create_user(username="bench-step", password="bench", is_staff=True)
+    for pid, steps in (("bench:chain-long", LONG), ("bench:chain-short", SHORT)):
+        name = f"processes/{pid.split(':')[1]}.ts"
+        extension_deploy(entry=name, files={name: chain_source(pid, steps)}, by=user)
+
+    def deliver(pid: str) -> tuple[float, int]:
+        run = run_invoke(process_id=pid, body={}, user=user)
+        with CaptureQueriesContext(connection) as queries:
+            started = time.perf_counter()
+            run_deliver(str(run.pk))
+            elapsed = time.perf_counter() - started
+        return elapsed, len(queries.captured_queries)
+
+    deliver("bench:chain-long"), deliver("bench:chain-short")  # warm-up: sandbox child, TypeScript, caches
+    marginal, whole, statements = [], [], []
+    for _ in range(rounds):
+        long_s, long_q = deliver("bench:chain-long")
+        short_s, short_q = deliver("bench:chain-short")
+        marginal.append((long_s - short_s) / (LONG - SHORT))
+        whole.append(long_s / LONG)
+        statements.append((long_q - short_q) / (LONG - SHORT))
+    states = set(ProcessRun.objects.filter(process_id__startswith="bench:chain").values_list("state", flat=True))
+    if states != {"committed"}:
+        raise RuntimeError(f"engine bench runs did not all commit: {states}")
+    return statistics.median(marginal), statistics.median(whole), statistics.median(statements)
+
+
+def dbos_measure(url: str, *, rounds: int) -> tuple[float | None, str]:
+    """DBOS's marginal step in a subprocess on its own system database; (None, why) when it cannot."""
+    try:
+        import dbos  # noqa: F401 — only whether it is installed (requirements-bench.txt)
+    except ImportError:
+        return None, "dbos is not installed (pip install -r requirements-bench.txt)"
+    sys_db = connection.settings_dict["NAME"] + "_dbos"
+    sys_url = url.rsplit("/", 1)[0] + "/" + sys_db
+    try:
+        proc = subprocess.run(
+            [sys.executable, str(HERE / "dbos_step.py"), "--app-url", url, "--sys-url", sys_url,
+             "--rounds", str(rounds)],
+            capture_output=True, text=True, timeout=float(os.environ.get("BENCH_DBOS_TIMEOUT", "600")),
+        )
+    except subprocess.TimeoutExpired:
+        return None, "the DBOS subprocess did not finish in time"
+    finally:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{sys_db}" WITH (FORCE)')
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+        return None, f"the DBOS subprocess failed: {tail[0]}"
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    return out["step_us"] / 1e6, f"dbos {out['version']}, whole 20-step workflow {out['workflow_us'] / 1000:.1f} ms"
+
+
+def step_bench(*, rounds: int = 7, per_round: int = 100) -> StepResult:
+    url = database_url()
+    floor_s, bare_s = floor_measure(url, rounds=rounds, per_round=per_round)
+    engine_s, whole_s, statements = engine_measure(rounds=rounds)
+    dbos_s, note = dbos_measure(url, rounds=rounds)
+    return StepResult(
+        floor_us=floor_s * 1e6, bare_insert_us=bare_s * 1e6, engine_step_us=engine_s * 1e6,
+        engine_run_per_step_us=whole_s * 1e6, statements_per_step=statements,
+        dbos_step_us=None if dbos_s is None else dbos_s * 1e6, dbos_note=note,
+    )
