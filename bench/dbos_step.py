@@ -13,6 +13,7 @@ rounds. Prints one JSON line ``{"step_us": …, "workflow_us": …}`` on stdout.
 A separate process because DBOS owns global state (its executor, its logging, signal handling),
 and so it never shares an interpreter with the Django side it is compared against.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,11 +43,17 @@ def main(argv: list[str] | None = None) -> int:
 
     @ds.transaction()
     def record_insert(run: str, n: int) -> int:
-        return ds.sql_session().execute(
-            sa.text("INSERT INTO bench_record (record_type, idempotency_key, fields)"
-                    " VALUES ('legacy_customer', :key, CAST(:fields AS jsonb)) RETURNING id"),
-            {"key": f"dbos:{run}:{n}", "fields": json.dumps({"n": n, "run": run})},
-        ).scalar_one()
+        return (
+            ds.sql_session()
+            .execute(
+                sa.text(
+                    "INSERT INTO bench_record (record_type, idempotency_key, fields)"
+                    " VALUES ('legacy_customer', :key, CAST(:fields AS jsonb)) RETURNING id"
+                ),
+                {"key": f"dbos:{run}:{n}", "fields": json.dumps({"n": n, "run": run})},
+            )
+            .scalar_one()
+        )
 
     @DBOS.workflow()
     def chain(steps: int) -> int:
@@ -71,8 +78,15 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         DBOS.destroy()
         ds.engine.dispose()
-    print(json.dumps({"step_us": statistics.median(marginal) * 1e6,
-                      "workflow_us": statistics.median(whole) * 1e6, "version": _version()}))
+    print(
+        json.dumps(
+            {
+                "step_us": statistics.median(marginal) * 1e6,
+                "workflow_us": statistics.median(whole) * 1e6,
+                "version": _version(),
+            }
+        )
+    )
     return 0
 
 

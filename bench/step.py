@@ -11,6 +11,7 @@
 
 Rounds interleave the series so drift on a shared machine hits them alike; medians of rounds.
 """
+
 from __future__ import annotations
 
 import json
@@ -43,9 +44,13 @@ SCRATCH_DDL = (
     " sequence integer NOT NULL, step_id text NOT NULL, record_id bigint,"
     " created_at timestamptz NOT NULL DEFAULT now(), UNIQUE (run_id, sequence))",
 )
-RECORD_INSERT = ("INSERT INTO bench_record (record_type, idempotency_key, fields)"
-                 " VALUES ('legacy_customer', %s, %s) RETURNING id")
-LEDGER_INSERT = "INSERT INTO bench_ledger (run_id, sequence, step_id, record_id) VALUES (%s, %s, %s, %s)"
+RECORD_INSERT = (
+    "INSERT INTO bench_record (record_type, idempotency_key, fields)"
+    " VALUES ('legacy_customer', %s, %s) RETURNING id"
+)
+LEDGER_INSERT = (
+    "INSERT INTO bench_ledger (run_id, sequence, step_id, record_id) VALUES (%s, %s, %s, %s)"
+)
 
 
 def chain_source(process_id: str, steps: int) -> str:
@@ -54,9 +59,11 @@ def chain_source(process_id: str, steps: int) -> str:
         f" build: (ctx) => ({{ parent: {{ n: {n}, run: ctx.runId }} }}) }}"
         for n in range(steps)
     )
-    return ("import { defineProcess } from '@turbobase/extensions';\n"
-            f"export default defineProcess({{\n  id: '{process_id}',\n  input: {{ type: 'object' }},\n"
-            f"  steps: [\n{body}\n  ],\n}});\n")
+    return (
+        "import { defineProcess } from '@turbobase/extensions';\n"
+        f"export default defineProcess({{\n  id: '{process_id}',\n  input: {{ type: 'object' }},\n"
+        f"  steps: [\n{body}\n  ],\n}});\n"
+    )
 
 
 def database_url() -> str:
@@ -104,7 +111,9 @@ def floor_measure(url: str, *, rounds: int, per_round: int) -> tuple[float, floa
             started = time.perf_counter()
             for n in range(per_round):
                 with conn.transaction():
-                    record_id = conn.execute(RECORD_INSERT, [f"floor:{run}:{n}", json.dumps({"n": n})]).fetchone()[0]
+                    record_id = conn.execute(
+                        RECORD_INSERT, [f"floor:{run}:{n}", json.dumps({"n": n})]
+                    ).fetchone()[0]
                     conn.execute(LEDGER_INSERT, [run, n, f"s{n}", record_id])
             floors.append((time.perf_counter() - started) / per_round)
             started = time.perf_counter()
@@ -116,7 +125,9 @@ def floor_measure(url: str, *, rounds: int, per_round: int) -> tuple[float, floa
 
 def engine_measure(*, rounds: int) -> tuple[float, float, float]:
     """(marginal seconds per step, whole-run seconds per step of the long chain, statements per step)."""
-    user = get_user_model().objects.create_user(username="bench-step", password="bench", is_staff=True)
+    user = get_user_model().objects.create_user(
+        username="bench-step", password="bench", is_staff=True
+    )
     for pid, steps in (("bench:chain-long", LONG), ("bench:chain-short", SHORT)):
         name = f"processes/{pid.split(':')[1]}.ts"
         extension_deploy(entry=name, files={name: chain_source(pid, steps)}, by=user)
@@ -129,7 +140,10 @@ def engine_measure(*, rounds: int) -> tuple[float, float, float]:
             elapsed = time.perf_counter() - started
         return elapsed, len(queries.captured_queries)
 
-    deliver("bench:chain-long"), deliver("bench:chain-short")  # warm-up: sandbox child, TypeScript, caches
+    (
+        deliver("bench:chain-long"),
+        deliver("bench:chain-short"),
+    )  # warm-up: sandbox child, TypeScript, caches
     marginal, whole, statements = [], [], []
     for _ in range(rounds):
         long_s, long_q = deliver("bench:chain-long")
@@ -137,7 +151,11 @@ def engine_measure(*, rounds: int) -> tuple[float, float, float]:
         marginal.append((long_s - short_s) / (LONG - SHORT))
         whole.append(long_s / LONG)
         statements.append((long_q - short_q) / (LONG - SHORT))
-    states = set(ProcessRun.objects.filter(process_id__startswith="bench:chain").values_list("state", flat=True))
+    states = set(
+        ProcessRun.objects.filter(process_id__startswith="bench:chain").values_list(
+            "state", flat=True
+        )
+    )
     if states != {"committed"}:
         raise RuntimeError(f"engine bench runs did not all commit: {states}")
     return statistics.median(marginal), statistics.median(whole), statistics.median(statements)
@@ -153,9 +171,19 @@ def dbos_measure(url: str, *, rounds: int) -> tuple[float | None, str]:
     sys_url = url.rsplit("/", 1)[0] + "/" + sys_db
     try:
         proc = subprocess.run(
-            [sys.executable, str(HERE / "dbos_step.py"), "--app-url", url, "--sys-url", sys_url,
-             "--rounds", str(rounds)],
-            capture_output=True, text=True, timeout=float(os.environ.get("BENCH_DBOS_TIMEOUT", "600")),
+            [
+                sys.executable,
+                str(HERE / "dbos_step.py"),
+                "--app-url",
+                url,
+                "--sys-url",
+                sys_url,
+                "--rounds",
+                str(rounds),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=float(os.environ.get("BENCH_DBOS_TIMEOUT", "600")),
         )
     except subprocess.TimeoutExpired:
         return None, "the DBOS subprocess did not finish in time"
@@ -166,7 +194,9 @@ def dbos_measure(url: str, *, rounds: int) -> tuple[float | None, str]:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
         return None, f"the DBOS subprocess failed: {tail[0]}"
     out = json.loads(proc.stdout.strip().splitlines()[-1])
-    return out["step_us"] / 1e6, f"dbos {out['version']}, whole 20-step workflow {out['workflow_us'] / 1000:.1f} ms"
+    return out[
+        "step_us"
+    ] / 1e6, f"dbos {out['version']}, whole 20-step workflow {out['workflow_us'] / 1000:.1f} ms"
 
 
 def step_bench(*, rounds: int = 7, per_round: int = 100) -> StepResult:
@@ -175,7 +205,11 @@ def step_bench(*, rounds: int = 7, per_round: int = 100) -> StepResult:
     engine_s, whole_s, statements = engine_measure(rounds=rounds)
     dbos_s, note = dbos_measure(url, rounds=rounds)
     return StepResult(
-        floor_us=floor_s * 1e6, bare_insert_us=bare_s * 1e6, engine_step_us=engine_s * 1e6,
-        engine_run_per_step_us=whole_s * 1e6, statements_per_step=statements,
-        dbos_step_us=None if dbos_s is None else dbos_s * 1e6, dbos_note=note,
+        floor_us=floor_s * 1e6,
+        bare_insert_us=bare_s * 1e6,
+        engine_step_us=engine_s * 1e6,
+        engine_run_per_step_us=whole_s * 1e6,
+        statements_per_step=statements,
+        dbos_step_us=None if dbos_s is None else dbos_s * 1e6,
+        dbos_note=note,
     )

@@ -9,6 +9,7 @@
 of the table and ends with ``RESULT {json}`` — ratios compare only against references measured in
 this same run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,10 +39,15 @@ def run_step(args: argparse.Namespace) -> None:
 
     r = step_bench(rounds=args.rounds)
     res = r.result()
-    print("step — a create step of a 20-step chain, in-process, marginal cost (20-step − 2-step) / 18")
+    print(
+        "step — a create step of a 20-step chain, in-process, marginal cost (20-step − 2-step) / 18"
+    )
     row("floor (record + ledger INSERT, one transaction)", f"{r.floor_us:10.1f} µs")
     row("bare INSERT (autocommit)", f"{r.bare_insert_us:10.1f} µs")
-    row("engine step (steady state)", f"{r.engine_step_us:10.1f} µs   {res['engine_over_floor']}× floor")
+    row(
+        "engine step (steady state)",
+        f"{r.engine_step_us:10.1f} µs   {res['engine_over_floor']}× floor",
+    )
     row("engine whole 20-step run / 20", f"{r.engine_run_per_step_us:10.1f} µs")
     row("statements per steady-state step", f"{r.statements_per_step:10.2f}")
     dbos = "null" if r.dbos_step_us is None else f"{r.dbos_step_us:10.1f} µs"
@@ -55,7 +61,9 @@ def run_migration(args: argparse.Namespace) -> None:
     from eachrow import eachrow_bench
 
     res = eachrow_bench(rows=args.rows)
-    print(f"migration — a one-create-step eachRow migration of {res['rows']} app-owned rows, in-process")
+    print(
+        f"migration — a one-create-step eachRow migration of {res['rows']} app-owned rows, in-process"
+    )
     row("engine", f"{res['rows_per_s']:10.1f} rows/s")
     row("bare boundary loop (same creates, same keys)", f"{res['bare_rows_per_s']:10.1f} rows/s")
     row("engine time / bare time", f"{res['engine_over_bare']:10.2f}×")
@@ -77,7 +85,9 @@ def run_sync(args: argparse.Namespace) -> None:
     from sync_invoke import sync_bench
 
     res = sync_bench(invokes=args.invokes)
-    print(f"sync — {args.invokes} × POST /v1/processes/<id>?mode=sync (3 creates) over HTTP, gunicorn + qcluster")
+    print(
+        f"sync — {args.invokes} × POST /v1/processes/<id>?mode=sync (3 creates) over HTTP, gunicorn + qcluster"
+    )
     row("sync invoke p50", f"{res['invoke_p50_ms']:10.1f} ms")
     row("3 × POST /v1/data in a row, p50", f"{res['plain_p50_ms']:10.1f} ms")
     row("ratio", f"{res['ratio']:10.2f}×")
@@ -89,7 +99,9 @@ RUNNERS = {"step": run_step, "migration": run_migration, "queue": run_queue, "sy
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--only", default=",".join(BENCHES), help="comma-separated subset of " + ", ".join(BENCHES))
+    parser.add_argument(
+        "--only", default=",".join(BENCHES), help="comma-separated subset of " + ", ".join(BENCHES)
+    )
     parser.add_argument("--rounds", type=int, default=7, help="step bench rounds (medians)")
     parser.add_argument("--rows", type=int, default=1000, help="migration rows")
     parser.add_argument("--runs-small", type=int, default=1_000)
@@ -104,7 +116,9 @@ def main(argv: list[str] | None = None) -> int:
     if connection.vendor != "postgresql":
         parser.error("make bench needs PostgreSQL: set DATABASE_URL=postgres://…")
     with bench_database() as vendor:
-        print(f"Turbobase benches — {vendor} database {connection.settings_dict['NAME']}", flush=True)
+        print(
+            f"Turbobase benches — {vendor} database {connection.settings_dict['NAME']}", flush=True
+        )
         failed = []
         for name in chosen:
             print(flush=True)
