@@ -24,8 +24,8 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 @admin.register(Record)
 class RecordAdmin(ReadOnlyAdmin):
-    list_display = ("pg_row_id", "record_type", "external_id", "source_system", "sync_state", "sync_version",
-                    "owner", "group", "updated_at")
+    # Narrow enough for 1280 px: the page of one record has the rest.
+    list_display = ("pg_row_id", "record_type", "external_id", "sync_state", "owner", "updated_at")
     list_filter = ("record_type", "sync_state", "source_system")
     search_fields = ("=pg_row_id", "external_id", "idempotency_key", "owner__username")
     date_hierarchy = "created_at"
@@ -34,8 +34,7 @@ class RecordAdmin(ReadOnlyAdmin):
 
 @admin.register(RecordWriteState)
 class RecordWriteStateAdmin(ReadOnlyAdmin):
-    list_display = ("id", "record_type", "operation", "status", "record", "external_id", "attempts",
-                    "reason_code", "field", "updated_at")
+    list_display = ("id", "record_type", "operation", "status", "attempts", "reason_code", "updated_at")
     list_filter = ("status", "operation", "record_type", "source_system")
     search_fields = ("=record__pg_row_id", "external_id", "reason_code")
     list_select_related = ("record",)
@@ -43,8 +42,7 @@ class RecordWriteStateAdmin(ReadOnlyAdmin):
 
 @admin.register(WriteTrail)
 class WriteTrailAdmin(ReadOnlyAdmin):
-    list_display = ("id", "at", "actor", "action", "record_type", "pg_row_id", "outcome", "code", "field",
-                    "process_run_id", "process_step")
+    list_display = ("id", "at", "actor", "action", "record_type", "outcome", "code", "process_step")
     list_filter = ("outcome", "action", "record_type")
     search_fields = ("=pg_row_id", "code", "actor__username", "process_run_id")
     date_hierarchy = "at"
