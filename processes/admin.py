@@ -41,7 +41,7 @@ class ProcessSwitchForm(forms.ModelForm):
         fields = ("is_enabled", "disabled_reason")
 
     def clean(self) -> dict:
-        data = super().clean()
+        data = super().clean() or {}
         if not data.get("is_enabled") and not (data.get("disabled_reason") or "").strip():
             self.add_error("disabled_reason", "Give a reason for switching it off.")
         return data
@@ -72,13 +72,14 @@ class ProcessAdmin(admin.ModelAdmin):
         processes = list(changelist.result_list)
         rows = process_rows_load(process.pk for process in processes)
         for process in processes:
-            process.row = rows[process.pk]
+            vars(process)["row"] = rows[process.pk]  # kept on the instance, as cached_property does
         return changelist
 
     def _row(self, obj: Process) -> ProcessRow:
-        if not hasattr(obj, "row"):  # the change page: one process
-            obj.row = process_rows_load([obj.pk])[obj.pk]
-        return obj.row
+        memo = vars(obj)
+        if "row" not in memo:  # the change page: one process
+            memo["row"] = process_rows_load([obj.pk])[obj.pk]
+        return memo["row"]
 
     @admin.display(description="deployed", boolean=True)
     def deployed(self, obj: Process) -> bool:
