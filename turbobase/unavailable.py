@@ -58,3 +58,23 @@ class DatabaseUnavailableMiddleware:
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         return unavailable_response() if database_unreachable(exception) else None
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """``handler500``: what escapes every view and middleware — a session saved after the view
+    while the database drops, say. Django calls it inside its ``except`` block, so the exception
+    is ``sys.exc_info()``. An unreachable database is the same JSON 503 as above; any other
+    failure on the API is a JSON 500 (an app parses it like every other answer); the admin and
+    the pages keep Django's own page."""
+    import sys
+
+    from django.views.defaults import server_error as django_server_error
+
+    exc = sys.exc_info()[1]
+    if exc is not None and database_unreachable(exc):
+        return unavailable_response()
+    if request.path.startswith("/v1/"):
+        return JsonResponse(
+            {"error": "server_error", "message": "the instance failed; it was logged"}, status=500
+        )
+    return django_server_error(request)

@@ -20,3 +20,5 @@ urlpatterns = [
     path("api/schema", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
 ]
+
+handler500 = "turbobase.unavailable.server_error"
