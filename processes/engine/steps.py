@@ -206,6 +206,13 @@ def _delete(scope: StepScope, planned: PlannedStep, ctx: dict, runtime: ModuleRu
             return StepResult(StepStatus.FAILED, record_step(scope, planned, disposition=Disposition.FAILED,
                                                  refusal=Refused.of(exc)))
         notice = Refused(result.code, None, result.message) if result.code else None
+        # A delete on its way to a connected system waits for the source's verdict, as an
+        # awaitSource create does: a refusal (the record comes back) fails the step with the
+        # source's code and sentence, and onRefused decides the run. A held delete does not wait
+        # (nothing bounds how long a person takes); it is confirmed with its notice.
+        sent = result.outcome == WriteOutcome.QUEUED and bool(result.record.source_system)
+        write_state = _latest_write_state(result.record.pk) if sent else None
         row = record_step(scope, planned, disposition=Disposition.CONFIRMED, refusal=notice,
-                      pg_row_id=result.record.pk, external_id=result.record.external_id, counts_write=True)
+                      pg_row_id=result.record.pk, external_id=result.record.external_id, counts_write=True,
+                      awaiting=write_state is not None, write_state_id=write_state)
         return StepResult(StepStatus.DONE, row)

@@ -217,6 +217,28 @@ def test_on_refused_decides_whether_a_refused_delete_ends_the_run(
     assert invoice.sync_state == "synced"
 
 
+@pytest.mark.parametrize(
+    "on_refused, state, after", [("continue", "committed", "confirmed"), ("stop", "failed", "skipped")]
+)
+def test_a_delete_the_connected_system_refuses_fails_the_step_and_the_record_comes_back(
+    admin_user, alice, alice_actor, on_refused, state, after
+):
+    rule_set(record_type="invoice", action="delete", decision="allow_with_audit")  # sent, not held
+    invoice = _synced_invoice(alice_actor)
+    record_create(actor=alice_actor, record_type="creditMemo", parent={"created_from_id": invoice.external_id})
+    pump(sources=True)
+    run = _run(admin_user, alice, _process(_drop(on_refused)), {"invoiceId": invoice.external_id})
+    assert run.state == state
+    assert ledger(run) == [("drop", "failed", "RECORD_REFERENCED"), ("after", after, None)]
+    drop = run.ledger.get(step_id="drop")
+    assert drop.refusal_message.startswith(f"invoice {invoice.external_id} cannot be deleted: creditMemo")
+    assert (drop.pg_row_id, drop.awaiting_verdict) == (invoice.pk, False)
+    if on_refused == "stop":
+        assert "step 'drop' failed: RECORD_REFERENCED" in run.reason
+    invoice.refresh_from_db()
+    assert invoice.sync_state == "synced"  # un-hidden: the source kept it
+
+
 def test_delete_address_that_resolves_to_nothing(admin_user, alice):
     run = _run(admin_user, alice, _process(_drop()), {})
     assert ledger(run) == [("drop", "failed", "STEP_ADDRESS_UNRESOLVED"), ("after", "skipped", None)]
