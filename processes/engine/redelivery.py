@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -138,16 +138,22 @@ def redelivery_tick(*, mode: str) -> int:
     return sent
 
 
+def redelivery_look(modes: Iterable[str]) -> None:
+    """One look at each lane in ``modes``; a failure is logged and the next look tries again."""
+    close_old_connections()
+    for mode in modes:
+        try:
+            redelivery_tick(mode=mode)
+        except Exception:  # the database blinked: look again next time
+            logger.exception("lane %s: redelivery look failed", mode)
+
+
 def redelivery_watch(*, mode: str, alive: Callable[[], bool]) -> None:
     """Look every ``redelivery_interval()`` seconds while ``alive()`` (the lane's cluster runs)."""
     interval = redelivery_interval()
     try:
         while alive():
-            close_old_connections()
-            try:
-                redelivery_tick(mode=mode)
-            except Exception:  # the database blinked: look again next time
-                logger.exception("lane %s: redelivery look failed", mode)
+            redelivery_look([mode])
             deadline = time.monotonic() + interval
             while alive() and time.monotonic() < deadline:
                 time.sleep(0.2)

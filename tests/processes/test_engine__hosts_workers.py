@@ -4,6 +4,7 @@ still reach the source one at a time and in commit order across both hosts."""
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from itertools import groupby, pairwise
 
 import pytest
@@ -57,29 +58,35 @@ def test_two_worker_hosts_one_killed_every_run_once_and_one_type_in_order(
     sandbox_script_set(
         "customer", latency_ms=20
     )  # long enough for two hosts to collide, if they could
-    with redis_broker() as broker:
+    with redis_broker() as broker, ExitStack() as host_b:
         env = {**HOST_ENV, **broker}
+        # Host a runs every lane in one qcluster (make run's way); host b runs each lane as its own
+        # service (Q_CLUSTER_NAME, the production layout), so both ways of watching are exercised.
         host_a = QCluster(workers=2, log_path=tmp_path / "host-a.log", extra_env=env).start()
-        with QCluster(workers=2, log_path=tmp_path / "host-b.log", extra_env=env):
-            run_ids = [
-                run_invoke(process_id="t:one-customer", body={}, user=alice).pk for _ in range(RUNS)
-            ]
-            wait_until(
-                lambda: (
-                    _terminal(run_ids) >= RUNS // 3 and SandboxSend.objects.count() >= RUNS // 6
-                ),
-                timeout=120,
-                interval=0.05,
-                message="runs and sends under way",
+        host_b.callback(host_a.stop)  # if the test fails before the kill
+        for lane in ("turbobase", "tb_sync", "tb_async"):
+            host_b.enter_context(
+                QCluster(
+                    workers=2,
+                    log_path=tmp_path / f"host-b-{lane}.log",
+                    extra_env={**env, "Q_CLUSTER_NAME": lane},
+                )
             )
-            host_a.kill()
-            killed_at, terminal_at_kill = timezone.now(), _terminal(run_ids)
-            wait_until(
-                lambda: _terminal(run_ids) == RUNS,
-                timeout=120,
-                message="every run terminal on host b",
-            )
-            wait_until(_settled, timeout=60, interval=0.5, message="every outbound write settled")
+        run_ids = [
+            run_invoke(process_id="t:one-customer", body={}, user=alice).pk for _ in range(RUNS)
+        ]
+        wait_until(
+            lambda: _terminal(run_ids) >= RUNS // 3 and SandboxSend.objects.count() >= RUNS // 6,
+            timeout=120,
+            interval=0.05,
+            message="runs and sends under way",
+        )
+        host_a.kill()
+        killed_at, terminal_at_kill = timezone.now(), _terminal(run_ids)
+        wait_until(
+            lambda: _terminal(run_ids) == RUNS, timeout=120, message="every run terminal on host b"
+        )
+        wait_until(_settled, timeout=60, interval=0.5, message="every outbound write settled")
 
     runs = ProcessRun.objects.filter(pk__in=run_ids)
     assert set(runs.values_list("state", flat=True)) == {"committed"}

@@ -4,8 +4,9 @@ Lanes are separate clusters (queues) with separate worker pools, so a long async
 starve interactive ones: ``turbobase`` (outbound writes, sweeps), ``tb_sync`` and ``tb_async``.
 With ``Q_CLUSTER_NAME`` set (or ``--cluster-name``) this is django-q2's own command for that one
 cluster; a run lane's cluster also runs the watch that sends lost deliveries again
-(``processes.engine.redelivery``). Each child dies with this process (PR_SET_PDEATHSIG), so a
-SIGKILL leaves no orphans.
+(``processes.engine.redelivery``). Started for every lane, this process runs the watch for both
+run lanes, on the one connection it holds anyway. Each child dies with this process
+(PR_SET_PDEATHSIG), so a SIGKILL leaves no orphans.
 """
 from __future__ import annotations
 
@@ -21,9 +22,10 @@ from pathlib import Path
 from django_q.management.commands.qcluster import Command as DjangoQCommand
 
 from kernel.system_schedules import system_schedules_ensure
-from processes.lanes import CLUSTER_LANES
+from processes.lanes import CLUSTER_LANES, LANE_CLUSTERS
 
 LANES = ("turbobase", "tb_sync", "tb_async")
+WATCH_ENV = "TURBOBASE_REDELIVERY_WATCH"
 _PR_SET_PDEATHSIG = 1
 
 
@@ -42,13 +44,18 @@ class Command(DjangoQCommand):
             return self.lane_handle(lane)
         if lane or options.get("run_once"):
             return super().handle(*args, **options)
+        from processes.engine.redelivery import redelivery_interval, redelivery_look
+
         system_schedules_ensure()
         manage = Path(__file__).resolve().parents[3] / "manage.py"
+        # The run lanes' redelivery watch runs here, on this process's one connection.
+        lane_env = {**os.environ, WATCH_ENV: "parent"}
         children = [
-            subprocess.Popen([sys.executable, str(manage), "qcluster"], env={**os.environ, "Q_CLUSTER_NAME": lane},
+            subprocess.Popen([sys.executable, str(manage), "qcluster"], env={**lane_env, "Q_CLUSTER_NAME": lane},
                              preexec_fn=_die_with_parent)
             for lane in LANES
         ]
+        look_at = time.monotonic()
         stopping = False
 
         def stop(signum, frame):
@@ -67,6 +74,9 @@ class Command(DjangoQCommand):
             if not stopping and any(code is not None for code in codes):
                 self.stderr.write(f"a lane's cluster exited ({codes}); stopping the others")
                 stop(signal.SIGTERM, None)
+            if not stopping and time.monotonic() >= look_at:
+                redelivery_look(LANE_CLUSTERS)
+                look_at = time.monotonic() + redelivery_interval()
             time.sleep(0.2)
         if not stopping:
             sys.exit(1)
@@ -80,5 +90,12 @@ class Command(DjangoQCommand):
         os.environ["Q_CLUSTER_NAME"] = lane
         cluster = Cluster()
         cluster.start()
-        redelivery_watch(mode=CLUSTER_LANES[lane],
-                         alive=lambda: cluster.sentinel is not None and cluster.sentinel.is_alive())
+
+        def alive() -> bool:
+            return cluster.sentinel is not None and cluster.sentinel.is_alive()
+
+        if os.environ.get(WATCH_ENV) == "parent":  # the all-lanes qcluster watches for us
+            while alive():
+                time.sleep(0.5)
+            return
+        redelivery_watch(mode=CLUSTER_LANES[lane], alive=alive)
