@@ -115,6 +115,11 @@ class QCluster:
         raise TimeoutError(
             f"qcluster did not run a task on every lane within {self.ready_timeout:g}s:\n{self.log_text()}")
 
+    def lanes_running(self) -> int:
+        """How many lane clusters have said they are running, in this log (django-q2 logs it at INFO)."""
+        lines = self.log_text().splitlines()
+        return sum(1 for line in lines if line.startswith("Q Cluster ") and line.endswith(" running."))
+
     def stop(self) -> None:
         """Stop the cluster we started (SIGTERM, then SIGKILL of its own process group)."""
         process, self.process = self.process, None
