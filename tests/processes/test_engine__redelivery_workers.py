@@ -28,6 +28,7 @@ from tests.workers import QCluster, redis_broker, wait_until
 pytestmark = [pytest.mark.workers, pytest.mark.django_db(transaction=True)]
 
 LEASE_S = 3
+RECOVERY_SLACK_S = 30  # the lanes working off what is left on a loaded 2-core machine
 FAST = {
     "TURBOBASE_RUN_LEASE_S": str(LEASE_S),
     "TURBOBASE_SOURCES_LANE_LEASE_S": "3",
@@ -137,9 +138,11 @@ def test_runs_survive_clusters_killed_at_random_moments(broker, admin_user, alic
             f"{[(done, running) for _, done, running in kills]}; lanes running again {up_s:.1f}s after the "
             f"last kill; every run terminal {recovered_s:.1f}s after it ({recovered_s - up_s:.1f}s after start-up)"
         )
-        # The lease runs out, the watch looks, the rest runs: within the lease + 10 s of the
-        # restarted lanes running (their start-up is the machine's, not the engine's).
-        assert recovered_s - up_s <= LEASE_S + 10
+        # The lease runs out, the watch looks, the rest runs. Not a speed test: the bound only
+        # tells "sent again within the lease" (seconds) from the broker's retry (16 min on the ORM
+        # broker) or never (Redis); the printed figures are what to read. Measured from the
+        # restarted lanes running: their start-up is the machine's, not the engine's.
+        assert recovered_s - up_s <= LEASE_S + RECOVERY_SLACK_S
         assert_each_write_once(run_ids)
     finally:
         cluster.stop()
