@@ -118,20 +118,16 @@ class ProcessRunAdmin(admin.ModelAdmin):
     search_fields = ("run_id", "process_id", "invoked_by__username", "reason")
     list_select_related = ("invoked_by",)
     ordering = ("-created_at",)
+    # State, pending reason, duration and version are in the page's summary above these.
     fields = (
         "run_id",
-        "process_id",
         "mode",
-        "state",
         "reason",
         "outstanding",
-        "pending_reason",
-        "waiting_step",
         "wake_at",
         "invoked_by",
         "schedule_name",
         "input",
-        "module_version",
         "created_at",
         "started_at",
         "finished_at",

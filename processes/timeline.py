@@ -8,8 +8,8 @@ to the verdict (or to now, while it still waits), and a run parked now (``pendin
 in a wait bar naming why.
 
 A big run is drawn from buckets of consecutive steps (at most ``MAX_BARS`` bars), each coloured
-by the disposition most of its steps had and titled with every count, so a 5,000-step run's page
-stays small. Positions are percentages computed here; the template draws plain HTML/CSS.
+failed if any of its steps failed (else by what most of them did) and titled with every count,
+so a 5,000-step run's page stays small. Positions are percentages computed here; the template draws plain HTML/CSS.
 """
 
 from __future__ import annotations
@@ -133,15 +133,13 @@ def _steps(run: ProcessRun, rows: list[tuple], now: datetime) -> list[_Step]:
     return steps
 
 
-def _dominant(counts: Counter) -> str:
-    # Ties go to the more alarming disposition, so one failure among successes is not hidden.
-    order = [
-        Disposition.FAILED,
-        Disposition.ROLLED_BACK,
-        Disposition.SKIPPED,
-        Disposition.CONFIRMED,
-    ]
-    return max(counts, key=lambda kind: (counts[kind], -order.index(kind) if kind in order else -9))
+def _colour(counts: Counter) -> str:
+    """A bucket's colour: failed if any step in it failed (a failure must not be averaged away),
+    else rolled back if any was, else the disposition most of its steps had."""
+    for alarming in (Disposition.FAILED, Disposition.ROLLED_BACK):
+        if counts.get(alarming):
+            return alarming
+    return counts.most_common(1)[0][0]
 
 
 def timeline_build(run: ProcessRun, rows: list[tuple], *, now: datetime) -> Timeline:
@@ -169,7 +167,7 @@ def timeline_build(run: ProcessRun, rows: list[tuple], *, now: datetime) -> Time
             label = f"steps #{group[0].sequence}–#{group[-1].sequence}: " + ", ".join(
                 f"{n} {kind}" for kind, n in counts.most_common()
             )
-        timeline.bars.append(axis.bar(group[0].start, group[-1].end, _dominant(counts), label))
+        timeline.bars.append(axis.bar(group[0].start, group[-1].end, _colour(counts), label))
     waited = [(step, step.waited_until) for step in steps if step.waited_until]
     for step, waited_until in waited[:MAX_BARS]:
         timeline.waits.append(

@@ -2,11 +2,13 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from turbobase.favicon import favicon
 from turbobase.home import home
 from turbobase.views import HealthView, SessionView
 
 urlpatterns = [
     path("", home, name="home"),
+    path("favicon.ico", favicon, name="favicon"),
     path("admin/", admin.site.urls),
     path("v1/auth/session", SessionView.as_view(), name="auth-session"),
     path("v1/health", HealthView.as_view(), name="health"),

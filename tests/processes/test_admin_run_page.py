@@ -38,6 +38,8 @@ def test_a_5000_step_run_page_is_under_400_kb_with_100_ledger_rows_and_200_bars(
     assert "steps 1–100 of 5000" in page
     assert page.count('class="bar ') == MAX_BARS
     assert "each bar is 25 consecutive steps" in page
+    # Every 50th step failed: every other bucket of 25 holds one failure and is drawn failed.
+    assert page.count('class="bar failed"') == 100
     last = _page(operator, run, "?page=50")
     assert "steps 4901–5000 of 5000" in last and ">step-5000<" in last
 
