@@ -2,10 +2,10 @@
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/turbobase .venv/bin/python bench/boundary.py [--n 2000]
 
-It creates a throwaway database (``turbobase_bench`` on PostgreSQL, ``var/bench.sqlite3`` on
-SQLite), migrates it, measures, and drops it. Series are interleaved in rounds so drift (autovacuum,
-cache warm-up) hits them all alike. The target is that a boundary create keeps at least a third of
-the raw rate; ``--check`` exits 1 when a series falls below it.
+It creates a throwaway database (``BENCH_DB``, default ``turbobase_bench_<user>_<pid>``, on
+PostgreSQL, ``var/bench.sqlite3`` on SQLite), migrates it, measures, and drops it. Series are
+interleaved in rounds so drift (autovacuum, cache warm-up) hits them all alike. The target is
+that a boundary create keeps at least a third of the raw rate; ``--check`` exits 1 when a series falls below it.
 
 Connected creates (``customer``) queue an outbound write and, after commit, send
 ``outbound_write_queued`` — the sources room answers that by enqueuing a django-q2 task. No worker
@@ -43,7 +43,8 @@ from records.signals import outbound_write_queued  # noqa: E402
 from records.trail import Actor  # noqa: E402
 
 TARGET_RATIO = 1 / 3
-BENCH_NAMES = {"postgresql": "turbobase_bench", "sqlite": str(ROOT / "var" / "bench.sqlite3")}
+# The database name: BENCH_DB, else one of this user and process (bench/support.py).
+from support import BENCH_NAMES  # noqa: E402
 
 
 @dataclass
