@@ -197,12 +197,15 @@ class ProcessRunSlice(models.Model):
     number = models.PositiveIntegerField()
     rows = models.JSONField(default=list)
     total_read = models.PositiveIntegerField(default=0)
+    # The process version this slice ran: a deploy takes effect at the next slice, never mid-slice.
+    module_version = models.PositiveIntegerField(null=True, blank=True)
     is_open = models.BooleanField(default=True)
     started_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         db_table = "process_run_slice"
+        ordering = ["number"]
         constraints = [models.UniqueConstraint(fields=["run", "number"], name="run_slice_unique")]
 
     def __str__(self) -> str:

@@ -5,7 +5,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from processes.models import ProcessRun, ProcessRunStep, RunMode, RunState
+from processes.models import ProcessRun, ProcessRunSlice, ProcessRunStep, RunMode, RunState
 
 
 class RefusalSerializer(serializers.Serializer):
@@ -30,6 +30,19 @@ class StepSerializer(serializers.ModelSerializer):
                   "slice", "refusal")
 
 
+class SliceSerializer(serializers.ModelSerializer):
+    """One slice of a migration: the process version it ran and its clock."""
+
+    slice = serializers.IntegerField(source="number")
+    moduleVersion = serializers.IntegerField(source="module_version", allow_null=True)
+    startedAt = serializers.DateTimeField(source="started_at")
+    finishedAt = serializers.DateTimeField(source="finished_at", allow_null=True)
+
+    class Meta:
+        model = ProcessRunSlice
+        fields = ("slice", "moduleVersion", "startedAt", "finishedAt")
+
+
 class RunSerializer(serializers.ModelSerializer):
     """The run half of the single-run read."""
 
@@ -41,11 +54,14 @@ class RunSerializer(serializers.ModelSerializer):
     startedAt = serializers.DateTimeField(source="started_at", allow_null=True)
     finishedAt = serializers.DateTimeField(source="finished_at", allow_null=True)
     moduleVersion = serializers.IntegerField(source="module_version")
+    # A migration's slices, each with the version it ran (a deploy is picked up at the next slice).
+    sliceLog = SliceSerializer(source="slice_log", many=True, read_only=True)
 
     class Meta:
         model = ProcessRun
         fields = ("runId", "processId", "state", "reason", "outstanding", "mode", "pendingReason",
-                  "invokedBy", "schedule", "startedAt", "finishedAt", "slices", "writes", "moduleVersion")
+                  "invokedBy", "schedule", "startedAt", "finishedAt", "slices", "writes", "moduleVersion",
+                  "sliceLog")
 
     def get_pendingReason(self, run: ProcessRun) -> str | None:
         return None if run.is_terminal else (run.pending_reason or None)

@@ -73,7 +73,8 @@ class MigrationSlice:
             unique.setdefault(str(value), row)  # a row listed twice in one slice is visited once
         taken = list(unique.values())[: self.runner.ceilings.slice_max_rows]
         with transaction.atomic():
-            opened = ProcessRunSlice.objects.create(run=self.run, number=number, rows=taken, total_read=len(unique))
+            opened = ProcessRunSlice.objects.create(run=self.run, number=number, rows=taken, total_read=len(unique),
+                                                    module_version=self.run.module_version)
             self.runner.run_set(slices=number, outstanding=len(unique))
         self.run.slices, self.run.outstanding = number, len(unique)
         return opened

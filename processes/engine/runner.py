@@ -20,7 +20,7 @@ from django.db.models import Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from extensions.store import module_version
+from extensions.store import module_served, module_version
 from guardrails.settings import setting_get
 from processes.ceilings import ceilings_for
 from processes.contract import OnFailure, OnRefused
@@ -180,10 +180,27 @@ class ChainRunner:
         if self._runtime is not None:
             self._runtime.close()
 
+    def version_for_next_slice(self) -> None:
+        """A migration about to open a slice takes the version deployed now (``module_served``:
+        within its ~30 s pick-up). A slice already open — a re-delivery — finishes on its own."""
+        if self.definition.get("eachRow") is None:
+            return
+        if self.run.slice_log.filter(is_open=True).exists():
+            return
+        served = module_served(self.run.process_id)
+        if served is None or served.version == self.run.module_version:
+            return
+        definition = module_version(self.run.process_id, served.version).definition
+        if definition.get("eachRow") is None:
+            return  # no longer a migration: its slices cannot carry on as one; the run keeps its own
+        self.run_set(module_version=served.version)
+        self.run.module_version, self.definition = served.version, definition
+
     def execute(self) -> None:
         if self.run.rollback_requested:
             rollback_continue(self.run, self.actor, lease=self.lease)
             return
+        self.version_for_next_slice()
         try:
             plan = plan_build(self.definition, self.run.input,
                               for_each_cap=setting_get("processes.for_each_max_items"))

@@ -33,7 +33,7 @@ def test_a_run_reads_in_exactly_the_seed_shape(alice_api, alice, two_notes):
     assert body == {
         "run": {"runId": str(run.run_id), "processId": "acme:two-notes", "state": "committed", "reason": None,
                 "outstanding": 0, "mode": "async", "pendingReason": None, "invokedBy": "alice",
-                "schedule": None, "slices": 1, "writes": 2, "moduleVersion": 1},
+                "schedule": None, "slices": 1, "writes": 2, "moduleVersion": 1, "sliceLog": []},
         "steps": [
             {"sequence": 1, "stepId": "first", "recordType": "salesOrder", "pgRowId": str(first.pg_row_id),
              "externalId": None, "disposition": "confirmed", "rowKey": "", "slice": 1, "refusal": None},

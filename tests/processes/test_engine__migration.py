@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from guardrails.settings import setting_set
+from processes.engine.runner import run_deliver
 from processes.errors import ProcessIsMigration
 from processes.models import ProcessRun
 from processes.steering import run_cancel, run_resume
@@ -67,6 +68,45 @@ def test_a_slice_finishes_at_least_one_row_even_on_a_one_millisecond_budget(trac
         range(1, run.slices + 1))
     assert Record.reads.filter(record_type="customer").count() == 4
     assert run.writes == 8
+
+
+VERSIONED = """import { defineProcess } from '@turbobase/extensions';
+export default defineProcess({
+  id: 't:versioned-migration',
+  input: { type: 'object' },
+  eachRow: {
+    outstanding: () => 'migration_item?select=pg_row_id,legacy_id,company_name&status=eq.pending&order=legacy_id',
+    key: 'legacy_id',
+  },
+  steps: [
+    { id: 'create', recordType: 'customer',
+      build: (ctx) => ({ parent: { company_name: '%s ' + ctx.row!.company_name } }) },
+    { id: 'mark', recordType: 'migration_item', update: { pgRowId: (ctx) => ctx.row!.pg_row_id as string },
+      rollback: 'keep', build: () => ({ parent: { status: 'sent' } }) },
+  ],
+});
+"""
+
+
+def test_a_new_version_deployed_between_slices_is_the_next_slices_and_the_run_read_shows_each(
+    admin_user, alice, alice_api
+):
+    setting_set("PROCESS_SLICE_MAX_ROWS", 2)
+    deploy(VERSIONED % "v1", by=admin_user)
+    _items(alice, 4)
+    run = invoke("t:versioned-migration", {}, alice)
+    run_deliver(str(run.pk), run.delivery)  # slice 1, on version 1
+    run.refresh_from_db()
+    assert (run.state, run.slices, run.outstanding) == ("running", 1, 2)
+    deploy(VERSIONED % "v2", by=admin_user)  # the deploy drops this process's cached answers
+    pump()
+    run.refresh_from_db()
+    assert (run.state, run.slices, run.outstanding, run.module_version) == ("committed", 2, 0, 2)
+    names = sorted(Record.reads.filter(record_type="customer").values_list("fields__company_name", flat=True))
+    assert names == ["v1 Company 0", "v1 Company 1", "v2 Company 2", "v2 Company 3"]
+    body = alice_api.get(f"/v1/processes/runs/{run.run_id}").json()["run"]
+    assert [(s["slice"], s["moduleVersion"]) for s in body["sliceLog"]] == [(1, 1), (2, 2)]
+    assert body["moduleVersion"] == 2
 
 
 def test_offering_a_row_again_writes_nothing_and_hands_on_the_first_record(tracked, alice):
