@@ -58,6 +58,7 @@ RULES = [
         {"pgRowId": RUN},
         WRITE,
     ),
+    ("get", "v1/audit", "/v1/audit", None, READ),
     ("get", "v1/guardrails/held-deletes", "/v1/guardrails/held-deletes", None, READ),
     (
         "post",
