@@ -4,7 +4,6 @@ sandbox serves the next call normally."""
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -233,9 +232,7 @@ def test_network_and_timers_are_violations(sandbox: Sandbox, code: str, what: st
 
 
 def test_infinite_loop_in_a_call(sandbox: Sandbox) -> None:
-    started = time.monotonic()
     attack(sandbox, "for (;;) {}", SandboxTimeout, "CPU budget of 300 ms exceeded")
-    assert time.monotonic() - started < 6
 
 
 def test_infinite_loop_while_loading_for_deploy_validation(sandbox: Sandbox) -> None:
