@@ -76,6 +76,8 @@ def process_cancel_queued(*, user: User, process_id: str) -> int:
         with transaction.atomic():
             run = ProcessRun.objects.select_for_update().get(pk=run_id)
             if run.state == RunState.QUEUED:
+                audit_record(actor=user, action=ProcessAuditAction.RUN_CANCELLED, target=f"run:{run.pk}",
+                             before={"state": run.state})
                 run_end(run, RunState.CANCELLED, reason=f"cancelled by {user.get_username()}",
                         outstanding=_unreached(run))
                 cancelled += 1

@@ -120,3 +120,11 @@ def test_a_schedule_paused_by_failures_and_resumed_by_an_operator_is_audited(adm
         "/admin/processes/processschedule/", {"action": "resume", ACTION_CHECKBOX_NAME: ["nightly"]}
     )
     assert AuditEvent.objects.filter(action="schedule.resumed").count() == 1
+
+
+def test_cancelling_a_process_s_queued_runs_audits_each_run(alice, admin_api, two_notes):
+    runs = [run_invoke(process_id=two_notes, body={"memo": str(n)}, user=alice) for n in range(2)]
+    assert admin_api.post(f"/v1/processes/{two_notes}/cancel").json() == {"cancelled": 2}
+    assert sorted(events("run.cancelled")) == sorted(
+        ("root", "run.cancelled", f"run:{run.run_id}", {"state": "queued"}, None, "") for run in runs
+    )
