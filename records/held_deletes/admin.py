@@ -97,7 +97,8 @@ class GuardrailAdmin(admin.ModelAdmin):
     def step_link(self, held: HeldDelete) -> str:
         if not (held.process_run_id and held.process_step):
             return held.process_step or "-"
-        return format_html('<a href="{}">{}</a>', _run_url(held.process_run_id), held.process_step)
+        # The run page's ledger, where the step's rows are.
+        return format_html('<a href="{}#ledger">{}</a>', _run_url(held.process_run_id), held.process_step)
 
     @admin.display(description="the record as it was")
     def record_fields(self, held: HeldDelete) -> str:
