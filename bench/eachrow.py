@@ -5,7 +5,13 @@ the same run.
 The source rows are ``migration_item`` records of a batch; the one step creates a
 ``legacy_customer`` (app-owned: no outbound write) per row. The engine side invokes the process and
 performs every slice in this process (what the async lane's worker does). Seeding the rows is not
-timed. ``bench/migration.py`` is the two-writes-per-row tracked variant.
+timed.
+
+The rows are never marked (one step), so they stay outstanding: a slice takes the first
+``PROCESS_SLICE_MAX_ROWS`` of the read, and a second slice would take the same rows again (offered
+again, writing nothing) until ``processes.slice_cap`` — a one-create-step migration larger than one
+slice does not finish. The bench therefore sets the slice's row budget to cover every row on its
+throwaway database: one slice, every row. ``bench/migration.py`` is the two-writes-per-row tracked variant.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import time
 from django.contrib.auth import get_user_model
 
 from extensions.deploy import extension_deploy
+from guardrails.settings import setting_set
 from processes.engine.runner import run_deliver
 from processes.invoke import run_invoke
 from processes.models import ProcessRun, RunState
@@ -65,7 +72,7 @@ def migrate(user, batch: str) -> ProcessRun:
     while ProcessRun.objects.get(pk=run.pk).state in (RunState.QUEUED, RunState.RUNNING):
         run_deliver(str(run.pk))  # each delivery is one slice, as on the async lane
     run.refresh_from_db()
-    if run.state != RunState.COMMITTED:
+    if run.state != RunState.COMMITTED or run.outstanding:
         raise RuntimeError(f"the migration ended {run.state}: {run.reason}")
     return run
 
@@ -76,6 +83,7 @@ def eachrow_bench(*, rows: int = 1000) -> dict:
     )
     actor = Actor(user=user)
     extension_deploy(entry="processes/eachrow.ts", files={"processes/eachrow.ts": SOURCE}, by=user)
+    setting_set("PROCESS_SLICE_MAX_ROWS", rows + 100, by=user)  # one slice, every row (see above)
     items_make(actor, "warm", 20)
     items_make(actor, "engine", rows)
     bare_items = items_make(actor, "bare", rows)
