@@ -70,7 +70,9 @@ class ProcessRun(models.Model):
     )
     wait_deadline = models.DateTimeField(null=True, blank=True)
     waiting_step = models.CharField(max_length=255, blank=True, default="")
-    wake_at = models.DateTimeField(null=True, blank=True)
+    # When the engine must deliver this parked run (a wait budget's end, a window's free time):
+    # the due-time index each lane's watch reads twice a second (engine.wakeups.wakeups_due).
+    wake_at = models.DateTimeField(null=True, blank=True, db_index=True)
     invoked_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )

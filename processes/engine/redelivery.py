@@ -18,7 +18,8 @@ Sending again is idempotent: the conditional UPDATE that marks the re-send (``en
 compared with the value read) lets one host's watch win per lease; the claim lets one delivery
 hold the run; and the ledger makes a resumed run skip every recorded step. A run a live cluster
 has prefetched but not started for a lease may get a second task; it finds the run claimed.
-Parked runs (awaiting a verdict or the clock) are the minute sweep's (``engine.wakeups``).
+Parked runs whose due time (``wake_at``) has come are delivered by the same watch, read from
+that index twice a second (``engine.wakeups.wakeups_due``); the minute sweep is the safety net.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from django_q.signing import SignedPackage
 
 from kernel.ids import uuid_or_none
 from processes.engine.lease import lease_seconds
+from processes.engine.wakeups import WAKE_POLL_S, wakeups_due
 from processes.lanes import DELIVER_TASK, LANE_CLUSTERS, lane_send
 from processes.models import PendingReason, ProcessRun, RunState
 
@@ -148,14 +150,30 @@ def redelivery_look(modes: Iterable[str]) -> None:
             logger.exception("lane %s: redelivery look failed", mode)
 
 
+def wakeups_look(modes: Iterable[str]) -> None:
+    """Deliver the parked runs of each lane in ``modes`` whose due time has come (the ``wake_at``
+    index, ``engine.wakeups``); a failure is logged and the next look tries again."""
+    close_old_connections()
+    for mode in modes:
+        try:
+            wakeups_due(mode=mode)
+        except Exception:  # the database blinked: look again next time
+            logger.exception("lane %s: wake-up look failed", mode)
+
+
 def redelivery_watch(*, mode: str, alive: Callable[[], bool]) -> None:
-    """Look every ``redelivery_interval()`` seconds while ``alive()`` (the lane's cluster runs)."""
+    """While ``alive()`` (the lane's cluster runs): the wake-ups every ``WAKE_POLL_S`` and the
+    lost deliveries every ``redelivery_interval()`` seconds."""
     interval = redelivery_interval()
+    look_at = time.monotonic()
     try:
         while alive():
-            redelivery_look([mode])
-            deadline = time.monotonic() + interval
+            wakeups_look([mode])
+            if time.monotonic() >= look_at:
+                redelivery_look([mode])
+                look_at = time.monotonic() + interval
+            deadline = time.monotonic() + WAKE_POLL_S
             while alive() and time.monotonic() < deadline:
-                time.sleep(0.2)
+                time.sleep(0.1)
     finally:
         connection.close()

@@ -56,14 +56,12 @@ def rollback_continue(run: ProcessRun, actor: Actor, *, lease: Lease | None = No
             with transaction.atomic():
                 if lease is not None:
                     lease.hold()  # a delivery that lost the run deletes nothing
-                record_delete(actor=replace(actor, process_step=row.step_id), record_type=row.record_type, pg_row_id=row.pg_row_id, rollback=True)
+                record_delete(actor=replace(actor, process_step=row.step_id), record_type=row.record_type,
+                              pg_row_id=row.pg_row_id, rollback=True)
                 row.disposition = Disposition.ROLLED_BACK
                 row.save(update_fields=["disposition", "updated_at"])
         except DeleteWindowWait as wait:
             run_wait(run, pending_reason=PendingReason.AWAITING_TIME, wake_at=wait.retry_at, waiting_step=row.step_id, lease=lease)
-            from processes.engine.wakeups import wake_at
-
-            wake_at(run.pk, wait.retry_at)
             return
         except RecordNotFound:
             # Already gone (someone else removed it): nothing left to undo for this step.

@@ -33,7 +33,6 @@ from processes.engine.runtime import ModuleRuntime
 from processes.engine.statuses import StepStatus, VerdictWait, WalkStatus
 from processes.engine.steps import StepScope, step_execute
 from processes.engine.waits import verdict_pending, verdict_take
-from processes.engine.wakeups import wake_at
 from processes.errors import InputInvalid
 from processes.models import (
     Disposition,
@@ -319,8 +318,9 @@ class ChainRunner:
                 f"({budget_ms} ms, processes.await_source_budget_ms); its record is kept — "
                 "resume the run to wait again"))
             return
+        # The budget's end is the run's due time: the lane's watch delivers it then (wake_at index).
         run_wait(self.run, lease=self.lease, pending_reason=PendingReason.AWAITING_SOURCE, deadline=deadline,
-                 waiting_step=waiting_on)
+                 wake_at=deadline, waiting_step=waiting_on)
         # The verdict may have landed while we were parking: then nobody else will wake us.
         if not verdict_pending(row):
             run_redeliver(self.run.pk)
@@ -343,7 +343,6 @@ class ChainRunner:
             return
         run_wait(self.run, lease=self.lease, pending_reason=PendingReason.AWAITING_TIME, deadline=deadline, wake_at=result.retry_at,
                  waiting_step=waiting_on)
-        wake_at(self.run.pk, result.retry_at)
 
     def fail(self, planned: PlannedStep, row: ProcessRunStep, *, outstanding: int) -> None:
         reason = f"step {planned.step_id!r} failed: {row.refusal_code}: {row.refusal_message}"

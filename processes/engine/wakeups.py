@@ -5,14 +5,15 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
-from django_q.models import Schedule
 
 from processes.engine.ending import run_end, run_redeliver
 from processes.engine.rollback import rolled_back_reason
 from processes.engine.waits import runs_waiting_on
+from processes.lanes import lane_enqueue
 from processes.models import Disposition, PendingReason, ProcessRun, ProcessRunStep, RunState
+from processes.status import RunMove, states_from
 from records.models import RecordWriteState, WriteOperation
 from records.outcomes import VerdictKind
 
@@ -39,12 +40,32 @@ def on_source_verdict(sender: Any = None, *, write_state_id: int, record_id: Any
             ProcessRun.objects.filter(pk=run.pk).update(reason=rolled_back_reason(run))
 
 
-def wake_at(run_id: Any, at: datetime) -> None:
-    """Queue a delivery of the run when the clock reaches ``at`` (django-q2's scheduler)."""
-    Schedule.objects.create(
-        func="processes.tasks.run_wake", args=repr(str(run_id)), schedule_type=Schedule.ONCE,
-        next_run=at, repeats=1, name=f"wake {run_id} {at.isoformat()}",
+WAKE_POLL_S = 0.5  # how often each lane's watch reads the due-time index
+
+
+def wakeups_due(*, mode: str, now: datetime | None = None, limit: int = 200) -> int:
+    """Deliver every parked run of the lane whose due time (``wake_at``: an awaitSource budget's
+    end, a delete window's free time, a rollback's retry) has come. Read from the ``wake_at``
+    index every ``WAKE_POLL_S``, so a wake-up fires within about a second of its time, not at
+    the next minute sweep. Each run is claimed with one conditional UPDATE on the due time it
+    was read with, so of two watches (two hosts) exactly one sends it. Returns how many."""
+    now = now or timezone.now()
+    due = list(
+        ProcessRun.objects.filter(mode=mode, state=RunState.RUNNING, wake_at__lte=now)
+        .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
+        .order_by("wake_at").values_list("run_id", "wake_at")[:limit]
     )
+    woken = 0
+    for run_id, at in due:
+        with transaction.atomic():
+            claimed = ProcessRun.objects.filter(
+                pk=run_id, wake_at=at, state__in=states_from(RunMove.CLAIM)
+            ).update(wake_at=None, delivery=F("delivery") + 1, updated_at=timezone.now())
+            if claimed:
+                delivery = ProcessRun.objects.filter(pk=run_id).values_list("delivery", flat=True).get()
+                lane_enqueue(run_id=run_id, delivery=delivery, mode=mode)
+                woken += 1
+    return woken
 
 
 def runs_due(now: datetime | None = None) -> list[Any]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from rest_framework.test import APIClient
 
@@ -95,3 +97,42 @@ def test_cancelling_a_running_run_answers_cancelled_and_it_stops_at_the_next_ste
     assert run.outstanding == STEPS - written
     again = alice_http.post(f"/v1/processes/runs/{run_id}/cancel")
     assert again.json() == {"runId": run_id, "state": "cancelled"}
+
+
+def test_an_await_source_budget_ends_the_wait_on_time_from_the_due_time_index(
+    admin_user, alice_http, tmp_path
+):
+    from pathlib import Path
+
+    from sources.scripting import sandbox_script_set
+
+    fixture = (
+        Path(__file__).parent.parent
+        / "extensions"
+        / "fixtures"
+        / "processes"
+        / "raise-po-and-bill.ts"
+    )
+    deploy(fixture.read_text(), by=admin_user)
+    sandbox_script_set("purchaseOrder", never_answer=True)  # the source never gives its verdict
+    setting_set("processes.await_source_budget_ms", 3000)
+    with QCluster(workers=2, log_path=tmp_path / "q.log"):
+        res = alice_http.post(
+            "/v1/processes/acme:raise-po-and-bill", {"vendorId": "V", "amount": 1}, format="json"
+        )
+        run_id = res.json()["runId"]
+        wait_until(lambda: _ended(run_id), timeout=90, message="the wait budget ended the run")
+    run = ProcessRun.objects.get(pk=run_id)
+    # Measured, never asserted: how long after its due time the budget's end was acted on.
+    po = run.ledger.get(step_id="po")
+    due = po.created_at + timedelta(seconds=3)  # the budget starts as the step parks
+    print(
+        f"awaitSource budget 3 s: the run ended {(run.finished_at - po.created_at).total_seconds():.2f} s after "
+        f"the step parked, {(run.finished_at - due).total_seconds():.2f} s past its due time"
+    )
+    assert (run.state, run.outstanding) == (RunState.COMMITTED, 1)
+    assert run.reason.startswith(
+        "step 'po' is still waiting for the source's verdict after the wait budget (3000 ms"
+    )
+    assert (po.disposition, po.awaiting_verdict) == ("confirmed", True)
+    assert run.ledger.filter(step_id="bill").count() == 0

@@ -44,7 +44,8 @@ class Command(DjangoQCommand):
             return self.lane_handle(lane)
         if lane or options.get("run_once"):
             return super().handle(*args, **options)
-        from processes.engine.redelivery import redelivery_interval, redelivery_look
+        from processes.engine.redelivery import redelivery_interval, redelivery_look, wakeups_look
+        from processes.engine.wakeups import WAKE_POLL_S
 
         system_schedules_ensure()
         manage = Path(__file__).resolve().parents[3] / "manage.py"
@@ -55,7 +56,7 @@ class Command(DjangoQCommand):
                              preexec_fn=_die_with_parent)
             for lane in LANES
         ]
-        look_at = time.monotonic()
+        look_at = wake_look_at = time.monotonic()
         stopping = False
 
         def stop(signum, frame):
@@ -74,10 +75,13 @@ class Command(DjangoQCommand):
             if not stopping and any(code is not None for code in codes):
                 self.stderr.write(f"a lane's cluster exited ({codes}); stopping the others")
                 stop(signal.SIGTERM, None)
+            if not stopping and time.monotonic() >= wake_look_at:
+                wakeups_look(LANE_CLUSTERS)  # parked runs whose due time has come, within ~a second
+                wake_look_at = time.monotonic() + WAKE_POLL_S
             if not stopping and time.monotonic() >= look_at:
                 redelivery_look(LANE_CLUSTERS)
                 look_at = time.monotonic() + redelivery_interval()
-            time.sleep(0.2)
+            time.sleep(0.1)
         if not stopping:
             sys.exit(1)
 
