@@ -8,6 +8,7 @@ import pytest
 from django.utils import timezone
 
 from guardrails.settings import setting_set
+from processes.engine.wakeups import wakeups_due
 from processes.errors import ProcessDisabled, RunNotResumable, RunNotRollbackable
 from processes.models import Process, ProcessRun
 from processes.steering import run_cancel, run_resume, run_rollback
@@ -44,6 +45,22 @@ def test_a_wait_parks_the_run_without_a_worker_and_the_verdict_wakes_it(po_and_b
     pump()
     run.refresh_from_db()
     assert (run.state, run.outstanding) == ("committed", 0)
+
+
+def test_a_waiting_runs_budget_end_is_its_due_time_and_one_look_claims_it_once(po_and_bill, alice):
+    sandbox_script_set("purchaseOrder", never_answer=True)
+    setting_set("processes.await_source_budget_ms", 3000)
+    run = invoke(po_and_bill, BODY, alice)
+    pump(sources=False)
+    run.refresh_from_db()
+    assert run.pending_reason == "awaitingSource"
+    assert run.wake_at == run.wait_deadline  # the budget's end is in the due-time index
+    before = run.delivery
+    assert wakeups_due(mode="async", now=run.wake_at - timedelta(milliseconds=1)) == 0  # not yet
+    assert wakeups_due(mode="async", now=run.wake_at) == 1
+    assert wakeups_due(mode="async", now=run.wake_at) == 0  # claimed: a second look sends nothing
+    run.refresh_from_db()
+    assert (run.delivery, run.wake_at, run.enqueued_at is not None) == (before + 1, None, True)
 
 
 def test_a_wait_that_runs_out_commits_with_outstanding_and_resume_finishes_it(po_and_bill, alice):
