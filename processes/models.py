@@ -178,7 +178,11 @@ class ProcessRunStep(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["run", "step_id", "row_key", "visit"], name="run_step_unique"),
         ]
-        indexes = [models.Index(fields=["run", "sequence"])]
+        indexes = [
+            models.Index(fields=["run", "sequence"]),
+            # Which runs wrote a record: the run page's linked runs, a rollback delete's verdict.
+            models.Index(fields=["pg_row_id"], name="run_step_pg_row_id"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.run_id} #{self.sequence} {self.step_id} {self.disposition}"

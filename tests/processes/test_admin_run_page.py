@@ -4,13 +4,14 @@ confirmation page each."""
 from __future__ import annotations
 
 import re
+import uuid
 
 import pytest
 from django.contrib.auth.models import Permission
 from django.test import Client
 
 from processes.invoke import run_invoke
-from processes.models import PendingReason, ProcessRun, RunState
+from processes.models import PendingReason, ProcessRun, ProcessRunStep, RunState
 from processes.timeline import MAX_BARS
 from tests.conftest import make_user
 from tests.processes.conftest import FAILS_AT_SECOND, drain_runs
@@ -145,3 +146,19 @@ def test_steering_needs_the_change_run_permission_and_unknown_actions_are_404(op
     assert operator.get(f"{RUNS}{run.run_id}/steer/explode/").status_code == 404
     run.refresh_from_db()
     assert run.state == RunState.QUEUED
+
+
+def test_a_run_page_links_the_other_runs_that_wrote_its_records(operator):
+    first = run_with_ledger("acme:migrate", 2)
+    again = run_with_ledger("acme:migrate", 2)
+    unrelated = run_with_ledger("acme:migrate", 1)
+    shared = uuid.uuid4()
+    ProcessRunStep.objects.filter(run__in=[first, again], sequence=1).update(pg_row_id=shared)
+    page = _page(operator, again)
+    assert f"/admin/records/record/{shared}/change/" in page
+    linked = page[page.index("<h3>Linked runs</h3>") :]
+    assert f"{RUNS}{first.run_id}/change/" in linked
+    assert (
+        f"{RUNS}{unrelated.run_id}/change/" not in linked
+        and f"{RUNS}{again.run_id}/change/" not in linked
+    )
