@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('processes', '0009_slice_module_version'),
+        ('processes', '0010_run_wake_at_index'),
     ]
 
     operations = [
