@@ -12,6 +12,7 @@ Connected creates (``customer``) queue an outbound write and, after commit, send
 is needed either way: by default the bench disconnects those receivers to measure the boundary
 alone; ``--with-outbound`` keeps them, so the enqueue cost is counted (the tasks stay queued).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -66,21 +67,31 @@ def series_build(actor: Actor, *, run_id: str) -> list[Series]:
     def raw(i: int) -> object:
         with door_open():
             return Record.objects.create(
-                record_type="legacy_customer", fields={"company_name": f"Raw {i}", "legacy_id": f"R-{i}"},
-                owner=user, sync_state=SyncState.LOCAL,
+                record_type="legacy_customer",
+                fields={"company_name": f"Raw {i}", "legacy_id": f"R-{i}"},
+                owner=user,
+                sync_state=SyncState.LOCAL,
             )
 
     def app_owned(i: int) -> object:
-        return record_create(actor=actor, record_type="legacy_customer",
-                             parent={"company_name": f"App {i}", "legacy_id": f"A-{i}"})
+        return record_create(
+            actor=actor,
+            record_type="legacy_customer",
+            parent={"company_name": f"App {i}", "legacy_id": f"A-{i}"},
+        )
 
     def app_owned_keyed(i: int) -> object:
-        return record_create(actor=actor, record_type="legacy_customer",
-                             parent={"company_name": f"Key {i}", "legacy_id": f"K-{i}"},
-                             idempotency_key=f"bench:{run_id}:{i}")
+        return record_create(
+            actor=actor,
+            record_type="legacy_customer",
+            parent={"company_name": f"Key {i}", "legacy_id": f"K-{i}"},
+            idempotency_key=f"bench:{run_id}:{i}",
+        )
 
     def connected(i: int) -> object:
-        return record_create(actor=actor, record_type="customer", parent={"company_name": f"Customer {i}"})
+        return record_create(
+            actor=actor, record_type="customer", parent={"company_name": f"Customer {i}"}
+        )
 
     return [
         Series("raw ORM create (Record.objects.create in the door)", raw),
@@ -125,8 +136,10 @@ def query_kind(sql: str) -> str:
 
 def report(series: list[Series], *, vendor: str, n: int, rounds: int, with_outbound: bool) -> bool:
     raw = series[0]
-    print(f"Turbobase boundary bench — {vendor}, {raw.count} creates per series in {rounds} interleaved rounds; "
-          f"outbound receivers {'kept' if with_outbound else 'disconnected'}")
+    print(
+        f"Turbobase boundary bench — {vendor}, {raw.count} creates per series in {rounds} interleaved rounds; "
+        f"outbound receivers {'kept' if with_outbound else 'disconnected'}"
+    )
     print(f"{'series':58} {'records/s':>10} {'vs raw':>8}")
     is_on_target = True
     for s in series:
@@ -136,7 +149,9 @@ def report(series: list[Series], *, vendor: str, n: int, rounds: int, with_outbo
             is_on_target = False
             mark += "  below 1/3"
         print(f"{s.label:58} {s.rate:10.0f} {mark}")
-    print(f"target: every boundary series keeps >= 1/3 of the raw rate: {'met' if is_on_target else 'NOT met'}")
+    print(
+        f"target: every boundary series keeps >= 1/3 of the raw rate: {'met' if is_on_target else 'NOT met'}"
+    )
     print("\nstatements per create (one create, captured by CaptureQueriesContext):")
     for s in series:
         kinds = Counter(query_kind(q) for q in s.queries)
@@ -154,26 +169,42 @@ def profile_print(s: Series, *, n: int = 500) -> None:
     for i in range(n):
         s.write(20_000_000 + i)
     profiler.disable()
-    print(f"\n-- cProfile of {n} x {s.label} (cumulative; profiler overhead inflates absolute times)")
-    pstats.Stats(profiler, stream=sys.stdout).sort_stats("cumulative").print_stats(r"records|guardrails|turbobase", 25)
+    print(
+        f"\n-- cProfile of {n} x {s.label} (cumulative; profiler overhead inflates absolute times)"
+    )
+    pstats.Stats(profiler, stream=sys.stdout).sort_stats("cumulative").print_stats(
+        r"records|guardrails|turbobase", 25
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=2000, help="creates per series (default 2000)")
     parser.add_argument("--rounds", type=int, default=4, help="interleaved rounds (default 4)")
-    parser.add_argument("--warmup", type=int, default=50, help="unmeasured creates per series first")
-    parser.add_argument("--with-outbound", action="store_true",
-                        help="keep outbound_write_queued receivers (enqueues tasks; no worker needed)")
+    parser.add_argument(
+        "--warmup", type=int, default=50, help="unmeasured creates per series first"
+    )
+    parser.add_argument(
+        "--with-outbound",
+        action="store_true",
+        help="keep outbound_write_queued receivers (enqueues tasks; no worker needed)",
+    )
     parser.add_argument("--sql", action="store_true", help="print each captured statement")
-    parser.add_argument("--profile", action="store_true",
-                        help="cProfile 500 app-owned boundary creates and print the top functions")
-    parser.add_argument("--check", action="store_true", help="exit 1 if a series is below the target")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="cProfile 500 app-owned boundary creates and print the top functions",
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="exit 1 if a series is below the target"
+    )
     args = parser.parse_args(argv)
 
     vendor = connection.vendor
     connection.settings_dict.setdefault("TEST", {})["NAME"] = BENCH_NAMES.get(vendor)
-    original_name = connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
+    original_name = connection.creation.create_test_db(
+        verbosity=0, autoclobber=True, serialize=False
+    )
     saved_receivers = list(outbound_write_queued.receivers)
     try:
         if not args.with_outbound:
@@ -182,8 +213,9 @@ def main(argv: list[str] | None = None) -> int:
         user = get_user_model().objects.create_user(username="bench", password="bench")
         series = series_build(Actor(user=user), run_id=str(os.getpid()))
         series_measure(series, n=args.n, rounds=args.rounds, warmup=args.warmup)
-        is_on_target = report(series, vendor=vendor, n=args.n, rounds=args.rounds,
-                              with_outbound=args.with_outbound)
+        is_on_target = report(
+            series, vendor=vendor, n=args.n, rounds=args.rounds, with_outbound=args.with_outbound
+        )
         if args.profile:
             profile_print(series[1])
         if args.sql:

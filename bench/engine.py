@@ -6,6 +6,7 @@ Both sides write the same app-owned records as the same user, in the same run, i
 engine side invokes the process and performs its delivery in this process (what a lane worker
 does: claim, sandbox, when/build, boundary write + ledger row per step). Target: at most 2x.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,9 +35,11 @@ def chain_source(steps: int) -> str:
         f" build: (ctx) => ({{ parent: {{ n: {n}, run: ctx.runId }} }}) }}"
         for n in range(steps)
     )
-    return ("import { defineProcess } from '@turbobase/extensions';\n"
-            "export default defineProcess({\n  id: 'bench:chain',\n  input: { type: 'object' },\n"
-            f"  steps: [\n{body}\n  ],\n}});\n")
+    return (
+        "import { defineProcess } from '@turbobase/extensions';\n"
+        "export default defineProcess({\n  id: 'bench:chain',\n  input: { type: 'object' },\n"
+        f"  steps: [\n{body}\n  ],\n}});\n"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,8 +48,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=10)
     args = parser.parse_args(argv)
     with bench_database() as vendor:
-        user = get_user_model().objects.create_user(username="bench", password="bench", is_staff=True)
-        extension_deploy(entry="processes/chain.ts", files={"processes/chain.ts": chain_source(args.steps)}, by=user)
+        user = get_user_model().objects.create_user(
+            username="bench", password="bench", is_staff=True
+        )
+        extension_deploy(
+            entry="processes/chain.ts",
+            files={"processes/chain.ts": chain_source(args.steps)},
+            by=user,
+        )
         actor = Actor(user=user)
 
         def engine_run() -> None:
@@ -55,8 +64,12 @@ def main(argv: list[str] | None = None) -> int:
 
         def bare_run(offset: int) -> None:
             for n in range(args.steps):
-                record_create(actor=actor, record_type="legacy_customer", parent={"n": n, "run": offset},
-                              idempotency_key=f"bare:{offset}:{n}")
+                record_create(
+                    actor=actor,
+                    record_type="legacy_customer",
+                    parent={"n": n, "run": offset},
+                    idempotency_key=f"bare:{offset}:{n}",
+                )
 
         engine_run(), bare_run(-1)  # warm-up: sandbox child, TypeScript, caches
         engine_s = bare_s = 0.0
@@ -67,7 +80,9 @@ def main(argv: list[str] | None = None) -> int:
         assert states == {"committed"}, states
         steps = args.steps * args.runs
         print(f"Turbobase engine bench — {vendor}, {args.runs} runs of a {args.steps}-step chain")
-        print(f"per step: engine {engine_s / steps * 1000:.2f} ms, bare boundary {bare_s / steps * 1000:.2f} ms")
+        print(
+            f"per step: engine {engine_s / steps * 1000:.2f} ms, bare boundary {bare_s / steps * 1000:.2f} ms"
+        )
         print(ratio_line("chain of creates", engine_s, bare_s, steps, "steps", TARGET))
     return 0
 

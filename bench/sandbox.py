@@ -10,6 +10,7 @@ alternative that isolation could have used: a new context with runtime.js, the l
 modules evaluated again before every call (forced here by changing the bridge's names, which are
 built into a context). "New process per call" (a new ``Sandbox`` each time) is shown for scale.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -72,8 +73,13 @@ def main() -> None:
         sandbox.call(build, ctx=CTX)
         before = sandbox.cpu_used_ms
         calls, count = rate(lambda: sandbox.call(build, ctx=CTX), seconds)
-        rows.append(("build() in a fresh scope (every call):", calls,
-                     (sandbox.cpu_used_ms - before) * 1000 / (count + 3)))
+        rows.append(
+            (
+                "build() in a fresh scope (every call):",
+                calls,
+                (sandbox.cpu_used_ms - before) * 1000 / (count + 3),
+            )
+        )
         bridges = [BRIDGE, {**BRIDGE, "other": lambda: None}]
 
         def new_context() -> object:
@@ -83,8 +89,9 @@ def main() -> None:
 
         sandbox.slice_start()
         calls, count = rate(new_context, seconds)
-        rows.append(("build() in a new context per call:", calls,
-                     sandbox.cpu_used_ms * 1000 / (count + 3)))
+        rows.append(
+            ("build() in a new context per call:", calls, sandbox.cpu_used_ms * 1000 / (count + 3))
+        )
 
     def new_process() -> object:
         with Sandbox(bridge=BRIDGE) as box:

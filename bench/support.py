@@ -1,4 +1,5 @@
 """Shared set-up of the benches: Django on a throwaway database, outbound receivers optional."""
+
 from __future__ import annotations
 
 import getpass
@@ -40,7 +41,9 @@ def bench_database(*, with_outbound: bool = False) -> Iterator[str]:
     """
     vendor = connection.vendor
     connection.settings_dict.setdefault("TEST", {})["NAME"] = BENCH_NAMES.get(vendor)
-    original_name = connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
+    original_name = connection.creation.create_test_db(
+        verbosity=0, autoclobber=True, serialize=False
+    )
     saved_receivers = list(outbound_write_queued.receivers)
     try:
         if not with_outbound:
@@ -59,8 +62,12 @@ def timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - started
 
 
-def ratio_line(label: str, engine_s: float, base_s: float, units: int, unit: str, target: float) -> str:
+def ratio_line(
+    label: str, engine_s: float, base_s: float, units: int, unit: str, target: float
+) -> str:
     ratio = engine_s / base_s if base_s else float("inf")
     verdict = "met" if ratio <= target else "NOT met"
-    return (f"{label}: engine {units / engine_s:8.1f} {unit}/s, bare boundary {units / base_s:8.1f} {unit}/s, "
-            f"engine/bare time ratio {ratio:.2f} (target <= {target:g}x: {verdict})")
+    return (
+        f"{label}: engine {units / engine_s:8.1f} {unit}/s, bare boundary {units / base_s:8.1f} {unit}/s, "
+        f"engine/bare time ratio {ratio:.2f} (target <= {target:g}x: {verdict})"
+    )

@@ -4,6 +4,7 @@ validates it; editing a stored source here would serve code nothing checked.
 Sources are shown as code (each file in a ``<pre>``, escaped once by ``format_html``), not as the
 JSON they are stored in, where every newline would read ``\\n``.
 """
+
 from __future__ import annotations
 
 import json
@@ -49,8 +50,17 @@ class ExtensionModuleAdmin(admin.ModelAdmin):
 class ExtensionVersionAdmin(admin.ModelAdmin):
     list_display = ("module", "version", "sha", "deployed_by", "deployed_at")
     list_filter = ("module__kind",)
-    fields = ("module", "version", "entry", "sha256", "deployed_by", "deployed_at", "source_code",
-              "compiled_code", "definition_shown")
+    fields = (
+        "module",
+        "version",
+        "entry",
+        "sha256",
+        "deployed_by",
+        "deployed_at",
+        "source_code",
+        "compiled_code",
+        "definition_shown",
+    )
     readonly_fields = fields
 
     @admin.display(description="sha256")

@@ -27,6 +27,7 @@ How it is applied:
 A part absent from the body is not changed (the stored schedules survive as they are, and still
 must run a deployed process); a part sent is the whole truth (``"schedules": []`` removes them all).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -72,8 +73,14 @@ class ModuleChange:
     version: int | None  # the version served now, if any
 
     def as_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "kind": self.kind, "entry": self.entry, "sha256": self.sha256,
-                "change": self.change, "deployedVersion": self.version}
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "entry": self.entry,
+            "sha256": self.sha256,
+            "change": self.change,
+            "deployedVersion": self.version,
+        }
 
 
 @dataclass
@@ -86,8 +93,12 @@ class BundlePlan:
     parts: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"modules": [m.as_dict() for m in self.modules], "removes": self.removes,
-                "undeclared": self.undeclared, **{key: items for key, items in self.parts.items()}}
+        return {
+            "modules": [m.as_dict() for m in self.modules],
+            "removes": self.removes,
+            "undeclared": self.undeclared,
+            **{key: items for key, items in self.parts.items()},
+        }
 
 
 # --- the request ---------------------------------------------------------------------------
@@ -103,9 +114,14 @@ def _module_parse(index: int, raw: Any) -> tuple[str, dict[str, str]]:
         raise _refuse(f"{where} must be an object {{entry, files}}", where)
     entry, files = raw.get("entry"), raw.get("files")
     if not isinstance(entry, str) or not entry:
-        raise _refuse(f"{where}.entry is required: the path of the extension's file", f"{where}.entry")
-    if not isinstance(files, dict) or not files or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
+        raise _refuse(
+            f"{where}.entry is required: the path of the extension's file", f"{where}.entry"
+        )
+    if (
+        not isinstance(files, dict)
+        or not files
+        or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items())
+    ):
         raise _refuse(f"{where}.files must be an object of {{path: source text}}", f"{where}.files")
     return entry, dict(files)
 
@@ -116,17 +132,27 @@ def bundle_request_parse(data: Any) -> BundleRequest:
         raise _refuse("the body must be an object {modules, schedules?, removes?}", "body")
     unknown = sorted(set(data) - set(CORE_KEYS) - set(bundle_parts()))
     if unknown:
-        raise _refuse(f"{unknown[0]} is not part of a bundle (modules, removes, "
-                      f"{', '.join(sorted(bundle_parts())) or '…'})", unknown[0])
+        raise _refuse(
+            f"{unknown[0]} is not part of a bundle (modules, removes, "
+            f"{', '.join(sorted(bundle_parts())) or '…'})",
+            unknown[0],
+        )
     modules = data.get("modules", [])
     if not isinstance(modules, list) or len(modules) > MAX_MODULES:
-        raise _refuse(f"modules must be a list of at most {MAX_MODULES} {{entry, files}}", "modules")
+        raise _refuse(
+            f"modules must be a list of at most {MAX_MODULES} {{entry, files}}", "modules"
+        )
     removes = data.get("removes", [])
     if not isinstance(removes, list) or not all(isinstance(r, str) and r for r in removes):
         raise _refuse("removes must be a list of extension ids", "removes")
-    parts = {key: part.parse(data[key]) for key, part in sorted(bundle_parts().items()) if key in data}
-    return BundleRequest(modules=[_module_parse(i, m) for i, m in enumerate(modules)],
-                         removes=list(removes), parts=parts)
+    parts = {
+        key: part.parse(data[key]) for key, part in sorted(bundle_parts().items()) if key in data
+    }
+    return BundleRequest(
+        modules=[_module_parse(i, m) for i, m in enumerate(modules)],
+        removes=list(removes),
+        parts=parts,
+    )
 
 
 @contextmanager
@@ -150,8 +176,10 @@ def modules_prepare(request: BundleRequest) -> list[PreparedExtension]:
         with _at_module(index, entry):
             module = extension_prepare(entry=entry, files=files)
         if module.module_id in seen:
-            raise _refuse(f"{module.module_id!r} is declared twice (also modules[{seen[module.module_id]}])",
-                          f"modules[{index}].id")
+            raise _refuse(
+                f"{module.module_id!r} is declared twice (also modules[{seen[module.module_id]}])",
+                f"modules[{index}].id",
+            )
         seen[module.module_id] = index
         prepared.append(module)
     return prepared
@@ -160,39 +188,61 @@ def modules_prepare(request: BundleRequest) -> list[PreparedExtension]:
 # --- the plan ------------------------------------------------------------------------------
 
 
-def _module_changes(prepared: list[PreparedExtension], active: dict[str, ExtensionModule]) -> list[ModuleChange]:
-    served = {(v.module_id, v.version): v.sha256 for v in ExtensionVersion.objects.filter(
-        module_id__in=[p.module_id for p in prepared if p.module_id in active])}
+def _module_changes(
+    prepared: list[PreparedExtension], active: dict[str, ExtensionModule]
+) -> list[ModuleChange]:
+    served = {
+        (v.module_id, v.version): v.sha256
+        for v in ExtensionVersion.objects.filter(
+            module_id__in=[p.module_id for p in prepared if p.module_id in active]
+        )
+    }
     changes = []
     for index, module in enumerate(prepared):
         current = active.get(module.module_id)
         if current is not None and current.kind != module.kind:
-            raise _refuse(f"{module.module_id!r} is deployed as a {current.kind}; remove it before deploying "
-                          f"a {module.kind} under that id", f"modules[{index}].id")
+            raise _refuse(
+                f"{module.module_id!r} is deployed as a {current.kind}; remove it before deploying "
+                f"a {module.kind} under that id",
+                f"modules[{index}].id",
+            )
         if current is None:
             change = PlanChange.NEW
         elif served.get((current.id, current.version)) == module.bundle.sha256:
             change = PlanChange.UNCHANGED
         else:
             change = PlanChange.REPLACED
-        changes.append(ModuleChange(id=module.module_id, kind=module.kind, entry=module.bundle.entry,
-                                    sha256=module.bundle.sha256, change=change,
-                                    version=current.version if current else None))
+        changes.append(
+            ModuleChange(
+                id=module.module_id,
+                kind=module.kind,
+                entry=module.bundle.entry,
+                sha256=module.bundle.sha256,
+                change=change,
+                version=current.version if current else None,
+            )
+        )
     return changes
 
 
-def _removes_check(request: BundleRequest, declared: set[str], active: dict[str, ExtensionModule]) -> None:
+def _removes_check(
+    request: BundleRequest, declared: set[str], active: dict[str, ExtensionModule]
+) -> None:
     seen: set[str] = set()
     for index, module_id in enumerate(request.removes):
         where = f"removes[{index}]"
         if module_id not in active:
-            raise ExtensionNotFound(f"no deployed extension has the id {module_id!r}", id=module_id, field=where)
+            raise ExtensionNotFound(
+                f"no deployed extension has the id {module_id!r}", id=module_id, field=where
+            )
         if module_id in declared or module_id in seen:
             raise _refuse(f"{module_id!r} is both removed and declared (or removed twice)", where)
         seen.add(module_id)
 
 
-def bundle_plan_make(request: BundleRequest, prepared: list[PreparedExtension], *, by: Any) -> BundlePlan:
+def bundle_plan_make(
+    request: BundleRequest, prepared: list[PreparedExtension], *, by: Any
+) -> BundlePlan:
     """The plan against the instance as it is now; every check, nothing written."""
     active = {m.id: m for m in ExtensionModule.objects.filter(status=ExtensionStatus.ACTIVE)}
     declared = {p.module_id for p in prepared}
@@ -208,11 +258,18 @@ def bundle_plan_make(request: BundleRequest, prepared: list[PreparedExtension], 
         parts[key] = part.diff(parsed)
     removes = []
     for module_id in request.removes:
-        alongside = [f"{key}:{item['name']}" for key, items in parts.items() for item in items
-                     if item.get("change") == PlanChange.REMOVED and item.get("process") == module_id]
+        alongside = [
+            f"{key}:{item['name']}"
+            for key, items in parts.items()
+            for item in items
+            if item.get("change") == PlanChange.REMOVED and item.get("process") == module_id
+        ]
         removes.append({"id": module_id, "kind": active[module_id].kind, "alongside": alongside})
-    undeclared = [{"id": m.id, "kind": m.kind, "version": m.version} for i, m in sorted(active.items())
-                  if i not in declared and i not in removing]
+    undeclared = [
+        {"id": m.id, "kind": m.kind, "version": m.version}
+        for i, m in sorted(active.items())
+        if i not in declared and i not in removing
+    ]
     return BundlePlan(modules=modules, removes=removes, undeclared=undeclared, parts=parts)
 
 
@@ -234,15 +291,31 @@ def bundle_apply(*, data: Any, by: Any, now: datetime | None = None) -> dict[str
         for module in prepared:
             change = changes[module.module_id]
             if change.change == PlanChange.UNCHANGED:
-                modules.append({"id": module.module_id, "kind": module.kind, "version": change.version,
-                                "outcome": DeployOutcome.UNCHANGED, "status": ExtensionStatus.ACTIVE})
+                modules.append(
+                    {
+                        "id": module.module_id,
+                        "kind": module.kind,
+                        "version": change.version,
+                        "outcome": DeployOutcome.UNCHANGED,
+                        "status": ExtensionStatus.ACTIVE,
+                    }
+                )
                 continue
             result = extension_store(module, by=by)
-            modules.append({"id": result.id, "kind": result.kind, "version": result.version,
-                            "outcome": result.outcome, "status": result.status})
+            modules.append(
+                {
+                    "id": result.id,
+                    "kind": result.kind,
+                    "version": result.version,
+                    "outcome": result.outcome,
+                    "status": result.status,
+                }
+            )
         registered = bundle_parts()
-        parts = {key: registered[key].apply(parsed, by=by, now=now)
-                 for key, parsed in sorted(request.parts.items())}
+        parts = {
+            key: registered[key].apply(parsed, by=by, now=now)
+            for key, parsed in sorted(request.parts.items())
+        }
         removed = []
         for module_id in request.removes:
             gone = extension_remove(module_id=module_id, by=by)

@@ -3,6 +3,7 @@
 The extensions room knows nothing of processes; a room that adds a key to the bundle body
 registers a ``BundlePart`` for it at start-up, and ``extensions.bundle`` calls it at each stage.
 """
+
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
@@ -33,8 +34,9 @@ class BundlePart(Protocol):
     def parse(self, raw: Any) -> Any:
         """The part's own shape, before the database is read; raise a refusal naming the field."""
 
-    def check(self, parsed: Any, *, modules_after: Mapping[str, str], removing: Collection[str],
-              by: Any) -> None:
+    def check(
+        self, parsed: Any, *, modules_after: Mapping[str, str], removing: Collection[str], by: Any
+    ) -> None:
         """Refuse unless the part (``parsed`` None: what is stored now) fits the modules the deploy
         leaves behind (``{id: kind}``) and ``by`` may deploy it."""
 

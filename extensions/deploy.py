@@ -8,6 +8,7 @@ kind's registered validator, checks the id-literal trap, and only then writes â€
 for the module row, the new version row and the ``extension_deployed`` signal. Every refusal
 names its field (or import specifier) and stores nothing.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -80,8 +81,11 @@ class DeployResult:
 def deploy_limits() -> SandboxLimits:
     """The sandbox budget one deploy (or API lint) evaluation gets, read at call time."""
     cpu_ms = int(getattr(settings, "EXTENSIONS_DEPLOY_CPU_MS", 2_000))
-    return SandboxLimits(call_budget_ms=cpu_ms, slice_budget_ms=cpu_ms * 2,
-                         memory_mb=int(getattr(settings, "EXTENSIONS_DEPLOY_MEMORY_MB", 512)))
+    return SandboxLimits(
+        call_budget_ms=cpu_ms,
+        slice_budget_ms=cpu_ms * 2,
+        memory_mb=int(getattr(settings, "EXTENSIONS_DEPLOY_MEMORY_MB", 512)),
+    )
 
 
 def deploy_compile_budget() -> CompileBudget:
@@ -129,21 +133,27 @@ def _definition_check(loaded: LoadedModule) -> tuple[str, str, Any]:
     if kind == "conduit":
         raise ConduitNotSupported(
             "conduits are not supported on this instance yet; deploy processes (defineProcess) "
-            "and hooks (defineHook)", field="default")
+            "and hooks (defineHook)",
+            field="default",
+        )
     if kind is None:
         raise ExtensionInvalid(
             "the default export must be defineProcess({...}) or defineHook({...}) from "
-            "@turbobase/extensions", field="default")
+            "@turbobase/extensions",
+            field="default",
+        )
     validator = kind_validator(kind)
     if validator is None:
         known = ", ".join(kinds_known()) or "none"
-        raise ExtensionInvalid(f"extensions of kind {kind!r} cannot be deployed here (known: {known})",
-                               field="default")
+        raise ExtensionInvalid(
+            f"extensions of kind {kind!r} cannot be deployed here (known: {known})", field="default"
+        )
     definition = validator(loaded.definition)
     module_id = definition.get("id") if isinstance(definition, dict) else None
     if not isinstance(module_id, str) or not module_id.strip() or len(module_id) > MAX_ID_CHARS:
-        raise ExtensionInvalid(f"id is required: a string of at most {MAX_ID_CHARS} characters",
-                               field="id")
+        raise ExtensionInvalid(
+            f"id is required: a string of at most {MAX_ID_CHARS} characters", field="id"
+        )
     return kind, module_id, definition
 
 
@@ -155,7 +165,10 @@ def _id_literal_check(bundle: Bundle, module_id: str) -> None:
     raise ExtensionIdMismatch(
         f"the store keys a module on the first id: literal in {bundle.entry}: it read {read} but the "
         f"module defines {module_id!r}; make the first id: literal the module's own id",
-        field="id", literal=literal, id=module_id)
+        field="id",
+        literal=literal,
+        id=module_id,
+    )
 
 
 @dataclass(frozen=True)
@@ -178,8 +191,12 @@ def extension_prepare(*, entry: Any, files: Any) -> PreparedExtension:
 
 def extension_store(prepared: PreparedExtension, *, by: Any) -> DeployResult:
     """Store a prepared extension as a new version (the second half of ``extension_deploy``)."""
-    args = {"kind": prepared.kind, "module_id": prepared.module_id, "definition": prepared.definition,
-            "by": by}
+    args = {
+        "kind": prepared.kind,
+        "module_id": prepared.module_id,
+        "definition": prepared.definition,
+        "by": by,
+    }
     try:
         result = _store(prepared.bundle, **args)
     except IntegrityError:
@@ -202,19 +219,29 @@ def _store(bundle: Bundle, *, kind: str, module_id: str, definition: Any, by: An
         if module is not None and is_replacing and module.kind != kind:
             raise ExtensionInvalid(
                 f"{module_id!r} is deployed as a {module.kind}; remove it before deploying a {kind} "
-                "under that id", field="id")
-        last = ExtensionVersion.objects.filter(module_id=module_id).aggregate(last=Max("version"))["last"]
+                "under that id",
+                field="id",
+            )
+        last = ExtensionVersion.objects.filter(module_id=module_id).aggregate(last=Max("version"))[
+            "last"
+        ]
         version = (last or 0) + 1
         if module is None:
-            module = ExtensionModule.objects.create(id=module_id, kind=kind, version=version,
-                                                    definition=definition)
+            module = ExtensionModule.objects.create(
+                id=module_id, kind=kind, version=version, definition=definition
+            )
         else:
             module.kind, module.version, module.definition = kind, version, definition
             module.status = ExtensionStatus.ACTIVE
             module.save(update_fields=["kind", "version", "definition", "status", "updated_at"])
         ExtensionVersion.objects.create(
-            module=module, version=version, entry=bundle.entry, source=bundle.sources,
-            compiled=bundle.compiled_json(), definition=definition, sha256=bundle.sha256,
+            module=module,
+            version=version,
+            entry=bundle.entry,
+            source=bundle.sources,
+            compiled=bundle.compiled_json(),
+            definition=definition,
+            sha256=bundle.sha256,
             deployed_by=by if getattr(by, "pk", None) else None,
         )
         outcome = DeployOutcome.DUPLICATE if is_replacing else DeployOutcome.WRITTEN
@@ -226,11 +253,16 @@ def extension_remove(*, module_id: str, by: Any) -> ExtensionModule:
     """Stop serving ``module_id``. ``extension_removing`` goes first: a receiver (a schedule
     that still runs the process) may refuse by raising, and then nothing changes."""
     with transaction.atomic():
-        module = (ExtensionModule.objects.select_for_update()
-                  .filter(pk=module_id, status=ExtensionStatus.ACTIVE).first())
+        module = (
+            ExtensionModule.objects.select_for_update()
+            .filter(pk=module_id, status=ExtensionStatus.ACTIVE)
+            .first()
+        )
         if module is None:
             raise ExtensionNotFound(f"no deployed extension has the id {module_id!r}", id=module_id)
-        extension_removing.send(sender=ExtensionModule, module_id=module.id, kind=module.kind, by=by)
+        extension_removing.send(
+            sender=ExtensionModule, module_id=module.id, kind=module.kind, by=by
+        )
         module.status = ExtensionStatus.REMOVED
         module.save(update_fields=["status", "updated_at"])
     store_forget()

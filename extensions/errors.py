@@ -1,4 +1,5 @@
 """Domain exceptions of the extensions room."""
+
 from __future__ import annotations
 
 from extensions.codes import ExtensionCode

@@ -1,11 +1,14 @@
 """The id-literal trap: the store keys a module on the first ``id: '…'`` literal in its file."""
+
 from __future__ import annotations
 
 import re
 
 # An object-literal key ``id`` followed by a plain string literal; template strings with ${} are
 # not literals and are skipped, as the loader would.
-_ID_LITERAL = re.compile(r"""(?<![\w$.])["']?id["']?\s*:\s*(?P<q>['"`])(?P<value>(?:\\.|(?!(?P=q)).)*?)(?P=q)""")
+_ID_LITERAL = re.compile(
+    r"""(?<![\w$.])["']?id["']?\s*:\s*(?P<q>['"`])(?P<value>(?:\\.|(?!(?P=q)).)*?)(?P=q)"""
+)
 
 
 def first_id_literal(source: str) -> str | None:

@@ -3,6 +3,7 @@
 The extensions room knows nothing of records or processes: a validator receives the described
 default export and raises a ``TurbobaseError`` naming the field, or returns the definition.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable

@@ -12,6 +12,7 @@ the store keys a module on the first ``id: '…'`` literal in its file, so that 
 module's own id. Finding the literal needs no sandbox; knowing the id the module *defines* needs
 the module evaluated, which happens in the sandbox's child process, under a CPU cap.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -64,8 +65,10 @@ class Bundle:
 
     def compiled_json(self) -> dict[str, dict[str, Any]]:
         """What the module store keeps per file."""
-        return {path: {"code": module.code, "map": module.source_map, "imports": self.imports[path]}
-                for path, module in self.modules.items()}
+        return {
+            path: {"code": module.code, "map": module.source_map, "imports": self.imports[path]}
+            for path, module in self.modules.items()
+        }
 
 
 def sources_sha256(sources: Mapping[str, str]) -> str:
@@ -86,13 +89,19 @@ def _check_files(entry: Any, files: Any) -> tuple[str, dict[str, str]]:
             raise BundleInvalid(f"{path}: the file's source must be text", field=where)
         normal = posixpath.normpath(path) if isinstance(path, str) and path else ""
         if normal != path or path.startswith(("/", "../")) or "\\" in path or "\x00" in path:
-            raise BundleInvalid(f"{path!r} must be a plain relative path inside the project "
-                                "(no leading /, no ., .. or \\ segments)", field=where)
+            raise BundleInvalid(
+                f"{path!r} must be a plain relative path inside the project "
+                "(no leading /, no ., .. or \\ segments)",
+                field=where,
+            )
         total += len(text)
     if total > MAX_BUNDLE_CHARS:
         raise CompileLimitExceeded(
             f"the files sent are {total} characters together, over the limit of "
-            f"{MAX_BUNDLE_CHARS} characters per deploy", file=None, limit={"maxChars": MAX_BUNDLE_CHARS})
+            f"{MAX_BUNDLE_CHARS} characters per deploy",
+            file=None,
+            limit={"maxChars": MAX_BUNDLE_CHARS},
+        )
     if not isinstance(entry, str) or entry not in files:
         raise BundleInvalid(f"entry {entry!r} must name one of the files sent", field="entry")
     if not entry.endswith(SOURCE_SUFFIXES) or entry.endswith(".d.ts"):
@@ -118,17 +127,29 @@ def bundle_compile(*, entry: Any, files: Any, budget: CompileBudget | None = Non
 
     folded = siblings_fold(entry, files, imports_of)
     sources = {path: item["source"] for path, item in sorted(folded.items())}
-    modules = {path: transpile(source, filename=path, budget=budget) for path, source in sources.items()}
-    return Bundle(entry=entry, sources=sources, modules=modules,
-                  imports={path: item["imports"] for path, item in folded.items()})
+    modules = {
+        path: transpile(source, filename=path, budget=budget) for path, source in sources.items()
+    }
+    return Bundle(
+        entry=entry,
+        sources=sources,
+        modules=modules,
+        imports={path: item["imports"] for path, item in folded.items()},
+    )
 
 
 def bundle_from_stored(*, entry: str, sources: dict[str, str], compiled: dict[str, dict]) -> Bundle:
     """A bundle from the module store's columns, without transpiling again."""
-    modules = {path: TranspiledModule(filename=path, code=item["code"], source_map=item.get("map") or "{}")
-               for path, item in compiled.items()}
-    return Bundle(entry=entry, sources=dict(sources), modules=modules,
-                  imports={path: item.get("imports") or {} for path, item in compiled.items()})
+    modules = {
+        path: TranspiledModule(filename=path, code=item["code"], source_map=item.get("map") or "{}")
+        for path, item in compiled.items()
+    }
+    return Bundle(
+        entry=entry,
+        sources=dict(sources),
+        modules=modules,
+        imports={path: item.get("imports") or {} for path, item in compiled.items()},
+    )
 
 
 def bundle_load(sandbox: Sandbox, bundle: Bundle) -> LoadedModule:
@@ -179,8 +200,13 @@ def lint_bundle(bundle: Bundle, *, loaded: LoadedModule | None) -> LintReport:
     sentence = id_literal_warning(source, defined_id) if is_extension else None
     if sentence is not None:
         warnings.append(LintWarning(rule="id-literal", file=bundle.entry, message=sentence))
-    return LintReport(entry=bundle.entry, kind=loaded.kind if loaded is not None else None,
-                      defined_id=defined_id, literal=first_id_literal(source), warnings=warnings)
+    return LintReport(
+        entry=bundle.entry,
+        kind=loaded.kind if loaded is not None else None,
+        defined_id=defined_id,
+        literal=first_id_literal(source),
+        warnings=warnings,
+    )
 
 
 def lint_check(*, entry: Any, files: Any, limits: SandboxLimits | None = LINT_LIMITS) -> LintReport:

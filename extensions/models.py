@@ -1,4 +1,5 @@
 """The module store: every deployed version of every extension, and which one is served."""
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -28,7 +29,9 @@ class ExtensionModule(models.Model):
 
     id = models.CharField(max_length=200, primary_key=True)
     kind = models.CharField(max_length=16, choices=ExtensionKind.choices)
-    status = models.CharField(max_length=16, choices=ExtensionStatus.choices, default=ExtensionStatus.ACTIVE)
+    status = models.CharField(
+        max_length=16, choices=ExtensionStatus.choices, default=ExtensionStatus.ACTIVE
+    )
     version = models.PositiveIntegerField()  # the version served now
     definition = models.JSONField()  # the described default export (functions as markers)
     updated_at = models.DateTimeField(auto_now=True)
@@ -58,7 +61,9 @@ class ExtensionVersion(models.Model):
 
     class Meta:
         db_table = "extension_version"
-        constraints = [models.UniqueConstraint(fields=["module", "version"], name="extension_version_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=["module", "version"], name="extension_version_unique")
+        ]
 
     def __str__(self) -> str:
         return f"{self.module_id} v{self.version}"

@@ -8,6 +8,7 @@ carries the code's sha256: a restored database (or a test rolled back) can reuse
 for other code, and a pooled interpreter must never serve stale code. Older versions of the same
 module are dropped when a newer one is loaded.
 """
+
 from __future__ import annotations
 
 import threading

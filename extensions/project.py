@@ -9,6 +9,7 @@ after ``make run`` reports the demo ``unchanged``.
 
 It reads files and nothing else: no network, no database, no Django.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,7 +39,9 @@ def text_read(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ProjectFileInvalid(f"{path}: cannot read it as UTF-8 text ({exc})", field=str(path)) from exc
+        raise ProjectFileInvalid(
+            f"{path}: cannot read it as UTF-8 text ({exc})", field=str(path)
+        ) from exc
 
 
 def _is_source(path: Path, relative: Path) -> bool:
@@ -62,7 +65,9 @@ def extension_files(path: str | Path) -> tuple[str, dict[str, str]]:
     for candidate in sorted(directory.rglob("*")):
         relative = candidate.relative_to(directory)
         if _is_source(candidate, relative):
-            files[f"{prefix}/{relative.as_posix()}" if prefix else relative.as_posix()] = text_read(candidate)
+            files[f"{prefix}/{relative.as_posix()}" if prefix else relative.as_posix()] = text_read(
+                candidate
+            )
     key = f"{prefix}/{entry.name}" if prefix else entry.name
     files.setdefault(key, text_read(entry.resolve()))
     return key, files
@@ -95,7 +100,9 @@ def project_bundle(root: Path) -> dict[str, Any]:
         try:
             body["schedules"] = json.loads(text_read(schedules))
         except ValueError as exc:
-            raise ProjectFileInvalid(f"{schedules}: not readable JSON ({exc})", field=str(schedules)) from exc
+            raise ProjectFileInvalid(
+                f"{schedules}: not readable JSON ({exc})", field=str(schedules)
+            ) from exc
     return body
 
 

@@ -367,8 +367,11 @@ class Sandbox:
         if self._log_lines <= LOG_LINES_PER_CALL:
             _log(*parts)
         elif self._log_lines == LOG_LINES_PER_CALL + 1:
-            logger.info("… [ctx.log: more than %d lines in one call; the rest of this call's "
-                        "lines are dropped]", LOG_LINES_PER_CALL)
+            logger.info(
+                "… [ctx.log: more than %d lines in one call; the rest of this call's "
+                "lines are dropped]",
+                LOG_LINES_PER_CALL,
+            )
 
     def _request(
         self, message: dict[str, Any], *, budget_ms: int | None, is_budgeted: bool = True

@@ -171,7 +171,12 @@ class Realm:
             self.violation = message
 
     def eval(
-        self, code: str, *, module_name: str | None = None, what: str = "the result", **variables: Any
+        self,
+        code: str,
+        *,
+        module_name: str | None = None,
+        what: str = "the result",
+        **variables: Any,
     ) -> Any:
         """Evaluate ``code``; ``module_name`` evaluates it as an ES module of that file name,
         the only way dukpy puts a real file name into stack traces. ``what`` names the value
@@ -292,7 +297,9 @@ class Engine:
         if described.get("stale"):
             raise StaleRealm
         if described.get("tooDeep"):
-            raise Fault("sandbox_value_too_deep", too_deep("the default export", MAX_DESCRIBE_DEPTH))
+            raise Fault(
+                "sandbox_value_too_deep", too_deep("the default export", MAX_DESCRIBE_DEPTH)
+            )
         return described
 
     def _call(self, realm: Realm, request: dict[str, Any]) -> Any:
@@ -370,7 +377,9 @@ class Engine:
 
     def _ready_realm(self) -> Realm:
         if self._realm is None:  # set before populating: a failure's location reads its offsets
-            self._realm = self._spare or Realm(bridge_names=self._bridge_names, on_bridge=self._bridge)
+            self._realm = self._spare or Realm(
+                bridge_names=self._bridge_names, on_bridge=self._bridge
+            )
             self._spare = None
             self._populate(self._realm)
         return self._realm

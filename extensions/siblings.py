@@ -7,6 +7,7 @@ directory is the entry file's directory: a sibling may live below it, never besi
 Pure Python with no Django, so the offline ``turbobase ext lint`` / ``ext test`` can fold too;
 the deploy service turns ``SiblingImportRefused`` into ``extensions.errors.ExtensionImportRefused``.
 """
+
 from __future__ import annotations
 
 import posixpath
@@ -39,7 +40,12 @@ def _resolve(importer: str, specifier: str, files: dict[str, str], root: str) ->
             field=specifier,
         )
     joined = posixpath.normpath(posixpath.join(posixpath.dirname(importer), specifier))
-    if joined.startswith("../") or joined == ".." or joined.startswith("/") or not _is_inside(joined, root):
+    if (
+        joined.startswith("../")
+        or joined == ".."
+        or joined.startswith("/")
+        or not _is_inside(joined, root)
+    ):
         raise SiblingImportRefused(
             f"import {specifier!r} in {importer} escapes the extension's directory", field=specifier
         )
@@ -47,7 +53,9 @@ def _resolve(importer: str, specifier: str, files: dict[str, str], root: str) ->
     candidates = [joined] if ext in _EXTENSIONS else []
     # './rule.js' names the compiled file; its source may be './rule.ts' (TypeScript's convention).
     base = stem if ext in _EXTENSIONS else joined
-    candidates += [base + e for e in _EXTENSIONS] + [posixpath.join(joined, "index" + e) for e in _EXTENSIONS]
+    candidates += [base + e for e in _EXTENSIONS] + [
+        posixpath.join(joined, "index" + e) for e in _EXTENSIONS
+    ]
     for candidate in candidates:
         if candidate in files:
             return candidate
@@ -57,7 +65,39 @@ def _resolve(importer: str, specifier: str, files: dict[str, str], root: str) ->
 
 
 _NODE_BUILTINS = frozenset(
-    ["assert", "buffer", "child_process", "cluster", "crypto", "dgram", "dns", "events", "fs", "http", "http2", "https", "module", "net", "os", "path", "perf_hooks", "process", "querystring", "readline", "stream", "string_decoder", "timers", "tls", "tty", "url", "util", "v8", "vm", "worker_threads", "zlib"]
+    [
+        "assert",
+        "buffer",
+        "child_process",
+        "cluster",
+        "crypto",
+        "dgram",
+        "dns",
+        "events",
+        "fs",
+        "http",
+        "http2",
+        "https",
+        "module",
+        "net",
+        "os",
+        "path",
+        "perf_hooks",
+        "process",
+        "querystring",
+        "readline",
+        "stream",
+        "string_decoder",
+        "timers",
+        "tls",
+        "tty",
+        "url",
+        "util",
+        "v8",
+        "vm",
+        "worker_threads",
+        "zlib",
+    ]
 )
 
 
@@ -72,7 +112,9 @@ def siblings_fold(
     """
     entry = posixpath.normpath(entry)
     if entry not in files:
-        raise SiblingImportRefused(f"entry file {entry!r} is not among the files sent", field="entry")
+        raise SiblingImportRefused(
+            f"entry file {entry!r} is not among the files sent", field="entry"
+        )
     root = posixpath.dirname(entry)
     folded: dict[str, dict] = {}
     pending = [entry]

@@ -1,4 +1,5 @@
 """Signals the extensions room sends; higher rooms connect in ready()."""
+
 from django.dispatch import Signal
 
 # Sent inside the deploy transaction with module=ExtensionModule, outcome=<a models.DeployOutcome>.

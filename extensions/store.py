@@ -8,6 +8,7 @@ change at any deploy; that answer, and the index of deployed hooks, are cached f
 ``SERVED_TTL_S`` seconds. A deploy or remove in this process forgets every cache at once; other
 processes (web workers, the qcluster) catch up within the TTL.
 """
+
 from __future__ import annotations
 
 import threading
@@ -63,7 +64,9 @@ def store_forget() -> None:
 
 
 def _served_of(module: ExtensionModule) -> ServedModule:
-    return ServedModule(id=module.id, kind=module.kind, version=module.version, definition=module.definition)
+    return ServedModule(
+        id=module.id, kind=module.kind, version=module.version, definition=module.definition
+    )
 
 
 def module_served(module_id: str) -> ServedModule | None:
@@ -88,12 +91,20 @@ def module_version(module_id: str, version: int) -> StoredVersion:
         if cached is not None:
             _versions.move_to_end(key)
             return cached
-    row = (ExtensionVersion.objects.select_related("module")
-           .filter(module_id=module_id, version=version).first())
+    row = (
+        ExtensionVersion.objects.select_related("module")
+        .filter(module_id=module_id, version=version)
+        .first()
+    )
     if row is None:
-        raise ExtensionNotFound(f"no version {version} of extension {module_id!r} is stored", id=module_id)
+        raise ExtensionNotFound(
+            f"no version {version} of extension {module_id!r} is stored", id=module_id
+        )
     stored = StoredVersion(
-        id=row.module_id, kind=row.module.kind, version=row.version, sha256=row.sha256,
+        id=row.module_id,
+        kind=row.module.kind,
+        version=row.version,
+        sha256=row.sha256,
         definition=row.definition,
         bundle=bundle_from_stored(entry=row.entry, sources=row.source, compiled=row.compiled),
     )
@@ -117,7 +128,9 @@ def hooks_served(slot: str, record_type: str) -> list[ServedModule]:
         index = _hook_index
     if index is None or now - index[0] >= SERVED_TTL_S:
         built: dict[tuple[str, str], list[ServedModule]] = {}
-        modules = ExtensionModule.objects.filter(kind=ExtensionKind.HOOK, status=ExtensionStatus.ACTIVE)
+        modules = ExtensionModule.objects.filter(
+            kind=ExtensionKind.HOOK, status=ExtensionStatus.ACTIVE
+        )
         for module in modules.order_by("id"):
             definition = module.definition if isinstance(module.definition, dict) else {}
             key = (str(definition.get("on")), str(definition.get("recordType")))
@@ -134,15 +147,23 @@ def extensions_list() -> list[dict[str, Any]]:
     versions = {
         (v.module_id, v.version): v
         for v in ExtensionVersion.objects.select_related("deployed_by").filter(
-            module_id__in=[m.id for m in modules])
+            module_id__in=[m.id for m in modules]
+        )
     }
     listed = []
     for module in modules:
         version = versions.get((module.id, module.version))
-        listed.append({
-            "id": module.id, "kind": module.kind, "version": module.version, "status": module.status,
-            "deployedBy": version.deployed_by.get_username() if version and version.deployed_by else None,
-            "deployedAt": version.deployed_at.isoformat() if version else None,
-            "sha256": version.sha256 if version else None,
-        })
+        listed.append(
+            {
+                "id": module.id,
+                "kind": module.kind,
+                "version": module.version,
+                "status": module.status,
+                "deployedBy": version.deployed_by.get_username()
+                if version and version.deployed_by
+                else None,
+                "deployedAt": version.deployed_at.isoformat() if version else None,
+                "sha256": version.sha256 if version else None,
+            }
+        )
     return listed

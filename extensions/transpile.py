@@ -132,7 +132,9 @@ class CompileBudget:
         return CompileLimitExceeded(
             f"{where} within the deploy's compile time limit of {self.limit_ms} ms "
             f"(EXTENSIONS_DEPLOY_COMPILE_MS); split the extension or make the file smaller",
-            file=file, limit={"compileMs": self.limit_ms})
+            file=file,
+            limit={"compileMs": self.limit_ms},
+        )
 
 
 def source_size_check(source: str, *, filename: str) -> None:
@@ -140,7 +142,10 @@ def source_size_check(source: str, *, filename: str) -> None:
     if len(source) > MAX_SOURCE_CHARS:
         raise CompileLimitExceeded(
             f"{filename} is {len(source)} characters, over the limit of {MAX_SOURCE_CHARS} "
-            "characters per file", file=filename, limit={"maxChars": MAX_SOURCE_CHARS})
+            "characters per file",
+            file=filename,
+            limit={"maxChars": MAX_SOURCE_CHARS},
+        )
 
 
 @dataclass(frozen=True)
@@ -234,8 +239,9 @@ def _run(code: str, budget: CompileBudget, file: str | None, **variables: Any) -
     with _pool:
         _in_flight += 1
     try:
-        reply = child.exchange({"code": code, "variables": variables}, budget.remaining_s(),
-                               _no_bridge)
+        reply = child.exchange(
+            {"code": code, "variables": variables}, budget.remaining_s(), _no_bridge
+        )
         is_healthy = True
     except ChildOverrun:
         raise budget.exceeded(file) from None
@@ -272,8 +278,9 @@ def _child_take(budget: CompileBudget, filename: str | None) -> ChildProcess:
             if budget.remaining_s() <= 0 or not _pool.wait(budget.remaining_s()):
                 raise budget.exceeded(filename)
     try:  # started outside the lock: loading the compiler takes ~1.5 s
-        return ChildProcess.spawn(memory_mb=COMPILER_MEMORY_MB, cpu_seconds=COMPILER_CPU_S,
-                                  script=COMPILER_SCRIPT)
+        return ChildProcess.spawn(
+            memory_mb=COMPILER_MEMORY_MB, cpu_seconds=COMPILER_CPU_S, script=COMPILER_SCRIPT
+        )
     except BaseException as exc:
         with _pool:
             _live -= 1

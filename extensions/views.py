@@ -1,4 +1,5 @@
 """``/v1/extensions``: deploy, list, remove and lint extensions — thin views over the services."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -78,8 +79,16 @@ class ExtensionListView(APIView):
     def post(self, request: Request) -> Response:
         entry, files = _bundle_in(request)
         result = extension_deploy(entry=entry, files=files, by=request.user)
-        return Response({"id": result.id, "kind": result.kind, "version": result.version,
-                         "outcome": result.outcome, "status": result.status}, status=201)
+        return Response(
+            {
+                "id": result.id,
+                "kind": result.kind,
+                "version": result.version,
+                "outcome": result.outcome,
+                "status": result.status,
+            },
+            status=201,
+        )
 
 
 class ExtensionDetailView(APIView):
@@ -104,8 +113,14 @@ class ExtensionLintView(APIView):
     def post(self, request: Request) -> Response:
         entry, files = _bundle_in(request)
         report = extension_lint(entry=entry, files=files)
-        return Response({"entry": report.entry, "kind": report.kind, "id": report.defined_id,
-                         "warnings": [w.as_dict() for w in report.warnings]})
+        return Response(
+            {
+                "entry": report.entry,
+                "kind": report.kind,
+                "id": report.defined_id,
+                "warnings": [w.as_dict() for w in report.warnings],
+            }
+        )
 
 
 class ExtensionBundlePlanView(APIView):
@@ -121,8 +136,10 @@ class ExtensionBundlePlanView(APIView):
     permission_classes = DEPLOYER
     required_scopes = {"post": EXTENSIONS_DEPLOY}
 
-    @extend_schema(request=BundleRequestIn, responses={200: BundlePlanOut, **DEPLOY_ERRORS,
-                                                       **error_responses(404)})
+    @extend_schema(
+        request=BundleRequestIn,
+        responses={200: BundlePlanOut, **DEPLOY_ERRORS, **error_responses(404)},
+    )
     def post(self, request: Request) -> Response:
         return Response(bundle_plan(data=request.data, by=request.user).as_dict())
 
@@ -137,7 +154,9 @@ class ExtensionBundleApplyView(APIView):
     permission_classes = DEPLOYER
     required_scopes = {"post": EXTENSIONS_DEPLOY}
 
-    @extend_schema(request=BundleRequestIn, responses={200: BundleAppliedOut, **DEPLOY_ERRORS,
-                                                       **error_responses(404)})
+    @extend_schema(
+        request=BundleRequestIn,
+        responses={200: BundleAppliedOut, **DEPLOY_ERRORS, **error_responses(404)},
+    )
     def post(self, request: Request) -> Response:
         return Response(bundle_apply(data=request.data, by=request.user))

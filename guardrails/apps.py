@@ -12,6 +12,13 @@ class GuardrailsConfig(AppConfig):
         from guardrails.rules import rules_cache_clear
         from guardrails.settings import settings_cache_clear
 
-        for model, clear in ((GuardrailRule, rules_cache_clear), (InstanceSetting, settings_cache_clear)):
-            post_save.connect(clear, sender=model, dispatch_uid=f"guardrails.cache.{model.__name__}.save")
-            post_delete.connect(clear, sender=model, dispatch_uid=f"guardrails.cache.{model.__name__}.delete")
+        for model, clear in (
+            (GuardrailRule, rules_cache_clear),
+            (InstanceSetting, settings_cache_clear),
+        ):
+            post_save.connect(
+                clear, sender=model, dispatch_uid=f"guardrails.cache.{model.__name__}.save"
+            )
+            post_delete.connect(
+                clear, sender=model, dispatch_uid=f"guardrails.cache.{model.__name__}.delete"
+            )

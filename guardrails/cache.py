@@ -4,6 +4,7 @@ Policy rows (settings, rules) are read on every write and every step; an operato
 reaches every worker within the TTL, and an in-process change clears the cache at once (the
 model signals below, and after commit so a rolled-back change is forgotten too).
 """
+
 from __future__ import annotations
 
 import threading

@@ -1,4 +1,5 @@
 """Guardrail policy rows: instance settings, rules, the delete windows, held deletes."""
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -45,7 +46,9 @@ class GuardrailRule(models.Model):
 
     class Meta:
         db_table = "guardrails_rule"
-        constraints = [models.UniqueConstraint(fields=["record_type", "action"], name="guardrail_rule_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=["record_type", "action"], name="guardrail_rule_unique")
+        ]
 
     def __str__(self) -> str:
         return f"{self.record_type}.{self.action} → {self.decision}"
@@ -64,7 +67,9 @@ class WindowLock(models.Model):
 
     class Meta:
         db_table = "guardrails_window_lock"
-        constraints = [models.UniqueConstraint(fields=["kind", "source_system"], name="window_lock_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=["kind", "source_system"], name="window_lock_unique")
+        ]
 
     def __str__(self) -> str:
         return f"{self.kind} window lock: {self.source_system}"
@@ -118,7 +123,9 @@ class HeldDelete(models.Model):
         verbose_name = "held delete"
         constraints = [
             models.UniqueConstraint(
-                fields=["pg_row_id"], condition=models.Q(status=HeldStatus.PENDING), name="held_delete_one_pending"
+                fields=["pg_row_id"],
+                condition=models.Q(status=HeldStatus.PENDING),
+                name="held_delete_one_pending",
             )
         ]
 

@@ -1,13 +1,18 @@
 """Rule lookup: ``<recordType>.<action>`` → decision, with the stock defaults."""
+
 from __future__ import annotations
 
 from guardrails.cache import TableCache
 from guardrails.models import Decision, GuardrailRule, RuleAction
 
-_rules = TableCache(lambda: {
-    (record_type, action): decision
-    for record_type, action, decision in GuardrailRule.objects.values_list("record_type", "action", "decision")
-})
+_rules = TableCache(
+    lambda: {
+        (record_type, action): decision
+        for record_type, action, decision in GuardrailRule.objects.values_list(
+            "record_type", "action", "decision"
+        )
+    }
+)
 
 
 def rules_cache_clear(*args: object, **kwargs: object) -> None:

@@ -3,6 +3,7 @@
 What settings exist, their types and bounds live in ``guardrails.registry``; this module reads and
 writes the values, re-reading the (small) table at most once a second per process.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -88,18 +89,20 @@ def settings_list() -> list[dict[str, Any]]:
     rows = []
     for spec in SETTINGS:
         change = changes.get(spec.key)
-        rows.append({
-            "key": spec.key,
-            "value": _shown(spec, setting_get(spec.key)),
-            "default": _shown(spec, spec.default),
-            "type": spec.type.value,
-            "min": spec.min,
-            "max": spec.max,
-            "group": spec.group.value,
-            "description": spec.description,
-            "changedAt": change.at.isoformat() if change else None,
-            "changedBy": (change.actor_name or None) if change else None,
-        })
+        rows.append(
+            {
+                "key": spec.key,
+                "value": _shown(spec, setting_get(spec.key)),
+                "default": _shown(spec, spec.default),
+                "type": spec.type.value,
+                "min": spec.min,
+                "max": spec.max,
+                "group": spec.group.value,
+                "description": spec.description,
+                "changedAt": change.at.isoformat() if change else None,
+                "changedBy": (change.actor_name or None) if change else None,
+            }
+        )
     return rows
 
 
@@ -108,7 +111,10 @@ def settings_patch(changes: Any, *, by: Any) -> list[dict[str, Any]]:
     """``PATCH /v1/settings`` ``{key: value | null}``: all checked first, then all applied, or none."""
     if not isinstance(changes, dict) or not changes:
         raise SettingInvalid("the body must be a JSON object of {key: value | null}", field="body")
-    parsed = {key: None if value is None else setting_spec(key).parse(value) for key, value in changes.items()}
+    parsed = {
+        key: None if value is None else setting_spec(key).parse(value)
+        for key, value in changes.items()
+    }
     for key, value in parsed.items():
         if value is None:
             setting_clear(key, by=by)

@@ -1,4 +1,5 @@
 """``/v1/settings``: every instance setting, read and changed by administrators."""
+
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
@@ -36,8 +37,10 @@ class SettingsView(APIView):
         _admin_check(request)
         return Response({"settings": settings_list()})
 
-    @extend_schema(request={"application/json": SETTINGS_PATCH},
-                   responses={200: SettingsOut, **error_responses(400, 401, 403)})
+    @extend_schema(
+        request={"application/json": SETTINGS_PATCH},
+        responses={200: SettingsOut, **error_responses(400, 401, 403)},
+    )
     def patch(self, request: Request) -> Response:
         _admin_check(request)
         return Response({"settings": settings_patch(request.data, by=request.user)})

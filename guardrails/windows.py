@@ -4,6 +4,7 @@ Each window is a count of ``WindowEvent`` rows newer than ``now - span``. Admiss
 ``WindowLock`` row for (kind, source system) FOR UPDATE, so two deletes cannot both pass the last
 free slot (SQLite serialises writers already).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -37,7 +38,9 @@ class Admission:
     retry_at: datetime | None = None
 
 
-def window_admit(*, kind: str, source_system: str, now: datetime | None = None, charge: bool = True) -> Admission:
+def window_admit(
+    *, kind: str, source_system: str, now: datetime | None = None, charge: bool = True
+) -> Admission:
     """Charge one delete to the windows of ``kind`` if every window has room.
 
     Must run inside the caller's transaction so the charge commits (or rolls back) with the delete.

@@ -4,6 +4,7 @@ A token is issued with ``manage.py tb_token``: the raw token is shown once, by t
 issues it; the admin only ever sees the hash and the first characters, so nothing here can leak a
 usable token. The audit trail is evidence: nobody adds, edits or deletes an event here.
 """
+
 from __future__ import annotations
 
 from django.contrib import admin, messages
@@ -16,11 +17,26 @@ from kernel.models import AccessToken, token_revoke
 
 @admin.register(AccessToken)
 class AccessTokenAdmin(admin.ModelAdmin):
-    list_display = ("prefix", "user", "name", "scope_list", "created_at", "last_used_at", "revoked_at")
+    list_display = (
+        "prefix",
+        "user",
+        "name",
+        "scope_list",
+        "created_at",
+        "last_used_at",
+        "revoked_at",
+    )
     list_filter = ("revoked_at",)
     search_fields = ("prefix", "name", "user__username")
     readonly_fields = (
-        "user", "name", "prefix", "token_hash", "scopes", "created_at", "last_used_at", "revoked_at",
+        "user",
+        "name",
+        "prefix",
+        "token_hash",
+        "scopes",
+        "created_at",
+        "last_used_at",
+        "revoked_at",
     )
     actions = ("revoke_selected",)
 
@@ -44,7 +60,11 @@ class AccessTokenAdmin(admin.ModelAdmin):
 @admin.register(AuditEvent)
 class AuditEventAdmin(admin.ModelAdmin):
     list_display = ("at", "actor_name", "action", "target", "reason")
-    list_filter = ("action", ("at", admin.DateFieldListFilter), ("actor", admin.RelatedOnlyFieldListFilter))
+    list_filter = (
+        "action",
+        ("at", admin.DateFieldListFilter),
+        ("actor", admin.RelatedOnlyFieldListFilter),
+    )
     search_fields = ("action", "target", "actor_name", "reason")
     date_hierarchy = "at"
     ordering = ("-at", "-id")

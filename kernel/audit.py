@@ -5,6 +5,7 @@ steered, a schedule paused or resumed: each room calls ``audit_record`` inside t
 that makes the change, so the trail and the change commit or roll back together. Rows are never
 changed or deleted by the product; ``actor_name`` keeps who it was after a user is removed.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -20,7 +21,9 @@ class AuditEvent(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     actor_name = models.CharField(max_length=150, blank=True, default="")
-    action = models.CharField(max_length=64)  # <thing>.<verb>: setting.changed, process.switched_off …
+    action = models.CharField(
+        max_length=64
+    )  # <thing>.<verb>: setting.changed, process.switched_off …
     target = models.CharField(max_length=255, blank=True, default="")
     before = models.JSONField(null=True, blank=True)
     after = models.JSONField(null=True, blank=True)
@@ -53,7 +56,12 @@ def audit_record(
     user = actor if getattr(actor, "pk", None) is not None else None
     name = actor.get_username() if user is not None else ""
     return AuditEvent.objects.create(
-        actor=user, actor_name=name, action=action, target=target[:255], before=before, after=after,
+        actor=user,
+        actor_name=name,
+        action=action,
+        target=target[:255],
+        before=before,
+        after=after,
         reason=reason,
     )
 
@@ -61,7 +69,9 @@ def audit_record(
 def audit_latest(*, action: str, targets: list[str]) -> dict[str, AuditEvent]:
     """The newest event of ``action`` for each of ``targets`` (one query)."""
     latest: dict[str, AuditEvent] = {}
-    rows = AuditEvent.objects.filter(action=action, target__in=targets).order_by("target", "-at", "-id")
+    rows = AuditEvent.objects.filter(action=action, target__in=targets).order_by(
+        "target", "-at", "-id"
+    )
     for event in rows.select_related("actor"):
         latest.setdefault(event.target, event)
     return latest

@@ -6,6 +6,7 @@ from ``POST /v1/auth/session`` (``request.auth`` is ``None``; unsafe methods nee
 Bearer comes first so that its ``WWW-Authenticate`` header turns "no credentials" into a 401
 rather than DRF's 403. Scope checks live in ``kernel.scopes``.
 """
+
 from __future__ import annotations
 
 from django.utils import timezone

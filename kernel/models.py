@@ -1,4 +1,5 @@
 """Personal access tokens: hashed at rest, shown once, with scopes."""
+
 from __future__ import annotations
 
 import hashlib
@@ -26,7 +27,9 @@ def token_hash(raw: str) -> str:
 
 
 class AccessToken(models.Model):
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="access_tokens")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="access_tokens"
+    )
     name = models.CharField(max_length=100, blank=True, default="")
     token_hash = models.CharField(max_length=64, unique=True)
     prefix = models.CharField(max_length=12)  # first characters, to tell tokens apart in the admin
@@ -49,7 +52,9 @@ def token_issue(*, user, scopes: list[str], name: str = "") -> tuple[AccessToken
     """Create a token; the raw value is returned once and never stored."""
     unknown = [s for s in scopes if s not in SCOPES]
     if unknown:
-        raise ScopeUnknown(f"unknown scope(s): {', '.join(unknown)}; known: {', '.join(SCOPES)}", field="scopes")
+        raise ScopeUnknown(
+            f"unknown scope(s): {', '.join(unknown)}; known: {', '.join(SCOPES)}", field="scopes"
+        )
     raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
     token = AccessToken.objects.create(
         user=user, name=name, token_hash=token_hash(raw), prefix=raw[:10], scopes=list(scopes)

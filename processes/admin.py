@@ -4,6 +4,7 @@ The instance-wide switch (``processes.enabled``) sits on the same screen, above 
 operator who came to stop one process finds the one that stops them all; it, and switching
 processes off, go through a confirmation page that asks why. The run page is ``run_admin``.
 """
+
 from __future__ import annotations
 
 from urllib.parse import urlencode
@@ -54,7 +55,15 @@ class ProcessAdmin(admin.ModelAdmin):
     list_editable = ("is_enabled", "disabled_reason")
     list_filter = ("is_enabled", "is_migration")
     search_fields = ("id", "description")
-    fields = ("id", "description", "is_enabled", "disabled_reason", "is_migration", "trigger", "last_runs")
+    fields = (
+        "id",
+        "description",
+        "is_enabled",
+        "disabled_reason",
+        "is_migration",
+        "trigger",
+        "last_runs",
+    )
     readonly_fields = ("id", "description", "is_migration", "trigger", "last_runs")
     actions = ("switch_off", "switch_on")
     change_list_template = "admin/processes/process/change_list.html"
@@ -90,13 +99,23 @@ class ProcessAdmin(admin.ModelAdmin):
     def trigger(self, obj: Process) -> str:
         """By hand (the API, the CLI, this screen) always; and every schedule that fires it."""
         schedules = format_html_join(
-            "", '<li><a href="{}">{}</a>: <code>{}</code> ({}){}</li>',
-            ((reverse("admin:processes_processschedule_change", args=[schedule.pk]), schedule.name,
-              schedule.schedule_expr, schedule.schedule_tz,
-              format_html(' — <strong class="paused">paused</strong>{}',
-                          f": {schedule.paused_reason}" if schedule.paused_reason else "")
-              if schedule.is_paused else "")
-             for schedule in self._row(obj).schedules),
+            "",
+            '<li><a href="{}">{}</a>: <code>{}</code> ({}){}</li>',
+            (
+                (
+                    reverse("admin:processes_processschedule_change", args=[schedule.pk]),
+                    schedule.name,
+                    schedule.schedule_expr,
+                    schedule.schedule_tz,
+                    format_html(
+                        ' — <strong class="paused">paused</strong>{}',
+                        f": {schedule.paused_reason}" if schedule.paused_reason else "",
+                    )
+                    if schedule.is_paused
+                    else "",
+                )
+                for schedule in self._row(obj).schedules
+            ),
         )
         return format_html('<ul class="triggers"><li>by hand</li>{}</ul>', schedules)
 
@@ -104,10 +123,17 @@ class ProcessAdmin(admin.ModelAdmin):
     def last_runs(self, obj: Process) -> str:
         runs = self._row(obj).last_runs
         links = format_html_join(
-            "", '<li><a href="{}" title="{}">{}</a> {}</li>',
-            ((reverse("admin:processes_processrun_change", args=[run.pk]), run.reason or "", run.state,
-              f"{run.created_at:%Y-%m-%d %H:%M}")
-             for run in runs),
+            "",
+            '<li><a href="{}" title="{}">{}</a> {}</li>',
+            (
+                (
+                    reverse("admin:processes_processrun_change", args=[run.pk]),
+                    run.reason or "",
+                    run.state,
+                    f"{run.created_at:%Y-%m-%d %H:%M}",
+                )
+                for run in runs
+            ),
         )
         every = format_html('<a href="{}">all runs</a>', _runs_url(process_id=obj.pk))
         if not runs:
@@ -125,29 +151,51 @@ class ProcessAdmin(admin.ModelAdmin):
         with transaction.atomic():
             super().save_model(request, obj, form, change)
             if "is_enabled" in form.changed_data:
-                action = (ProcessAuditAction.PROCESS_SWITCHED_ON if obj.is_enabled
-                          else ProcessAuditAction.PROCESS_SWITCHED_OFF)
-                audit_record(actor=request.user, action=action, target=f"process:{obj.pk}",
-                             after={"isEnabled": obj.is_enabled}, reason=obj.disabled_reason)
+                action = (
+                    ProcessAuditAction.PROCESS_SWITCHED_ON
+                    if obj.is_enabled
+                    else ProcessAuditAction.PROCESS_SWITCHED_OFF
+                )
+                audit_record(
+                    actor=request.user,
+                    action=action,
+                    target=f"process:{obj.pk}",
+                    after={"isEnabled": obj.is_enabled},
+                    reason=obj.disabled_reason,
+                )
 
     @admin.action(description="Switch selected processes off…", permissions=["change"])
     def switch_off(self, request: HttpRequest, queryset: QuerySet[Process]) -> HttpResponse | None:
         """First the confirmation page asking why; then, with the reason, every selected one off."""
         reason = request.POST.get("reason", "").strip()
         if "confirm" not in request.POST or not reason:
-            return TemplateResponse(request, "admin/processes/process/switch_off_confirm.html", {
-                **self.admin_site.each_context(request), "opts": self.opts, "processes": list(queryset),
-                "title": "Switch processes off?", "reason": reason,
-                "error": "Give a reason: invokes are refused with it." if "confirm" in request.POST else "",
-                "action_checkbox_name": ACTION_CHECKBOX_NAME})
+            return TemplateResponse(
+                request,
+                "admin/processes/process/switch_off_confirm.html",
+                {
+                    **self.admin_site.each_context(request),
+                    "opts": self.opts,
+                    "processes": list(queryset),
+                    "title": "Switch processes off?",
+                    "reason": reason,
+                    "error": "Give a reason: invokes are refused with it."
+                    if "confirm" in request.POST
+                    else "",
+                    "action_checkbox_name": ACTION_CHECKBOX_NAME,
+                },
+            )
         count = 0
         with transaction.atomic():
             for process in queryset.select_for_update():
                 process.is_enabled, process.disabled_reason = False, reason
                 process.save(update_fields=["is_enabled", "disabled_reason", "updated_at"])
-                audit_record(actor=request.user, action=ProcessAuditAction.PROCESS_SWITCHED_OFF,
-                             target=f"process:{process.pk}", after={"isEnabled": False},
-                             reason=process.disabled_reason)
+                audit_record(
+                    actor=request.user,
+                    action=ProcessAuditAction.PROCESS_SWITCHED_OFF,
+                    target=f"process:{process.pk}",
+                    after={"isEnabled": False},
+                    reason=process.disabled_reason,
+                )
                 count += 1
         self.message_user(request, f"{count} process(es) switched off: {reason}", messages.SUCCESS)
         return None
@@ -157,22 +205,36 @@ class ProcessAdmin(admin.ModelAdmin):
         with transaction.atomic():
             count = 0
             for process in queryset.select_for_update():
-                audit_record(actor=request.user, action=ProcessAuditAction.PROCESS_SWITCHED_ON,
-                             target=f"process:{process.pk}", before={"isEnabled": process.is_enabled,
-                                                                     "disabledReason": process.disabled_reason},
-                             after={"isEnabled": True})
+                audit_record(
+                    actor=request.user,
+                    action=ProcessAuditAction.PROCESS_SWITCHED_ON,
+                    target=f"process:{process.pk}",
+                    before={
+                        "isEnabled": process.is_enabled,
+                        "disabledReason": process.disabled_reason,
+                    },
+                    after={"isEnabled": True},
+                )
                 count += 1
             queryset.update(is_enabled=True, disabled_reason="")
         self.message_user(request, f"{count} process(es) switched on", messages.SUCCESS)
 
     def get_urls(self):
-        switch = path("instance-switch/", self.admin_site.admin_view(self.instance_switch_view),
-                      name="processes_process_instance_switch")
+        switch = path(
+            "instance-switch/",
+            self.admin_site.admin_view(self.instance_switch_view),
+            name="processes_process_instance_switch",
+        )
         return [switch, *super().get_urls()]
 
-    def changelist_view(self, request: HttpRequest, extra_context: dict | None = None) -> HttpResponse:
-        context = {"is_instance_on": bool(setting_get("processes.enabled")),
-                   "can_switch_instance": self.has_change_permission(request), **(extra_context or {})}
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict | None = None
+    ) -> HttpResponse:
+        context = {
+            "is_instance_on": bool(setting_get("processes.enabled")),
+            "can_switch_instance": self.has_change_permission(request),
+            **(extra_context or {}),
+        }
         return super().changelist_view(request, extra_context=context)
 
     def instance_switch_view(self, request: HttpRequest) -> HttpResponse:
@@ -187,21 +249,39 @@ class ProcessAdmin(admin.ModelAdmin):
         if request.method == "POST" and (is_on or reason):
             with transaction.atomic():
                 setting_set("processes.enabled", 1 if is_on else 0, by=request.user)
-                audit_record(actor=request.user, target="processes.enabled", reason=reason,
-                             action=ProcessAuditAction.ALL_SWITCHED_ON if is_on
-                             else ProcessAuditAction.ALL_SWITCHED_OFF)
-            self.message_user(request, "every process is switched on" if is_on else (
-                f"every process on the instance is switched off ({reason}): invokes answer 409 and "
-                "running runs stop at their next step"), messages.SUCCESS if is_on else messages.WARNING)
+                audit_record(
+                    actor=request.user,
+                    target="processes.enabled",
+                    reason=reason,
+                    action=ProcessAuditAction.ALL_SWITCHED_ON
+                    if is_on
+                    else ProcessAuditAction.ALL_SWITCHED_OFF,
+                )
+            self.message_user(
+                request,
+                "every process is switched on"
+                if is_on
+                else (
+                    f"every process on the instance is switched off ({reason}): invokes answer 409 and "
+                    "running runs stop at their next step"
+                ),
+                messages.SUCCESS if is_on else messages.WARNING,
+            )
             return HttpResponseRedirect(reverse("admin:processes_process_changelist"))
         if request.method not in ("GET", "POST"):
             return HttpResponseNotAllowed(["GET", "POST"])
         context = {
-            **self.admin_site.each_context(request), "opts": self.opts, "is_on": is_on, "reason": reason,
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "is_on": is_on,
+            "reason": reason,
             "title": "Switch every process back on?" if is_on else "Switch every process off?",
-            "error": "Give a reason: it is kept in the audit trail." if request.method == "POST" else "",
+            "error": "Give a reason: it is kept in the audit trail."
+            if request.method == "POST"
+            else "",
             "running": ProcessRun.objects.filter(state__in=states_from(RunMove.CANCEL)).count(),
         }
         status = 400 if request.method == "POST" else 200
-        return TemplateResponse(request, "admin/processes/process/instance_switch_confirm.html", context,
-                                status=status)
+        return TemplateResponse(
+            request, "admin/processes/process/instance_switch_confirm.html", context, status=status
+        )

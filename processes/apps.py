@@ -24,11 +24,15 @@ class ProcessesConfig(AppConfig):
 
         kind_register("process", process_contract_check)
         extension_deployed.connect(process_sync_from_module, dispatch_uid="processes.sync")
-        extension_removing.connect(schedule_remove_guard, dispatch_uid="processes.schedules.remove_guard")
+        extension_removing.connect(
+            schedule_remove_guard, dispatch_uid="processes.schedules.remove_guard"
+        )
         source_verdict.connect(on_source_verdict, dispatch_uid="processes.wake_on_verdict")
         trigger_provider_register(schedule_trigger_for)
         bundle_part_register(SchedulesPart())
         # Every minute: re-queue parked runs that are due and runs whose worker died; fire the
         # bundle schedules that are due.
         system_schedule_declare("system.processes.sweep", "processes.tasks.runs_sweep")
-        system_schedule_declare("system.processes.schedules", "processes.schedules.firing.schedules_tick")
+        system_schedule_declare(
+            "system.processes.schedules", "processes.schedules.firing.schedules_tick"
+        )

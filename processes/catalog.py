@@ -1,4 +1,5 @@
 """Where the processes room reads deployed process definitions (the extension store)."""
+
 from __future__ import annotations
 
 from extensions.models import ExtensionKind, ExtensionModule, ExtensionStatus

@@ -1,4 +1,5 @@
 """Per-run ceilings: maximum runtime and maximum writes, with defaults sized off the slice budget."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,7 +25,8 @@ def ceilings_for(step_count: int) -> Ceilings:
     slice_ms = setting_get("PROCESS_SLICE_MAX_MS")
     return Ceilings(
         max_run_ms=setting_get("processes.max_run_ms") or slice_cap * slice_ms,
-        max_writes=setting_get("processes.max_writes_per_run") or slice_cap * rows * max(step_count, 1),
+        max_writes=setting_get("processes.max_writes_per_run")
+        or slice_cap * rows * max(step_count, 1),
         slice_max_rows=rows,
         slice_max_ms=slice_ms,
         slice_cap=slice_cap,

@@ -12,6 +12,7 @@ migration to move, owned by the demo user, through the write boundary. Then::
 
 (signed in as demo/demo) and watch the run take the batch in slices until nothing is outstanding.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -37,20 +38,31 @@ def demo_processes_deploy(*, admin: Any) -> list[dict[str, Any]]:
     return bundle_apply(data=project_bundle(DEMO_PROJECT), by=admin)["modules"]
 
 
-def migration_batch_generate(*, user: Any, batch: str = DEMO_BATCH, rows: int = DEMO_BATCH_ROWS) -> int:
+def migration_batch_generate(
+    *, user: Any, batch: str = DEMO_BATCH, rows: int = DEMO_BATCH_ROWS
+) -> int:
     """``rows`` pending ``migration_item`` rows of ``batch``, each keyed so a rerun writes none twice;
     answer how many were new."""
     actor = Actor(user=user)
     keys = [f"demo:migration_item:{batch}:{n:04d}" for n in range(1, rows + 1)]
-    existing = set(Record.reads.filter(idempotency_key__in=keys).values_list("idempotency_key", flat=True))
+    existing = set(
+        Record.reads.filter(idempotency_key__in=keys).values_list("idempotency_key", flat=True)
+    )
     created = 0
     for n, key in enumerate(keys, start=1):
         if key in existing:
             continue
-        result = record_create(actor=actor, record_type="migration_item", idempotency_key=key, parent={
-            "legacy_id": f"M-{batch}-{n:04d}", "company_name": f"Demo Company {n:04d}",
-            "status": "pending", "batch": batch,
-        })
+        result = record_create(
+            actor=actor,
+            record_type="migration_item",
+            idempotency_key=key,
+            parent={
+                "legacy_id": f"M-{batch}-{n:04d}",
+                "company_name": f"Demo Company {n:04d}",
+                "status": "pending",
+                "batch": batch,
+            },
+        )
         created += result.is_new
     return created
 
@@ -63,5 +75,7 @@ def demo_load(*, admin: Any, user: Any, write: Callable[[str], Any]) -> None:
         write(f"demo extensions deployed: {', '.join(fresh)}")
     created = migration_batch_generate(user=user)
     if created:
-        write(f"demo migration batch {DEMO_BATCH}: {created} pending migration_item rows "
-              f"(invoke acme:migrate-customers-tracked with {{\"batch\": \"{DEMO_BATCH}\"}})")
+        write(
+            f"demo migration batch {DEMO_BATCH}: {created} pending migration_item rows "
+            f'(invoke acme:migrate-customers-tracked with {{"batch": "{DEMO_BATCH}"}})'
+        )

@@ -1,4 +1,5 @@
 """Domain exceptions of the processes room, in the seed's bodies."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -1,4 +1,5 @@
 """Invoking a process: validate, check the switches, write a queued run, enqueue it. 202."""
+
 from __future__ import annotations
 
 import hashlib
@@ -27,7 +28,8 @@ def switch_check(process_id: str) -> None:
     if not setting_get("processes.enabled"):
         raise ProcessDisabled(
             "every process on this instance is switched off (processes.enabled)",
-            id=process_id, reason="every process on the instance is switched off",
+            id=process_id,
+            reason="every process on the instance is switched off",
         )
     process = Process.objects.filter(pk=process_id).only("is_enabled", "disabled_reason").first()
     if process is not None and not process.is_enabled:
@@ -37,7 +39,10 @@ def switch_check(process_id: str) -> None:
 
 def input_check(schema: dict, body: Any) -> None:
     """400 ``invalid_input`` naming the first field that fails the schema."""
-    error = next(iter(sorted(Draft202012Validator(schema).iter_errors(body), key=lambda e: list(e.path))), None)
+    error = next(
+        iter(sorted(Draft202012Validator(schema).iter_errors(body), key=lambda e: list(e.path))),
+        None,
+    )
     if error is None:
         return
     path = ".".join(str(p) for p in error.path)
@@ -60,7 +65,11 @@ def mode_parse(raw: str | None) -> str:
 
 
 def run_invoke(
-    *, process_id: str, body: Any, user: User, mode: str = RunMode.ASYNC,
+    *,
+    process_id: str,
+    body: Any,
+    user: User,
+    mode: str = RunMode.ASYNC,
     schedule_name: str = "",
 ) -> ProcessRun:
     """Queue a run of ``process_id`` as ``user``. Nothing runs on the request."""
@@ -70,8 +79,13 @@ def run_invoke(
     with transaction.atomic():
         Process.objects.get_or_create(pk=process_id)
         run = ProcessRun.objects.create(
-            process_id=process_id, mode=mode, input=body, invoked_by=user,
-            module_version=module.version, schedule_name=schedule_name, delivery=1,
+            process_id=process_id,
+            mode=mode,
+            input=body,
+            invoked_by=user,
+            module_version=module.version,
+            schedule_name=schedule_name,
+            delivery=1,
             access_fingerprint=access_fingerprint(user),
         )
         lane_enqueue(run_id=run.run_id, delivery=1, mode=mode)

@@ -3,6 +3,7 @@
 ``sync`` serves short interactive runs (``?mode=sync``); ``async`` serves everything else,
 migration slices included, so a long migration cannot starve the interactive lane.
 """
+
 from __future__ import annotations
 
 from uuid import UUID
@@ -23,8 +24,13 @@ def lane_send(*, run_id: str | UUID, delivery: int, mode: str) -> None:
     cluster = LANE_CLUSTERS[mode]
 
     def send() -> None:
-        async_task(DELIVER_TASK, str(run_id), delivery, cluster=cluster,
-                   task_name=f"run {run_id} #{delivery}")
+        async_task(
+            DELIVER_TASK,
+            str(run_id),
+            delivery,
+            cluster=cluster,
+            task_name=f"run {run_id} #{delivery}",
+        )
 
     transaction.on_commit(send)
 

@@ -1,4 +1,5 @@
 """Processes, their runs and the step ledger."""
+
 from __future__ import annotations
 
 import uuid
@@ -176,7 +177,9 @@ class ProcessRunStep(models.Model):
         db_table = "process_run_step"
         ordering = ["sequence"]
         constraints = [
-            models.UniqueConstraint(fields=["run", "step_id", "row_key", "visit"], name="run_step_unique"),
+            models.UniqueConstraint(
+                fields=["run", "step_id", "row_key", "visit"], name="run_step_unique"
+            ),
         ]
         indexes = [
             models.Index(fields=["run", "sequence"]),
@@ -191,7 +194,11 @@ class ProcessRunStep(models.Model):
     def refusal(self) -> dict | None:
         if not self.refusal_code:
             return None
-        return {"code": self.refusal_code, "field": self.refusal_field, "message": self.refusal_message}
+        return {
+            "code": self.refusal_code,
+            "field": self.refusal_field,
+            "message": self.refusal_message,
+        }
 
 
 class ProcessRunSlice(models.Model):

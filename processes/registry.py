@@ -1,4 +1,5 @@
 """Keep the ``Process`` rows (switch, description) in step with the deployed process modules."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -4,6 +4,7 @@ Scoped by the same row-level security as ``GET /v1/processes/runs/:runId``: the 
 runs and those runs' ledger rows, an administrator every one. Importing this module registers
 both (``ProcessesConfig.ready`` imports it, the Django idiom for signal modules).
 """
+
 from __future__ import annotations
 
 from django.contrib.auth.models import User
@@ -63,7 +64,21 @@ def steps_visible(user: User) -> QuerySet[ProcessRunStep]:
     return steps if user.is_staff else steps.filter(run__in=runs_visible(user))
 
 
-resource_register(Resource(name="process_run", columns=RUN_COLUMNS, rows_visible=runs_visible,
-                           order_default=("created_at",), tiebreaker="run_id"))
-resource_register(Resource(name="process_run_step", columns=STEP_COLUMNS, rows_visible=steps_visible,
-                           order_default=("run_id", "sequence"), tiebreaker="id"))
+resource_register(
+    Resource(
+        name="process_run",
+        columns=RUN_COLUMNS,
+        rows_visible=runs_visible,
+        order_default=("created_at",),
+        tiebreaker="run_id",
+    )
+)
+resource_register(
+    Resource(
+        name="process_run_step",
+        columns=STEP_COLUMNS,
+        rows_visible=steps_visible,
+        order_default=("run_id", "sequence"),
+        tiebreaker="id",
+    )
+)

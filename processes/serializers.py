@@ -1,4 +1,5 @@
 """Output shapes of ``/v1/processes``: the seed's names (camelCase), one serializer per shape."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -26,8 +27,17 @@ class StepSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ProcessRunStep
-        fields = ("sequence", "stepId", "recordType", "pgRowId", "externalId", "disposition", "rowKey",
-                  "slice", "refusal")
+        fields = (
+            "sequence",
+            "stepId",
+            "recordType",
+            "pgRowId",
+            "externalId",
+            "disposition",
+            "rowKey",
+            "slice",
+            "refusal",
+        )
 
 
 class SliceSerializer(serializers.ModelSerializer):
@@ -59,9 +69,23 @@ class RunSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ProcessRun
-        fields = ("runId", "processId", "state", "reason", "outstanding", "mode", "pendingReason",
-                  "invokedBy", "schedule", "startedAt", "finishedAt", "slices", "writes", "moduleVersion",
-                  "sliceLog")
+        fields = (
+            "runId",
+            "processId",
+            "state",
+            "reason",
+            "outstanding",
+            "mode",
+            "pendingReason",
+            "invokedBy",
+            "schedule",
+            "startedAt",
+            "finishedAt",
+            "slices",
+            "writes",
+            "moduleVersion",
+            "sliceLog",
+        )
 
     def get_pendingReason(self, run: ProcessRun) -> str | None:
         return None if run.is_terminal else (run.pending_reason or None)
@@ -80,8 +104,14 @@ def run_with_steps(run: ProcessRun, steps: list[ProcessRunStep]) -> dict[str, An
 
 def run_settled(run: ProcessRun, steps: list[ProcessRunStep]) -> dict[str, Any]:
     """``?mode=sync``'s 200: ``{runId, processId, state, reason, outstanding, steps}``."""
-    return {"runId": str(run.run_id), "processId": run.process_id, "state": run.state, "reason": run.reason,
-            "outstanding": run.outstanding, "steps": StepSerializer(steps, many=True).data}
+    return {
+        "runId": str(run.run_id),
+        "processId": run.process_id,
+        "state": run.state,
+        "reason": run.reason,
+        "outstanding": run.outstanding,
+        "steps": StepSerializer(steps, many=True).data,
+    }
 
 
 def run_queued(run: ProcessRun) -> dict[str, Any]:
@@ -94,31 +124,51 @@ def sync_budget_exceeded(run: ProcessRun, budget_ms: int) -> dict[str, Any]:
     The state is ``queued`` as the contract writes it, whatever the worker has reached meanwhile:
     the answer is a ticket, like the asynchronous 202, and the run's own read says where it is."""
     return {
-        "error": "sync_budget_exceeded", "runId": str(run.run_id), "processId": run.process_id,
+        "error": "sync_budget_exceeded",
+        "runId": str(run.run_id),
+        "processId": run.process_id,
         "state": RunState.QUEUED,
-        "message": (f"the run did not settle within the synchronous budget of {budget_ms} ms "
-                    "(processes.sync_budget_ms); it is still going — watch it with "
-                    f"GET /v1/processes/runs/{run.run_id}"),
+        "message": (
+            f"the run did not settle within the synchronous budget of {budget_ms} ms "
+            "(processes.sync_budget_ms); it is still going — watch it with "
+            f"GET /v1/processes/runs/{run.run_id}"
+        ),
     }
 
 
 def run_summary(run: ProcessRun, failure: dict[str, Any] | None) -> dict[str, Any]:
     """One run in the queue (and in a process's last runs); its failure travels with it."""
-    return {"runId": str(run.run_id), "processId": run.process_id, "mode": run.mode, "state": run.state,
-            "outstanding": run.outstanding, "failure": failure}
+    return {
+        "runId": str(run.run_id),
+        "processId": run.process_id,
+        "mode": run.mode,
+        "state": run.state,
+        "outstanding": run.outstanding,
+        "failure": failure,
+    }
 
 
 def run_brief(run: ProcessRun, failure: dict[str, Any] | None) -> dict[str, Any]:
     """A run in ``GET /v1/processes``: the queue's shape plus its reason and its clock."""
-    return {**run_summary(run, failure), "reason": run.reason,
-            "startedAt": serializers.DateTimeField().to_representation(run.started_at) if run.started_at else None,
-            "finishedAt": serializers.DateTimeField().to_representation(run.finished_at) if run.finished_at else None}
+    return {
+        **run_summary(run, failure),
+        "reason": run.reason,
+        "startedAt": serializers.DateTimeField().to_representation(run.started_at)
+        if run.started_at
+        else None,
+        "finishedAt": serializers.DateTimeField().to_representation(run.finished_at)
+        if run.finished_at
+        else None,
+    }
 
 
 def cancel_answer(run: ProcessRun) -> dict[str, Any]:
     """``POST /v1/processes/runs/:runId/cancel``: a run told to stop reads ``cancelled`` now — the
     cancel is decided — though a working one stops at its next boundary; an ended run, its state."""
-    return {"runId": str(run.run_id), "state": RunState.CANCELLED if run.cancel_requested else run.state}
+    return {
+        "runId": str(run.run_id),
+        "state": RunState.CANCELLED if run.cancel_requested else run.state,
+    }
 
 
 def steering_answer(run: ProcessRun, *, is_queued: bool | None = None) -> dict[str, Any]:
@@ -133,9 +183,12 @@ def steering_answer(run: ProcessRun, *, is_queued: bool | None = None) -> dict[s
 # against real answers in tests/turbobase/test_openapi.py.
 
 # The process's input is whatever its own inputSchema says, so one path cannot list its fields.
-INVOKE_INPUT = {"type": "object", "additionalProperties": {},
-                "description": "The process's input, bare; checked against the process's "
-                               "inputSchema. No body reads as {}."}
+INVOKE_INPUT = {
+    "type": "object",
+    "additionalProperties": {},
+    "description": "The process's input, bare; checked against the process's "
+    "inputSchema. No body reads as {}.",
+}
 
 
 class FailureOut(serializers.Serializer):
@@ -191,10 +244,14 @@ class ProcessListOut(serializers.Serializer):
     processes = ProcessOut(many=True)
 
 
-RunCountsOut = type("RunCountsOut", (serializers.Serializer,), {
-    "__doc__": "Runs per state; every state is answered, even at 0.",
-    **{state: serializers.IntegerField() for state in RunState.values},
-})
+RunCountsOut = type(
+    "RunCountsOut",
+    (serializers.Serializer,),
+    {
+        "__doc__": "Runs per state; every state is answered, even at 0.",
+        **{state: serializers.IntegerField() for state in RunState.values},
+    },
+)
 
 
 class QueueOut(serializers.Serializer):

@@ -1,4 +1,5 @@
 """Steering a run from outside: cancel, resume, roll back. Open to the invoker and administrators."""
+
 from __future__ import annotations
 
 from django.contrib.auth.models import User
@@ -32,7 +33,9 @@ def runs_visible(user: User) -> QuerySet[ProcessRun]:
 
 def run_get(*, user: User, run_id: str) -> ProcessRun:
     parsed = uuid_or_none(run_id)
-    run = runs_visible(user).filter(pk=parsed).first() if parsed is not None else None  # malformed: no run
+    run = (
+        runs_visible(user).filter(pk=parsed).first() if parsed is not None else None
+    )  # malformed: no run
     if run is None:
         raise RunNotFound(f"no run {run_id!r} that you can see", runId=str(run_id))
     return run
@@ -59,11 +62,20 @@ def run_cancel(*, user: User, run_id: str) -> ProcessRun:
     run = ProcessRun.objects.select_for_update().get(pk=run.pk)
     if run.is_terminal:
         return run
-    audit_record(actor=user, action=ProcessAuditAction.RUN_CANCELLED, target=f"run:{run.pk}",
-                 before={"state": run.state})
+    audit_record(
+        actor=user,
+        action=ProcessAuditAction.RUN_CANCELLED,
+        target=f"run:{run.pk}",
+        before={"state": run.state},
+    )
     now = timezone.now()
     if run.state == RunState.QUEUED or not run.lease_until or run.lease_until < now:
-        return run_end(run, RunState.CANCELLED, reason=f"cancelled by {user.get_username()}", outstanding=_unreached(run))
+        return run_end(
+            run,
+            RunState.CANCELLED,
+            reason=f"cancelled by {user.get_username()}",
+            outstanding=_unreached(run),
+        )
     run.cancel_requested = True
     run.save(update_fields=["cancel_requested", "updated_at"])
     return run
@@ -72,14 +84,26 @@ def run_cancel(*, user: User, run_id: str) -> ProcessRun:
 def process_cancel_queued(*, user: User, process_id: str) -> int:
     """Cancel every queued run of one process (the caller's own; an administrator's: all)."""
     cancelled = 0
-    for run_id in runs_visible(user).filter(process_id=process_id, state=RunState.QUEUED).values_list("pk", flat=True):
+    for run_id in (
+        runs_visible(user)
+        .filter(process_id=process_id, state=RunState.QUEUED)
+        .values_list("pk", flat=True)
+    ):
         with transaction.atomic():
             run = ProcessRun.objects.select_for_update().get(pk=run_id)
             if run.state == RunState.QUEUED:
-                audit_record(actor=user, action=ProcessAuditAction.RUN_CANCELLED, target=f"run:{run.pk}",
-                             before={"state": run.state})
-                run_end(run, RunState.CANCELLED, reason=f"cancelled by {user.get_username()}",
-                        outstanding=_unreached(run))
+                audit_record(
+                    actor=user,
+                    action=ProcessAuditAction.RUN_CANCELLED,
+                    target=f"run:{run.pk}",
+                    before={"state": run.state},
+                )
+                run_end(
+                    run,
+                    RunState.CANCELLED,
+                    reason=f"cancelled by {user.get_username()}",
+                    outstanding=_unreached(run),
+                )
                 cancelled += 1
     return cancelled
 
@@ -91,23 +115,38 @@ def run_resume(*, user: User, run_id: str) -> ProcessRun:
     if definition.get("eachRow") is not None:
         raise ProcessIsMigration(
             "a migration is invoked again rather than resumed: its writes are keyed by source row",
-            runId=str(run.pk), state=run.state)
+            runId=str(run.pk),
+            state=run.state,
+        )
     with transaction.atomic():
         # One conditional update: of two quick resumes, exactly one finds the run committed.
         resumed = ProcessRun.objects.filter(
             pk=run.pk, state__in=states_from(RunMove.RESUME), outstanding__gt=0
         ).update(
-            state=MOVES[RunMove.RESUME].target, pending_reason=PendingReason.QUEUED, reason=None,
-            finished_at=None, wait_deadline=None, wake_at=None, waiting_step="", delivery=F("delivery") + 1,
-            updated_at=timezone.now())
+            state=MOVES[RunMove.RESUME].target,
+            pending_reason=PendingReason.QUEUED,
+            reason=None,
+            finished_at=None,
+            wait_deadline=None,
+            wake_at=None,
+            waiting_step="",
+            delivery=F("delivery") + 1,
+            updated_at=timezone.now(),
+        )
         run.refresh_from_db()
         if not resumed:
             raise RunNotResumable(
                 f"only a committed run with work outstanding can be resumed; this run is {run.state}"
                 + (" with nothing outstanding" if run.state == RunState.COMMITTED else ""),
-                runId=str(run.pk), state=run.state)
-        audit_record(actor=user, action=ProcessAuditAction.RUN_RESUMED, target=f"run:{run.pk}",
-                     after={"state": run.state})
+                runId=str(run.pk),
+                state=run.state,
+            )
+        audit_record(
+            actor=user,
+            action=ProcessAuditAction.RUN_RESUMED,
+            target=f"run:{run.pk}",
+            after={"state": run.state},
+        )
         run.ledger.filter(skip_reason=SkipReason.NOT_REACHED).delete()
         lane_enqueue(run_id=run.pk, delivery=run.delivery, mode=run.mode)
     return run
@@ -121,15 +160,29 @@ def run_rollback(*, user: User, run_id: str) -> tuple[ProcessRun, bool]:
     with transaction.atomic():
         updated = ProcessRun.objects.filter(
             Q(state__in=states_from(RunMove.ROLLBACK)), pk=run.pk
-        ).update(state=MOVES[RunMove.ROLLBACK].target, pending_reason=PendingReason.QUEUED,
-                 rollback_requested=True, outstanding=0,
-                 rollback_cause=f"rolled back on request by {user.get_username()}",
-                 delivery=F("delivery") + 1, lease_owner="", lease_until=None, updated_at=timezone.now())
+        ).update(
+            state=MOVES[RunMove.ROLLBACK].target,
+            pending_reason=PendingReason.QUEUED,
+            rollback_requested=True,
+            outstanding=0,
+            rollback_cause=f"rolled back on request by {user.get_username()}",
+            delivery=F("delivery") + 1,
+            lease_owner="",
+            lease_until=None,
+            updated_at=timezone.now(),
+        )
         run.refresh_from_db()
         if not updated:
             raise RunNotRollbackable(
-                f"a run still {run.state} cannot be rolled back: cancel it first", runId=str(run.pk), state=run.state)
-        audit_record(actor=user, action=ProcessAuditAction.RUN_ROLLED_BACK, target=f"run:{run.pk}",
-                     after={"state": run.state})
+                f"a run still {run.state} cannot be rolled back: cancel it first",
+                runId=str(run.pk),
+                state=run.state,
+            )
+        audit_record(
+            actor=user,
+            action=ProcessAuditAction.RUN_ROLLED_BACK,
+            target=f"run:{run.pk}",
+            after={"state": run.state},
+        )
         lane_enqueue(run_id=run.pk, delivery=run.delivery, mode=run.mode)
     return run, True

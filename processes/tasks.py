@@ -1,4 +1,5 @@
 """django-q2 entry points of the processes room (kept thin: the engine does the work)."""
+
 from __future__ import annotations
 
 

@@ -1,4 +1,5 @@
 """``/v1/processes/...``. Fixed paths first: a process id is any one segment (``acme:raise-po``)."""
+
 from django.urls import path
 
 from processes.api.views import (
@@ -17,7 +18,11 @@ urlpatterns = [
     path("processes/queue", QueueView.as_view(), name="process-queue"),
     path("processes/runs/<str:run_id>", RunDetailView.as_view(), name="process-run"),
     path("processes/runs/<str:run_id>/cancel", RunCancelView.as_view(), name="process-run-cancel"),
-    path("processes/runs/<str:run_id>/rollback", RunRollbackView.as_view(), name="process-run-rollback"),
+    path(
+        "processes/runs/<str:run_id>/rollback",
+        RunRollbackView.as_view(),
+        name="process-run-rollback",
+    ),
     path("processes/runs/<str:run_id>/resume", RunResumeView.as_view(), name="process-run-resume"),
     path("processes/<str:process_id>/cancel", ProcessCancelView.as_view(), name="process-cancel"),
     path("processes/<str:process_id>", ProcessInvokeView.as_view(), name="process-invoke"),

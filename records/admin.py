@@ -3,6 +3,7 @@
 Every record write goes through ``records.boundary``; the admin is a window onto the store, never
 a second door, so nothing here can add, change or delete a row.
 """
+
 from __future__ import annotations
 
 from django.contrib import admin
@@ -34,7 +35,15 @@ class RecordAdmin(ReadOnlyAdmin):
 
 @admin.register(RecordWriteState)
 class RecordWriteStateAdmin(ReadOnlyAdmin):
-    list_display = ("id", "record_type", "operation", "status", "attempts", "reason_code", "updated_at")
+    list_display = (
+        "id",
+        "record_type",
+        "operation",
+        "status",
+        "attempts",
+        "reason_code",
+        "updated_at",
+    )
     list_filter = ("status", "operation", "record_type", "source_system")
     search_fields = ("=record__pg_row_id", "external_id", "reason_code")
     list_select_related = ("record",)

@@ -6,6 +6,7 @@ ceiling), plus what ``ctx.query`` deliberately lacks: a row cap (``processes.bat
 A read that would answer more rows answers the first ``cap`` and says ``truncated: true``; it
 fetches ``cap + 1`` to know. One read's refusal is that read's entry; the others still answer.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -37,18 +38,26 @@ def batch_max_reads() -> int:
 def batch_reads_parse(body: Any) -> list[str]:
     """The reads of a batch body, or 400 naming the field that is wrong."""
     if not isinstance(body, dict):
-        raise BatchInvalid("the body must be a JSON object {\"reads\": [...]}", field="body")
+        raise BatchInvalid('the body must be a JSON object {"reads": [...]}', field="body")
     unknown = sorted(set(body) - {"reads"})
     if unknown:
-        raise BatchInvalid(f"{unknown[0]!r} is not a batch field; send only reads", field=unknown[0])
+        raise BatchInvalid(
+            f"{unknown[0]!r} is not a batch field; send only reads", field=unknown[0]
+        )
     reads = body.get("reads")
     if not isinstance(reads, list) or not reads:
-        raise BatchInvalid("reads must be a non-empty list of \"<resource>?<query>\" strings", field="reads")
+        raise BatchInvalid(
+            'reads must be a non-empty list of "<resource>?<query>" strings', field="reads"
+        )
     if len(reads) > batch_max_reads():
-        raise BatchInvalid(f"a batch holds at most {batch_max_reads()} reads, not {len(reads)}", field="reads")
+        raise BatchInvalid(
+            f"a batch holds at most {batch_max_reads()} reads, not {len(reads)}", field="reads"
+        )
     for index, read in enumerate(reads):
         if not isinstance(read, str) or not read.strip():
-            raise BatchInvalid("each read is a \"<resource>?<query>\" string", field=f"reads[{index}]")
+            raise BatchInvalid(
+                'each read is a "<resource>?<query>" string', field=f"reads[{index}]"
+            )
     return reads
 
 

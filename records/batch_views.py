@@ -1,4 +1,5 @@
 """``POST /v1/batch``: a thin view over ``records.batch``."""
+
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema

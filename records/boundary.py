@@ -6,6 +6,7 @@ the outbound write state for a connected type, and the trail. A refusal changes 
 a ``refused`` trail row (written after the failed write's savepoint is rolled back). Outbound
 sending happens after commit (``outbound_write_queued``), never inside the request.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -91,8 +92,14 @@ def _refusing(actor: Actor, action: TrailAction, record_type: str, pg_row_id=Non
             self.atomic.__exit__(exc_type, exc, tb)
             if isinstance(exc, Refusal):
                 trail_write(
-                    actor=actor, action=action, record_type=record_type, outcome=TrailOutcome.REFUSED,
-                    pg_row_id=pg_row_id, code=exc.code, field=exc.field, message=exc.message,
+                    actor=actor,
+                    action=action,
+                    record_type=record_type,
+                    outcome=TrailOutcome.REFUSED,
+                    pg_row_id=pg_row_id,
+                    code=exc.code,
+                    field=exc.field,
+                    message=exc.message,
                 )
             return False
 
@@ -102,11 +109,15 @@ def _refusing(actor: Actor, action: TrailAction, record_type: str, pg_row_id=Non
 def _check_payload(rt: RecordType, parent: Any, lines: Any, *, is_create: bool) -> None:
     if not isinstance(parent, dict):
         raise PayloadInvalid("parent must be an object of field values", field="parent")
-    if lines is not None and not (isinstance(lines, list) and all(isinstance(x, dict) for x in lines)):
+    if lines is not None and not (
+        isinstance(lines, list) and all(isinstance(x, dict) for x in lines)
+    ):
         raise PayloadInvalid("lines must be a list of objects", field="lines")
     for name in parent:
         if rt.is_protected(name):
-            raise ProtectedFieldRefused(f"{name} is a protected column and cannot be written", field=f"parent.{name}")
+            raise ProtectedFieldRefused(
+                f"{name} is a protected column and cannot be written", field=f"parent.{name}"
+            )
     fields_check(rt, parent, lines)
     if not is_create:
         if not parent:
@@ -126,31 +137,49 @@ def _check_payload(rt: RecordType, parent: Any, lines: Any, *, is_create: bool) 
 def _rule_check(rt: RecordType, action: RuleAction) -> str:
     decision = rule_decide(record_type=rt.name, action=action, is_connected=rt.is_connected)
     if decision == Decision.DENY:
-        raise GuardrailDenied(f"the guardrail rule {rt.name}.{action} denies this write", field=None)
+        raise GuardrailDenied(
+            f"the guardrail rule {rt.name}.{action} denies this write", field=None
+        )
     return decision
 
 
 def record_snapshot(record: Record) -> dict[str, Any]:
     return {
-        "pgRowId": str(record.pg_row_id), "externalId": record.external_id,
-        "parent": dict(record.fields), "lines": list(record.lines), "syncVersion": record.sync_version,
+        "pgRowId": str(record.pg_row_id),
+        "externalId": record.external_id,
+        "parent": dict(record.fields),
+        "lines": list(record.lines),
+        "syncVersion": record.sync_version,
     }
 
 
-def _queue_outbound(record: Record, operation: str, payload: dict, *, status: str = WriteStatus.PENDING) -> RecordWriteState:
+def _queue_outbound(
+    record: Record, operation: str, payload: dict, *, status: str = WriteStatus.PENDING
+) -> RecordWriteState:
     state = RecordWriteState.objects.create(
-        record=record, record_type=record.record_type, source_system=record.source_system,
-        operation=operation, status=status, payload=payload,
+        record=record,
+        record_type=record.record_type,
+        source_system=record.source_system,
+        operation=operation,
+        status=status,
+        payload=payload,
     )
     if status == WriteStatus.PENDING:
         record_type = record.record_type
-        transaction.on_commit(lambda: outbound_write_queued.send(sender=Record, record_type=record_type))
+        transaction.on_commit(
+            lambda: outbound_write_queued.send(sender=Record, record_type=record_type)
+        )
     return state
 
 
 @door_opened
 def record_create(
-    *, actor: Actor, record_type: str, parent: Any, lines: Any = None, idempotency_key: str | None = None
+    *,
+    actor: Actor,
+    record_type: str,
+    parent: Any,
+    lines: Any = None,
+    idempotency_key: str | None = None,
 ) -> WriteResult:
     """Create one record. A used idempotency key returns the first record and writes nothing."""
     rt = record_type_get(record_type)
@@ -163,14 +192,26 @@ def record_create(
             if existing is not None:
                 return _duplicate(actor, rt, existing)
         record = Record(
-            record_type=rt.name, fields=parent, lines=lines or [], owner=actor.user,
-            group=default_group(actor.user), idempotency_key=idempotency_key or None,
+            record_type=rt.name,
+            fields=parent,
+            lines=lines or [],
+            owner=actor.user,
+            group=default_group(actor.user),
+            idempotency_key=idempotency_key or None,
             source_system=rt.source or "",
             sync_state=SyncState.PENDING if rt.is_connected else SyncState.LOCAL,
         )
-        hooks_run(HookContext(HookSlot.BEFORE_SAVE, rt.name, WriteOperation.CREATE, record_snapshot(record),
-                              dict(parent), actor=actor.user.get_username(),
-                              process_run_id=actor.process_run_id or None))
+        hooks_run(
+            HookContext(
+                HookSlot.BEFORE_SAVE,
+                rt.name,
+                WriteOperation.CREATE,
+                record_snapshot(record),
+                dict(parent),
+                actor=actor.user.get_username(),
+                process_run_id=actor.process_run_id or None,
+            )
+        )
         if not idempotency_key:
             record.save(force_insert=True)
         else:
@@ -186,27 +227,46 @@ def record_create(
                 return _duplicate(actor, rt, existing)
         if rt.is_connected:
             _queue_outbound(record, WriteOperation.CREATE, {"parent": parent, "lines": lines or []})
-        trail_write(actor=actor, action=TrailAction.CREATE, record_type=rt.name, outcome=TrailOutcome.ALLOWED,
-                    pg_row_id=record.pg_row_id)
+        trail_write(
+            actor=actor,
+            action=TrailAction.CREATE,
+            record_type=rt.name,
+            outcome=TrailOutcome.ALLOWED,
+            pg_row_id=record.pg_row_id,
+        )
         return WriteResult(record, WriteOutcome.CREATED)
 
 
 def _duplicate(actor: Actor, rt: RecordType, existing: Record) -> WriteResult:
     if existing.record_type != rt.name:
         raise PayloadInvalid(
-            f"idempotency key already used for a {existing.record_type} record", field="idempotencyKey"
+            f"idempotency key already used for a {existing.record_type} record",
+            field="idempotencyKey",
         )
-    trail_write(actor=actor, action=TrailAction.CREATE, record_type=rt.name, outcome=TrailOutcome.DUPLICATE,
-                pg_row_id=existing.pg_row_id, message="idempotency key already used; nothing written")
+    trail_write(
+        actor=actor,
+        action=TrailAction.CREATE,
+        record_type=rt.name,
+        outcome=TrailOutcome.DUPLICATE,
+        pg_row_id=existing.pg_row_id,
+        message="idempotency key already used; nothing written",
+    )
     return WriteResult(existing, WriteOutcome.DUPLICATE)
 
 
 def _address(
-    actor: Actor, rt: RecordType, *, pg_row_id: Any, external_id: Any, source_system: str | None = None
+    actor: Actor,
+    rt: RecordType,
+    *,
+    pg_row_id: Any,
+    external_id: Any,
+    source_system: str | None = None,
 ) -> Record:
     """Lock and return the one writable record the address names, else 404 (never a create)."""
     if (pg_row_id in (None, "")) == (external_id in (None, "")):
-        raise PayloadInvalid("name the record by exactly one of pgRowId or externalId", field="pgRowId")
+        raise PayloadInvalid(
+            "name the record by exactly one of pgRowId or externalId", field="pgRowId"
+        )
     rows = records_writable(user=actor.user, record_type=rt)
     if source_system:
         rows = rows.filter(source_system=source_system)
@@ -216,7 +276,10 @@ def _address(
             raise RecordNotFound(f"no {rt.name} record has pgRowId {pg_row_id!r}", field="pgRowId")
         field, found = "pgRowId", rows.select_for_update().filter(pg_row_id=parsed).first()
     else:
-        field, found = "externalId", rows.select_for_update().filter(external_id=str(external_id)).first()
+        field, found = (
+            "externalId",
+            rows.select_for_update().filter(external_id=str(external_id)).first(),
+        )
     if found is None:
         value = pg_row_id if field == "pgRowId" else external_id
         raise RecordNotFound(f"no {rt.name} record you can see has {field} {value!r}", field=field)
@@ -225,7 +288,12 @@ def _address(
 
 @door_opened
 def record_update(
-    *, actor: Actor, record_type: str, parent: Any, pg_row_id: Any = None, external_id: Any = None,
+    *,
+    actor: Actor,
+    record_type: str,
+    parent: Any,
+    pg_row_id: Any = None,
+    external_id: Any = None,
     expected_sync_version: int | None = None,
 ) -> WriteResult:
     """Change the named fields of one record; only those fields are written."""
@@ -242,8 +310,17 @@ def record_update(
             )
         merged = record_snapshot(record)
         merged["parent"].update(parent)
-        hooks_run(HookContext(HookSlot.BEFORE_SAVE, rt.name, WriteOperation.UPDATE, merged, dict(parent),
-                              actor=actor.user.get_username(), process_run_id=actor.process_run_id or None))
+        hooks_run(
+            HookContext(
+                HookSlot.BEFORE_SAVE,
+                rt.name,
+                WriteOperation.UPDATE,
+                merged,
+                dict(parent),
+                actor=actor.user.get_username(),
+                process_run_id=actor.process_run_id or None,
+            )
+        )
         record.fields = merged["parent"]
         Record.objects.filter(pk=record.pk).update(
             fields=record.fields, sync_version=F("sync_version") + 1, updated_at=timezone.now()
@@ -251,15 +328,26 @@ def record_update(
         record.refresh_from_db()
         if rt.is_connected:
             _queue_outbound(record, WriteOperation.UPDATE, {"parent": parent})
-        trail_write(actor=actor, action=TrailAction.UPDATE, record_type=rt.name, outcome=TrailOutcome.ALLOWED,
-                    pg_row_id=record.pg_row_id)
+        trail_write(
+            actor=actor,
+            action=TrailAction.UPDATE,
+            record_type=rt.name,
+            outcome=TrailOutcome.ALLOWED,
+            pg_row_id=record.pg_row_id,
+        )
         return WriteResult(record, WriteOutcome.UPDATED)
 
 
 @door_opened
 def record_delete(
-    *, actor: Actor, record_type: str, pg_row_id: Any = None, external_id: Any = None,
-    source_system: str | None = None, rollback: bool = False, on_cap: str = "refuse",
+    *,
+    actor: Actor,
+    record_type: str,
+    pg_row_id: Any = None,
+    external_id: Any = None,
+    source_system: str | None = None,
+    rollback: bool = False,
+    on_cap: str = "refuse",
 ) -> WriteResult:
     """Delete one record.
 
@@ -272,28 +360,52 @@ def record_delete(
     with _refusing(actor, TrailAction.DELETE, rt.name, pg_row_id):
         write_entitlement_check(user=actor.user, record_type=rt)
         decision = _rule_check(rt, RuleAction.DELETE)
-        record = _address(actor, rt, pg_row_id=pg_row_id, external_id=external_id, source_system=source_system)
-        hooks_run(HookContext(HookSlot.BEFORE_DELETE, rt.name, WriteOperation.DELETE, record_snapshot(record),
-                              actor=actor.user.get_username(), process_run_id=actor.process_run_id or None))
+        record = _address(
+            actor, rt, pg_row_id=pg_row_id, external_id=external_id, source_system=source_system
+        )
+        hooks_run(
+            HookContext(
+                HookSlot.BEFORE_DELETE,
+                rt.name,
+                WriteOperation.DELETE,
+                record_snapshot(record),
+                actor=actor.user.get_username(),
+                process_run_id=actor.process_run_id or None,
+            )
+        )
         if not rt.is_connected:
             snapshot = record_snapshot(record)
             pk = record.pk
             record.delete()
-            record.pk = pk  # Django clears the pk on delete; the answer and the trail still name the row
-            trail_write(actor=actor, action=TrailAction.DELETE, record_type=rt.name, outcome=TrailOutcome.ALLOWED,
-                        pg_row_id=record.pk)
+            record.pk = (
+                pk  # Django clears the pk on delete; the answer and the trail still name the row
+            )
+            trail_write(
+                actor=actor,
+                action=TrailAction.DELETE,
+                record_type=rt.name,
+                outcome=TrailOutcome.ALLOWED,
+                pg_row_id=record.pk,
+            )
             after_delete_schedule(actor, rt.name, snapshot)
             return WriteResult(record, WriteOutcome.DELETED)
         _charge_delete(rt, record, rollback=rollback, on_cap=on_cap)
         prior = record.sync_state
         if decision == Decision.HOLD and not rollback:
             return _hold(actor, rt, record, prior)
-        Record.objects.filter(pk=record.pk).update(sync_state=SyncState.DELETING, updated_at=timezone.now())
+        Record.objects.filter(pk=record.pk).update(
+            sync_state=SyncState.DELETING, updated_at=timezone.now()
+        )
         record.sync_state = SyncState.DELETING
         _queue_outbound(record, WriteOperation.DELETE, {"prior_state": prior})
-        trail_write(actor=actor, action=TrailAction.DELETE, record_type=rt.name, outcome=TrailOutcome.ALLOWED,
-                    pg_row_id=record.pg_row_id,
-                    code=RefusalCode.ALLOW_WITH_AUDIT if decision == Decision.ALLOW_WITH_AUDIT else "")
+        trail_write(
+            actor=actor,
+            action=TrailAction.DELETE,
+            record_type=rt.name,
+            outcome=TrailOutcome.ALLOWED,
+            pg_row_id=record.pg_row_id,
+            code=RefusalCode.ALLOW_WITH_AUDIT if decision == Decision.ALLOW_WITH_AUDIT else "",
+        )
         after_delete_schedule(actor, rt.name, record_snapshot(record))
         return WriteResult(record, WriteOutcome.QUEUED)
 
@@ -305,33 +417,59 @@ def _charge_delete(rt: RecordType, record: Record, *, rollback: bool, on_cap: st
         return
     # A refused admission always names its cap and when the window frees (guardrails.windows).
     assert admission.cap is not None and admission.retry_at is not None
-    message = (f"{admission.cap} ({admission.limit}) reached for {record.source_system}; "
-               f"the window frees at {admission.retry_at.isoformat()}")
+    message = (
+        f"{admission.cap} ({admission.limit}) reached for {record.source_system}; "
+        f"the window frees at {admission.retry_at.isoformat()}"
+    )
     if rollback or on_cap == "wait":
         raise DeleteWindowWait(message, cap=admission.cap, retry_at=admission.retry_at)
-    raise DeleteCapExceeded(f"delete refused, the record stays: {message}", field=admission.cap,
-                            retry_at=admission.retry_at)
+    raise DeleteCapExceeded(
+        f"delete refused, the record stays: {message}",
+        field=admission.cap,
+        retry_at=admission.retry_at,
+    )
 
 
 def _hold(actor: Actor, rt: RecordType, record: Record, prior: str) -> WriteResult:
-    Record.objects.filter(pk=record.pk).update(sync_state=SyncState.DELETE_HELD, updated_at=timezone.now())
+    Record.objects.filter(pk=record.pk).update(
+        sync_state=SyncState.DELETE_HELD, updated_at=timezone.now()
+    )
     record.sync_state = SyncState.DELETE_HELD
     _queue_outbound(record, WriteOperation.DELETE, {"prior_state": prior}, status=WriteStatus.HELD)
     HeldDelete.objects.create(
-        record_type=rt.name, pg_row_id=record.pg_row_id, external_id=record.external_id,
-        source_system=record.source_system, requested_by=actor.user if actor.user.pk else None,
-        process_run_id=actor.process_run_id, process_step=actor.process_step,
+        record_type=rt.name,
+        pg_row_id=record.pg_row_id,
+        external_id=record.external_id,
+        source_system=record.source_system,
+        requested_by=actor.user if actor.user.pk else None,
+        process_run_id=actor.process_run_id,
+        process_step=actor.process_step,
     )
     message = "the delete is held for an operator's approval; the record is hidden until then"
-    trail_write(actor=actor, action=TrailAction.DELETE, record_type=rt.name, outcome=TrailOutcome.HELD,
-                pg_row_id=record.pg_row_id, code=RefusalCode.SOURCE_AWAITING_CONFIRMATION, message=message)
-    return WriteResult(record, WriteOutcome.HELD, code=RefusalCode.SOURCE_AWAITING_CONFIRMATION, message=message)
+    trail_write(
+        actor=actor,
+        action=TrailAction.DELETE,
+        record_type=rt.name,
+        outcome=TrailOutcome.HELD,
+        pg_row_id=record.pg_row_id,
+        code=RefusalCode.SOURCE_AWAITING_CONFIRMATION,
+        message=message,
+    )
+    return WriteResult(
+        record, WriteOutcome.HELD, code=RefusalCode.SOURCE_AWAITING_CONFIRMATION, message=message
+    )
 
 
 def after_delete_schedule(actor: Actor, record_type: str, snapshot: dict) -> None:
     """Run the after_delete hooks once the delete has committed (they cannot refuse it)."""
-    context = HookContext(HookSlot.AFTER_DELETE, record_type, WriteOperation.DELETE, snapshot,
-                          actor=actor.user.get_username(), process_run_id=actor.process_run_id or None)
+    context = HookContext(
+        HookSlot.AFTER_DELETE,
+        record_type,
+        WriteOperation.DELETE,
+        snapshot,
+        actor=actor.user.get_username(),
+        process_run_id=actor.process_run_id or None,
+    )
     transaction.on_commit(lambda: _run_after_delete(context))
 
 
@@ -341,7 +479,9 @@ def _run_after_delete(context: HookContext) -> None:
     try:
         hooks_run(context)
     except Exception:  # the record is already gone; an after_delete hook cannot refuse it
-        logging.getLogger(__name__).exception("after_delete hook failed for %s", context.record_type)
+        logging.getLogger(__name__).exception(
+            "after_delete hook failed for %s", context.record_type
+        )
 
 
 @door_opened
@@ -358,7 +498,8 @@ def record_settle(*, actor: Actor, record_type: str, pg_row_id: Any) -> WriteRes
         state = (
             RecordWriteState.objects.select_for_update()
             .filter(record=record, status=WriteStatus.SETTLE_CONFLICT)
-            .order_by("-id").first()
+            .order_by("-id")
+            .first()
         )
         if record.sync_state != SyncState.SETTLE_CONFLICT or state is None:
             raise NotSettleConflict(
@@ -370,11 +511,19 @@ def record_settle(*, actor: Actor, record_type: str, pg_row_id: Any) -> WriteRes
         ).exclude(pk=record.pk).delete()
         now = timezone.now()
         Record.objects.filter(pk=record.pk).update(
-            external_id=state.external_id, sync_state=SyncState.SYNCED, synced_at=now, updated_at=now
+            external_id=state.external_id,
+            sync_state=SyncState.SYNCED,
+            synced_at=now,
+            updated_at=now,
         )
         state.status = WriteStatus.SETTLED
         state.save(update_fields=["status", "updated_at"])
         record.refresh_from_db()
-        trail_write(actor=actor, action=TrailAction.SETTLE, record_type=rt.name, outcome=TrailOutcome.SETTLED,
-                    pg_row_id=record.pg_row_id)
+        trail_write(
+            actor=actor,
+            action=TrailAction.SETTLE,
+            record_type=rt.name,
+            outcome=TrailOutcome.SETTLED,
+            pg_row_id=record.pg_row_id,
+        )
         return WriteResult(record, WriteOutcome.SETTLED)

@@ -3,6 +3,7 @@
 Loaded lazily from ``settings.TURBOBASE_CATALOG`` (a JSON file); the shipped default holds the
 seed's types. Cached per process; ``catalog_reset()`` drops the cache (tests, settings changes).
 """
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,20 @@ READ_POLICIES = ("all", "group", "owner")
 
 # Columns no write may set: the engine and the sources own them.
 SYSTEM_PROTECTED = frozenset(
-    {"pg_row_id", "external_id", "sync_state", "sync_version", "synced_at", "owner", "group",
-     "source_system", "record_type", "idempotency_key", "created_at", "updated_at"}
+    {
+        "pg_row_id",
+        "external_id",
+        "sync_state",
+        "sync_version",
+        "synced_at",
+        "owner",
+        "group",
+        "source_system",
+        "record_type",
+        "idempotency_key",
+        "created_at",
+        "updated_at",
+    }
 )
 
 
@@ -48,8 +61,12 @@ class RecordType:
     id_prefix: str = "REC"
     # Declared columns of ``parent`` and of each line: name → its JSON Schema, compiled. ``None``
     # (a catalog entry without "fields") keeps the type open; the shipped catalog declares all.
-    fields: Mapping[str, Draft202012Validator] | None = field(default=None, hash=False, compare=False)
-    line_fields: Mapping[str, Draft202012Validator] | None = field(default=None, hash=False, compare=False)
+    fields: Mapping[str, Draft202012Validator] | None = field(
+        default=None, hash=False, compare=False
+    )
+    line_fields: Mapping[str, Draft202012Validator] | None = field(
+        default=None, hash=False, compare=False
+    )
 
     @property
     def is_connected(self) -> bool:
@@ -68,7 +85,9 @@ class Catalog:
         try:
             return self.types[name]
         except KeyError:
-            raise RecordTypeNotFound(f"record type {name!r} is not in the catalog", id=name) from None
+            raise RecordTypeNotFound(
+                f"record type {name!r} is not in the catalog", id=name
+            ) from None
 
     def __contains__(self, name: object) -> bool:
         return name in self.types
@@ -102,12 +121,16 @@ def _declared(type_name: str, key: str, raw: Any) -> Mapping[str, Draft202012Val
     if raw is None:
         return None
     if not isinstance(raw, dict):
-        raise ValueError(f"catalog: {type_name}.{key} must be an object of field name → JSON Schema")
+        raise ValueError(
+            f"catalog: {type_name}.{key} must be an object of field name → JSON Schema"
+        )
     for field_name, schema in raw.items():
         try:
             Draft202012Validator.check_schema(schema)
         except SchemaError as exc:
-            raise ValueError(f"catalog: {type_name}.{key}.{field_name} is not a JSON Schema: {exc.message}") from exc
+            raise ValueError(
+                f"catalog: {type_name}.{key}.{field_name} is not a JSON Schema: {exc.message}"
+            ) from exc
     return MappingProxyType({name: Draft202012Validator(schema) for name, schema in raw.items()})
 
 

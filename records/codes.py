@@ -4,6 +4,7 @@ One enum; a code is never reused for another meaning. The values are the contrac
 process steps read them), so a member's value is never renamed; the seed's own codes keep the
 seed's spelling, ``write_settle_conflict`` in lower case included.
 """
+
 from __future__ import annotations
 
 from enum import StrEnum
@@ -35,7 +36,9 @@ class RefusalCode(StrEnum):
     HOOK_CONTRACT_INVALID = "HOOK_CONTRACT_INVALID"  # a deployed hook's defineHook({...}) is wrong
     BATCH_INVALID = "BATCH_INVALID"  # the /v1/batch body is not {"reads": [...]}
     HELD_DELETE_NOT_PENDING = "HELD_DELETE_NOT_PENDING"  # that held delete was already decided
-    WRITE_SETTLE_CONFLICT = "write_settle_conflict"  # the seed spells this reason code in lower case
+    WRITE_SETTLE_CONFLICT = (
+        "write_settle_conflict"  # the seed spells this reason code in lower case
+    )
     # Not refusals: the code on an allowed delete's trail row under an allow_with_audit rule, and
     # the reason code a write state carries while its source does not answer (it is retried).
     ALLOW_WITH_AUDIT = "ALLOW_WITH_AUDIT"

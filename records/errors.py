@@ -1,4 +1,5 @@
 """Domain exceptions of the records room."""
+
 from __future__ import annotations
 
 from datetime import datetime

@@ -16,6 +16,7 @@ What a deployed hook's ``run(ctx)`` decides:
 Each thread keeps one sandbox child per hook version and starts a fresh run (``new_run``) before
 every call, so nothing one write's hook leaves behind is seen by the next.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -48,7 +49,9 @@ def _is_function(value: Any) -> bool:
 def hook_contract_check(definition: Any) -> dict:
     """Validate a described ``defineHook`` default export; returns it or raises naming the field."""
     if not isinstance(definition, dict):
-        raise HookContractInvalid("default: the default export must be defineHook({...})", field="default")
+        raise HookContractInvalid(
+            "default: the default export must be defineHook({...})", field="default"
+        )
     hook_id = definition.get("id")
     if not isinstance(hook_id, str) or not hook_id.strip():
         raise HookContractInvalid("id: is required and must be a string", field="id")
@@ -56,12 +59,14 @@ def hook_contract_check(definition: Any) -> dict:
     if not isinstance(record_type, str) or record_type not in catalog_load().types:
         raise HookContractInvalid(
             f"recordType: {record_type!r} is not a record type the write boundary accepts",
-            field="recordType")
+            field="recordType",
+        )
     if definition.get("on") not in SLOTS:
         raise HookContractInvalid(f"on: must be one of {', '.join(SLOTS)}", field="on")
     if not _is_function(definition.get("run")):
-        raise HookContractInvalid("run: is required and must be a function (ctx) => rejection | void",
-                                  field="run")
+        raise HookContractInvalid(
+            "run: is required and must be a function (ctx) => rejection | void", field="run"
+        )
     return definition
 
 
@@ -77,8 +82,12 @@ def _context_json(context: HookContext) -> dict[str, Any]:
         "slot": context.slot,
         "recordType": context.record_type,
         "operation": context.operation,
-        "record": {"pgRowId": record.get("pgRowId"), "externalId": record.get("externalId"),
-                   "parent": record.get("parent") or {}, "lines": record.get("lines") or []},
+        "record": {
+            "pgRowId": record.get("pgRowId"),
+            "externalId": record.get("externalId"),
+            "parent": record.get("parent") or {},
+            "lines": record.get("lines") or [],
+        },
         "changes": dict(context.changes),
     }
 
@@ -92,8 +101,11 @@ def _verdict(hook_id: str, result: Any) -> None:
         raise HookRejection(f"hook {hook_id} returned a rejection without a code", code=HOOK_FAILED)
     field = reject.get("field")
     message = reject.get("message")
-    raise HookRejection(str(message) if message else f"rejected by hook {hook_id}", code=code,
-                        field=field if isinstance(field, str) and field else None)
+    raise HookRejection(
+        str(message) if message else f"rejected by hook {hook_id}",
+        code=code,
+        field=field if isinstance(field, str) and field else None,
+    )
 
 
 class DeployedHook:
@@ -107,26 +119,34 @@ class DeployedHook:
 
     def __call__(self, context: HookContext) -> None:
         try:
-            box = sandbox_pooled(module_id=self.hook.id, version=self.hook.version, limits=hook_limits())
+            box = sandbox_pooled(
+                module_id=self.hook.id, version=self.hook.version, limits=hook_limits()
+            )
         except ExtensionNotFound:
             # The index outlived the stored version (it is ≤30 s stale): no such hook any more.
             store_forget()
             return
         except SandboxError as exc:
             code = HOOK_TIMEOUT if isinstance(exc, SandboxTimeout) else HOOK_FAILED
-            raise HookRejection(f"hook {self.hook.id} failed to load ({exc.code}): {exc}", code=code) from exc
+            raise HookRejection(
+                f"hook {self.hook.id} failed to load ({exc.code}): {exc}", code=code
+            ) from exc
         try:
             box.slice_start()
             box.new_run()
             result = box.call(["run"], [], ctx=_context_json(context))
         except SandboxTimeout as exc:
-            raise HookRejection(f"hook {self.hook.id} ran past its CPU budget: {exc}",
-                                code=HOOK_TIMEOUT) from exc
+            raise HookRejection(
+                f"hook {self.hook.id} ran past its CPU budget: {exc}", code=HOOK_TIMEOUT
+            ) from exc
         except SandboxError as exc:
-            raise HookRejection(f"hook {self.hook.id} failed ({exc.code}): {exc}", code=HOOK_FAILED) from exc
+            raise HookRejection(
+                f"hook {self.hook.id} failed ({exc.code}): {exc}", code=HOOK_FAILED
+            ) from exc
         except TypeError as exc:  # a record value that is not JSON cannot be shown to the hook
-            raise HookRejection(f"hook {self.hook.id} could not be given the record: {exc}",
-                                code=HOOK_FAILED) from exc
+            raise HookRejection(
+                f"hook {self.hook.id} could not be given the record: {exc}", code=HOOK_FAILED
+            ) from exc
         _verdict(self.hook.id, result)
 
 

@@ -4,6 +4,7 @@ The boundary calls ``hooks_run``; providers fill the registry. A provider is a c
 ``(slot, record_type) -> list[Hook]`` so the extensions room can serve deployed hooks from its
 store without the records room importing upward; plain Python hooks register directly.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -71,4 +72,11 @@ def hooks_run(context: HookContext) -> None:
         hook(context)
 
 
-__all__ = ["HookContext", "HookRejection", "hook_register", "provider_register", "hooks_run", "SLOTS"]
+__all__ = [
+    "HookContext",
+    "HookRejection",
+    "hook_register",
+    "provider_register",
+    "hooks_run",
+    "SLOTS",
+]

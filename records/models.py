@@ -1,4 +1,5 @@
 """The record store, the outbound write state, and the write trail."""
+
 from __future__ import annotations
 
 import uuid
@@ -58,7 +59,8 @@ class Record(DoorGuarded):  # type: ignore[django-manager-missing, unused-ignore
         constraints = [
             models.UniqueConstraint(
                 fields=["record_type", "source_system", "external_id"],
-                condition=models.Q(external_id__isnull=False) & ~models.Q(sync_state=SyncState.DELETED),
+                condition=models.Q(external_id__isnull=False)
+                & ~models.Q(sync_state=SyncState.DELETED),
                 name="record_external_id_unique",
             )
         ]

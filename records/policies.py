@@ -4,6 +4,7 @@ A record carries ``owner`` and ``group``. The type's policy decides:
 ``all`` — everyone signed in; ``group`` — the owner, or anyone in the record's group;
 ``owner`` — the owner only. Administrators (``is_staff``) see and change everything.
 """
+
 from __future__ import annotations
 
 from django.contrib.auth.models import Group, User

@@ -4,6 +4,7 @@ The views parse bodies by hand (the boundary names the field at fault) and rende
 ``record_out``/``write_result_out``; the serializer classes below say the same shapes to the
 OpenAPI schema, and ``tests/turbobase/test_openapi.py`` checks real answers against them.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -57,8 +58,9 @@ class RecordOut(serializers.Serializer):
 
     pgRowId = serializers.UUIDField()
     recordType = serializers.CharField()
-    externalId = serializers.CharField(allow_null=True,
-                                       help_text="The connected system's id, once it has one.")
+    externalId = serializers.CharField(
+        allow_null=True, help_text="The connected system's id, once it has one."
+    )
     sourceSystem = serializers.CharField(allow_null=True)
     syncState = serializers.ChoiceField(choices=SyncState.choices)
     syncVersion = serializers.IntegerField()
@@ -82,8 +84,10 @@ class RecordCreateIn(serializers.Serializer):
     parent = serializers.DictField(help_text="The record's fields.")  # type: ignore[assignment]
     lines = serializers.ListField(child=serializers.DictField(), required=False)
     idempotencyKey = serializers.CharField(
-        required=False, max_length=200,
-        help_text="A retry with the same key answers the first write (outcome duplicate).")
+        required=False,
+        max_length=200,
+        help_text="A retry with the same key answers the first write (outcome duplicate).",
+    )
 
 
 class RecordAddressIn(serializers.Serializer):
@@ -97,7 +101,8 @@ class RecordUpdateIn(RecordAddressIn):
     """``PATCH /v1/data/<recordType>``: the fields to change, optionally from a known version."""
 
     expectedSyncVersion = serializers.IntegerField(
-        required=False, help_text="Refused with 409 when the record has moved past this version.")
+        required=False, help_text="Refused with 409 when the record has moved past this version."
+    )
     parent = serializers.DictField(help_text="The fields to change.")  # type: ignore[assignment]
 
 
@@ -117,15 +122,18 @@ class BatchIn(serializers.Serializer):
     """``POST /v1/batch``: several PostgREST reads, each ``"<resource>?<query>"`` as /v1/rest."""
 
     reads = serializers.ListField(
-        child=serializers.CharField(), min_length=1,
-        help_text='e.g. ["vendor?select=*&limit=5", "purchaseOrder?status=eq.open"]')
+        child=serializers.CharField(),
+        min_length=1,
+        help_text='e.g. ["vendor?select=*&limit=5", "purchaseOrder?status=eq.open"]',
+    )
 
 
 class BatchRowsOut(serializers.Serializer):
     """One read's rows: at most the batch row cap (``processes.batch_max_rows``)."""
 
-    rows = serializers.ListField(child=serializers.DictField(),
-                                 help_text="Rows keyed by column name.")
+    rows = serializers.ListField(
+        child=serializers.DictField(), help_text="Rows keyed by column name."
+    )
     truncated = serializers.BooleanField(help_text="True when the read had more rows than the cap.")
 
 
@@ -145,5 +153,8 @@ class BatchOut(serializers.Serializer):
     """One entry per read, in the order sent."""
 
     results = PolymorphicProxySerializer(
-        component_name="BatchResult", resource_type_field_name=None,
-        serializers=[BatchRowsOut, BatchReadRefusedOut], many=True)
+        component_name="BatchResult",
+        resource_type_field_name=None,
+        serializers=[BatchRowsOut, BatchReadRefusedOut],
+        many=True,
+    )

@@ -1,4 +1,5 @@
 """The write trail: one row per boundary decision."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -3,6 +3,7 @@
 These are the only other functions that change a record; they are called by the outbound worker
 (``sources``) and by the held-delete approval (API and admin), never by apps.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -48,7 +49,9 @@ class Verdict:
 def _announce(state: RecordWriteState, kind: VerdictKind) -> None:
     ids = (state.pk, state.record_id)
     transaction.on_commit(
-        lambda: source_verdict.send(sender=RecordWriteState, write_state_id=ids[0], record_id=ids[1], verdict=kind)
+        lambda: source_verdict.send(
+            sender=RecordWriteState, write_state_id=ids[0], record_id=ids[1], verdict=kind
+        )
     )
 
 
@@ -59,7 +62,11 @@ def verdict_apply(*, write_state_id: int, verdict: Verdict) -> RecordWriteState:
     state = RecordWriteState.objects.select_for_update().get(pk=write_state_id)
     record = Record.objects.select_for_update().get(pk=state.record_id)
     now = timezone.now()
-    state.reason_code, state.field, state.message = verdict.code, verdict.field or "", verdict.message
+    state.reason_code, state.field, state.message = (
+        verdict.code,
+        verdict.field or "",
+        verdict.message,
+    )
     if verdict.kind == VerdictKind.CONFIRMED:
         state.status = WriteStatus.CONFIRMED
         if verdict.external_id:
@@ -99,9 +106,13 @@ def verdict_apply(*, write_state_id: int, verdict: Verdict) -> RecordWriteState:
 def _delete_prior_state_set(record: Record, prior_state: str) -> None:
     pending = (
         RecordWriteState.objects.select_for_update()
-        .filter(record=record, operation=WriteOperation.DELETE,
-                status__in=(WriteStatus.HELD, WriteStatus.PENDING))
-        .order_by("-id").first()
+        .filter(
+            record=record,
+            operation=WriteOperation.DELETE,
+            status__in=(WriteStatus.HELD, WriteStatus.PENDING),
+        )
+        .order_by("-id")
+        .first()
     )
     if pending is not None:
         pending.payload = {**pending.payload, "prior_state": prior_state}
@@ -113,8 +124,14 @@ def verdict_transient(*, write_state_id: int, message: str, next_attempt_at) -> 
     """Count a failed attempt; the write stays at the head of its type's queue."""
     state = RecordWriteState.objects.get(pk=write_state_id)
     state.attempts += 1
-    state.message, state.reason_code, state.next_attempt_at = message, RefusalCode.TRANSIENT, next_attempt_at
-    state.save(update_fields=["attempts", "message", "reason_code", "next_attempt_at", "updated_at"])
+    state.message, state.reason_code, state.next_attempt_at = (
+        message,
+        RefusalCode.TRANSIENT,
+        next_attempt_at,
+    )
+    state.save(
+        update_fields=["attempts", "message", "reason_code", "next_attempt_at", "updated_at"]
+    )
     return state
 
 
@@ -146,11 +163,14 @@ def held_delete_decide(*, held_id: int, approve: bool, by: User, note: str = "")
     state = (
         RecordWriteState.objects.select_for_update()
         .filter(record_id=held.pg_row_id, operation=WriteOperation.DELETE, status=WriteStatus.HELD)
-        .order_by("-id").first()
+        .order_by("-id")
+        .first()
     )
     record = Record.objects.select_for_update().filter(pk=held.pg_row_id).first()
     if record is None:  # removed by other means meanwhile: nothing left to approve or bring back
-        raise HeldDeleteNotPending(f"the record of held delete #{held_id} no longer exists", field="id")
+        raise HeldDeleteNotPending(
+            f"the record of held delete #{held_id} no longer exists", field="id"
+        )
     if approve:
         from records.boundary import after_delete_schedule, record_snapshot
 
@@ -160,9 +180,13 @@ def held_delete_decide(*, held_id: int, approve: bool, by: User, note: str = "")
             state.status = WriteStatus.PENDING
             state.save(update_fields=["status", "updated_at"])
             record_type = record.record_type
-            transaction.on_commit(lambda: outbound_write_queued.send(sender=Record, record_type=record_type))
+            transaction.on_commit(
+                lambda: outbound_write_queued.send(sender=Record, record_type=record_type)
+            )
     else:
-        record.sync_state = (state.payload.get("prior_state") if state else None) or SyncState.SYNCED
+        record.sync_state = (
+            state.payload.get("prior_state") if state else None
+        ) or SyncState.SYNCED
         if state is not None:
             state.status, state.message = WriteStatus.CANCELLED, note or "rejected by an operator"
             state.save(update_fields=["status", "message", "updated_at"])
@@ -170,11 +194,24 @@ def held_delete_decide(*, held_id: int, approve: bool, by: User, note: str = "")
     held.status = HeldStatus.APPROVED if approve else HeldStatus.REJECTED
     held.decided_by, held.decided_at, held.note = by, timezone.now(), note
     held.save()
-    trail_write(actor=Actor(user=by), action=TrailAction.DELETE, record_type=held.record_type,
-                outcome=TrailOutcome.APPROVED if approve else TrailOutcome.REJECTED,
-                pg_row_id=held.pg_row_id, message=note)
-    audit_record(actor=by, action=HELD_DELETE_APPROVED if approve else HELD_DELETE_REJECTED,
-                 target=f"held_delete:{held.pk}", before={"status": HeldStatus.PENDING.value},
-                 after={"status": held.status, "recordType": held.record_type, "pgRowId": str(held.pg_row_id)},
-                 reason=note)
+    trail_write(
+        actor=Actor(user=by),
+        action=TrailAction.DELETE,
+        record_type=held.record_type,
+        outcome=TrailOutcome.APPROVED if approve else TrailOutcome.REJECTED,
+        pg_row_id=held.pg_row_id,
+        message=note,
+    )
+    audit_record(
+        actor=by,
+        action=HELD_DELETE_APPROVED if approve else HELD_DELETE_REJECTED,
+        target=f"held_delete:{held.pk}",
+        before={"status": HeldStatus.PENDING.value},
+        after={
+            "status": held.status,
+            "recordType": held.record_type,
+            "pgRowId": str(held.pg_row_id),
+        },
+        reason=note,
+    )
     return held

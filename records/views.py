@@ -1,4 +1,5 @@
 """``/v1/data/<recordType>``: thin views over the write boundary."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -28,8 +29,13 @@ from records.trail import Actor
 IDEMPOTENCY_KEY_MAX_CHARS = 200  # README: limits
 
 _STATUS = {
-    WriteOutcome.CREATED: 201, WriteOutcome.DUPLICATE: 200, WriteOutcome.UPDATED: 200,
-    WriteOutcome.DELETED: 200, WriteOutcome.QUEUED: 202, WriteOutcome.HELD: 202, WriteOutcome.SETTLED: 200,
+    WriteOutcome.CREATED: 201,
+    WriteOutcome.DUPLICATE: 200,
+    WriteOutcome.UPDATED: 200,
+    WriteOutcome.DELETED: 200,
+    WriteOutcome.QUEUED: 202,
+    WriteOutcome.HELD: 202,
+    WriteOutcome.SETTLED: 200,
 }
 
 
@@ -54,7 +60,8 @@ def idempotency_key_read(request: Request, body: dict[str, Any]) -> str | None:
     if len(key) > IDEMPOTENCY_KEY_MAX_CHARS:
         raise PayloadInvalid(
             f"{field} is {len(key)} characters; at most {IDEMPOTENCY_KEY_MAX_CHARS} are accepted",
-            field=field)
+            field=field,
+        )
     problem = text_problem(key)
     if problem is not None:
         raise PayloadInvalid(f"{field} {problem}", field=field)
@@ -64,8 +71,12 @@ def idempotency_key_read(request: Request, body: dict[str, Any]) -> str | None:
 # Every write can be refused for the same reasons: the body, the caller, the record, the rules.
 WRITE_ERRORS = error_responses(400, 401, 403, 404, 409, 422, 429)
 IDEMPOTENCY_HEADER = OpenApiParameter(
-    "Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
-    description="Same as the body's idempotencyKey: a retry answers the first write.")
+    "Idempotency-Key",
+    str,
+    OpenApiParameter.HEADER,
+    required=False,
+    description="Same as the body's idempotencyKey: a retry answers the first write.",
+)
 
 
 def _written(description: str) -> OpenApiResponse:
@@ -81,44 +92,73 @@ class RecordDataView(APIView):
 
     required_scopes = {"post": DATA_WRITE, "patch": DATA_WRITE, "delete": DATA_WRITE}
 
-    @extend_schema(request=RecordCreateIn, parameters=[IDEMPOTENCY_HEADER], responses={
-        201: _written("Created (outcome created)."),
-        200: _written("This idempotency key already wrote this record (outcome duplicate)."),
-        **WRITE_ERRORS})
+    @extend_schema(
+        request=RecordCreateIn,
+        parameters=[IDEMPOTENCY_HEADER],
+        responses={
+            201: _written("Created (outcome created)."),
+            200: _written("This idempotency key already wrote this record (outcome duplicate)."),
+            **WRITE_ERRORS,
+        },
+    )
     def post(self, request: Request, record_type: str) -> Response:
         body = _body(request)
         key = idempotency_key_read(request, body)
-        return _answer(record_create(
-            actor=Actor(user=acting_user(request)), record_type=record_type, parent=body.get("parent"),
-            lines=body.get("lines"),
-            # An app's key is its own: namespaced by user so two apps' keys never collide.
-            idempotency_key=f"user:{request.user.pk}:{key}" if key else None,
-        ))
+        return _answer(
+            record_create(
+                actor=Actor(user=acting_user(request)),
+                record_type=record_type,
+                parent=body.get("parent"),
+                lines=body.get("lines"),
+                # An app's key is its own: namespaced by user so two apps' keys never collide.
+                idempotency_key=f"user:{request.user.pk}:{key}" if key else None,
+            )
+        )
 
-    @extend_schema(request=RecordUpdateIn, responses={200: _written("Changed (outcome updated)."),
-                                                      **WRITE_ERRORS})
+    @extend_schema(
+        request=RecordUpdateIn,
+        responses={200: _written("Changed (outcome updated)."), **WRITE_ERRORS},
+    )
     def patch(self, request: Request, record_type: str) -> Response:
         body = _body(request)
         version = body.get("expectedSyncVersion")
         if version is not None and (not isinstance(version, int) or isinstance(version, bool)):
-            raise PayloadInvalid("expectedSyncVersion must be an integer", field="expectedSyncVersion")
-        return _answer(record_update(
-            actor=Actor(user=acting_user(request)), record_type=record_type, parent=body.get("parent"),
-            pg_row_id=body.get("pgRowId"), external_id=body.get("externalId"),
-            expected_sync_version=version,
-        ))
+            raise PayloadInvalid(
+                "expectedSyncVersion must be an integer", field="expectedSyncVersion"
+            )
+        return _answer(
+            record_update(
+                actor=Actor(user=acting_user(request)),
+                record_type=record_type,
+                parent=body.get("parent"),
+                pg_row_id=body.get("pgRowId"),
+                external_id=body.get("externalId"),
+                expected_sync_version=version,
+            )
+        )
 
-    @extend_schema(request=RecordDeleteIn, responses={
-        200: _written("Deleted here; nothing to tell a source (outcome deleted)."),
-        202: _written("Hidden now; the delete is queued for the source (queued) or held for an "
-                      "operator on Compliance → Guardrails (held)."),
-        **WRITE_ERRORS})
+    @extend_schema(
+        request=RecordDeleteIn,
+        responses={
+            200: _written("Deleted here; nothing to tell a source (outcome deleted)."),
+            202: _written(
+                "Hidden now; the delete is queued for the source (queued) or held for an "
+                "operator on Compliance → Guardrails (held)."
+            ),
+            **WRITE_ERRORS,
+        },
+    )
     def delete(self, request: Request, record_type: str) -> Response:
         body = _body(request)
-        return _answer(record_delete(
-            actor=Actor(user=acting_user(request)), record_type=record_type, pg_row_id=body.get("pgRowId"),
-            external_id=body.get("externalId"), source_system=body.get("sourceSystem"),
-        ))
+        return _answer(
+            record_delete(
+                actor=Actor(user=acting_user(request)),
+                record_type=record_type,
+                pg_row_id=body.get("pgRowId"),
+                external_id=body.get("externalId"),
+                source_system=body.get("sourceSystem"),
+            )
+        )
 
 
 class RecordSettleView(APIView):
@@ -126,11 +166,18 @@ class RecordSettleView(APIView):
 
     required_scopes = {"post": DATA_WRITE}
 
-    @extend_schema(request=RecordSettleIn, responses={200: _written("Linked (outcome settled)."),
-                                                      **WRITE_ERRORS})
+    @extend_schema(
+        request=RecordSettleIn,
+        responses={200: _written("Linked (outcome settled)."), **WRITE_ERRORS},
+    )
     def post(self, request: Request, record_type: str) -> Response:
         body = _body(request)
         if not body.get("pgRowId"):
             raise PayloadInvalid("pgRowId is required", field="pgRowId")
-        return _answer(record_settle(actor=Actor(user=acting_user(request)), record_type=record_type,
-                                     pg_row_id=body["pgRowId"]))
+        return _answer(
+            record_settle(
+                actor=Actor(user=acting_user(request)),
+                record_type=record_type,
+                pg_row_id=body["pgRowId"],
+            )
+        )

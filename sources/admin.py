@@ -1,4 +1,5 @@
 """Connected sources in the admin: the sandbox's script (demos), the lanes and the send log (read-only)."""
+
 from __future__ import annotations
 
 from django.contrib import admin
@@ -8,8 +9,16 @@ from sources.models import SandboxScript, SandboxSend, SourceLane
 
 @admin.register(SandboxScript)
 class SandboxScriptAdmin(admin.ModelAdmin):
-    list_display = ("record_type", "operation", "latency_ms", "refuse_code", "transient_failures",
-                    "never_answer", "settle_conflict", "updated_at")
+    list_display = (
+        "record_type",
+        "operation",
+        "latency_ms",
+        "refuse_code",
+        "transient_failures",
+        "never_answer",
+        "settle_conflict",
+        "updated_at",
+    )
 
 
 class _ReadOnlyAdmin(admin.ModelAdmin):
@@ -27,6 +36,16 @@ class SourceLaneAdmin(_ReadOnlyAdmin):
 
 @admin.register(SandboxSend)
 class SandboxSendAdmin(_ReadOnlyAdmin):
-    list_display = ("id", "record_type", "operation", "write_state_id", "outcome", "external_id",
-                    "in_flight", "started_at", "finished_at", "worker_pid")
+    list_display = (
+        "id",
+        "record_type",
+        "operation",
+        "write_state_id",
+        "outcome",
+        "external_id",
+        "in_flight",
+        "started_at",
+        "finished_at",
+        "worker_pid",
+    )
     list_filter = ("record_type", "outcome")

@@ -17,7 +17,9 @@ class SourcesConfig(AppConfig):
         # broker that was down at commit, a worker that died holding a lane).
         system_schedule_declare(SWEEP_SCHEDULE, SWEEP_TASK)
 
-        outbound_write_queued.connect(_on_outbound_write_queued, dispatch_uid="sources.outbound_wake")
+        outbound_write_queued.connect(
+            _on_outbound_write_queued, dispatch_uid="sources.outbound_wake"
+        )
 
 
 def _on_outbound_write_queued(sender, *, record_type: str, **kwargs) -> None:

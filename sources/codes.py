@@ -3,6 +3,7 @@
 A source that refuses without a code of its own gets ``records.codes.RefusalCode.SOURCE_REFUSED``;
 the reason code of a failed attempt is ``RefusalCode.TRANSIENT`` (``records.verdicts`` writes it).
 """
+
 from __future__ import annotations
 
 from enum import StrEnum

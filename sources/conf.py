@@ -3,6 +3,7 @@
 Operators change ``sources.max_attempts`` at run time (an instance setting in guardrails); the
 timings below are deployment choices, and tests shrink them with ``settings`` overrides.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

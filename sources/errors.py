@@ -3,6 +3,7 @@
 Adapters raise these at their edge (``raise SourceUnavailable(...) from exc``) so a vendor's
 exception never escapes into the worker; ``SourceAdapter.send`` turns them into outcomes.
 """
+
 from __future__ import annotations
 
 from kernel.errors import Refusal, TurbobaseError

@@ -5,6 +5,7 @@ locks and behaves the same on SQLite and PostgreSQL. ``select_for_update(skip_lo
 was rejected: the send happens outside any transaction (a network call must not hold one open),
 so a row lock would not outlive the claim, and SQLite has no row locks at all.
 """
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -32,9 +33,12 @@ def lane_acquire(*, record_type: str, token: str, seconds: float) -> bool:
 def lane_renew(*, record_type: str, token: str, seconds: float) -> bool:
     """Extend our lease before a send; False means it ran out and someone else may hold it now."""
     now = timezone.now()
-    return SourceLane.objects.filter(record_type=record_type, holder=token, lease_until__gte=now).update(
-        lease_until=now + timedelta(seconds=seconds), updated_at=now
-    ) == 1
+    return (
+        SourceLane.objects.filter(
+            record_type=record_type, holder=token, lease_until__gte=now
+        ).update(lease_until=now + timedelta(seconds=seconds), updated_at=now)
+        == 1
+    )
 
 
 def lane_release(*, record_type: str, token: str) -> None:
@@ -45,4 +49,6 @@ def lane_release(*, record_type: str, token: str) -> None:
 
 def lane_is_held(*, record_type: str) -> bool:
     """Someone holds a live lease on the lane (and will re-check for work after releasing it)."""
-    return SourceLane.objects.filter(record_type=record_type).exclude(_free(timezone.now())).exists()
+    return (
+        SourceLane.objects.filter(record_type=record_type).exclude(_free(timezone.now())).exists()
+    )

@@ -1,4 +1,5 @@
 """The outbound lanes, and the sandbox source's own state (its script, counters, documents, send log)."""
+
 from __future__ import annotations
 
 from django.db import models

@@ -21,6 +21,7 @@ lease runs out the next drain sends it again (with the same idempotency key). On
 are handed out before commit, so "commit order" is the id order of committed writes: a write
 whose transaction commits after a later-numbered one was already sent goes next.
 """
+
 from __future__ import annotations
 
 import logging
@@ -67,15 +68,21 @@ class DrainReport:
     retry_at: datetime | None = None  # the head of line is backing off until then
 
     def as_dict(self) -> dict:
-        return {"recordType": self.record_type, "acquired": self.acquired, "sent": self.sent,
-                "yielded": self.yielded, "retryAt": self.retry_at.isoformat() if self.retry_at else None}
+        return {
+            "recordType": self.record_type,
+            "acquired": self.acquired,
+            "sent": self.sent,
+            "yielded": self.yielded,
+            "retryAt": self.retry_at.isoformat() if self.retry_at else None,
+        }
 
 
 def outbound_head(*, record_type: str) -> RecordWriteState | None:
     """The write of ``record_type`` that goes next: the lowest-numbered pending one."""
     return (
         RecordWriteState.reads.filter(record_type=record_type, status=WriteStatus.PENDING)
-        .order_by("id").first()
+        .order_by("id")
+        .first()
     )
 
 
@@ -117,7 +124,10 @@ def _drain_held(record_type: str, token: str, report: DrainReport) -> None:
                 return
             if wait > 0:
                 time.sleep(wait)
-        if len(report.sent) >= conf.drain_max_writes or time.monotonic() - started > conf.drain_max_seconds:
+        if (
+            len(report.sent) >= conf.drain_max_writes
+            or time.monotonic() - started > conf.drain_max_seconds
+        ):
             report.yielded = True
             return
         if not lane_renew(record_type=record_type, token=token, seconds=conf.lane_lease_seconds):
@@ -157,16 +167,28 @@ def outbound_send(*, state: RecordWriteState) -> Outcome:
             return unlinked
         external_id = unlinked
     write = OutboundWrite(
-        write_state_id=state.pk, operation=WriteOperation(state.operation), record_type=rt,
-        source_name=state.source_system, pg_row_id=str(record.pg_row_id), external_id=external_id,
-        parent=dict(state.payload.get("parent") or {}), lines=list(state.payload.get("lines") or []),
+        write_state_id=state.pk,
+        operation=WriteOperation(state.operation),
+        record_type=rt,
+        source_name=state.source_system,
+        pg_row_id=str(record.pg_row_id),
+        external_id=external_id,
+        parent=dict(state.payload.get("parent") or {}),
+        lines=list(state.payload.get("lines") or []),
     )
     outcome = adapter.send(write)
-    if state.operation == WriteOperation.UPDATE and not record.external_id and outcome.kind == VerdictKind.CONFIRMED:
+    if (
+        state.operation == WriteOperation.UPDATE
+        and not record.external_id
+        and outcome.kind == VerdictKind.CONFIRMED
+    ):
         # Applied upstream to a record whose own link back is still unsettled: it stays unsettled.
-        return Outcome(VerdictKind.SETTLE_CONFLICT, external_id=write.external_id,
-                       message=f"{state.source_system} applied the {state.operation} to {write.external_id}; "
-                               "the row is still not linked to it: settle it")
+        return Outcome(
+            VerdictKind.SETTLE_CONFLICT,
+            external_id=write.external_id,
+            message=f"{state.source_system} applied the {state.operation} to {write.external_id}; "
+            "the row is still not linked to it: settle it",
+        )
     return outcome
 
 
@@ -174,7 +196,8 @@ def _unlinked(state: RecordWriteState, record: Record) -> Outcome | str:
     """An update or delete of a record with no upstream id: an outcome, or the id to address it by."""
     create = (
         RecordWriteState.reads.filter(record_id=record.pk, operation=WriteOperation.CREATE)
-        .order_by("-id").first()
+        .order_by("-id")
+        .first()
     )
     create_status = create.status if create else None
     if create is not None and create_status == WriteStatus.SETTLE_CONFLICT and create.external_id:
@@ -183,7 +206,8 @@ def _unlinked(state: RecordWriteState, record: Record) -> Outcome | str:
     if state.operation == WriteOperation.DELETE and never_taken:
         return confirmed(None)  # the source never took it: nothing to delete there
     return refused(
-        SourceCode.SOURCE_NOT_LINKED, "externalId",
+        SourceCode.SOURCE_NOT_LINKED,
+        "externalId",
         f"{record.record_type} {record.pg_row_id} has no id in {state.source_system} "
         f"(its create is {create_status or 'missing'}), so the {state.operation} was not sent",
     )
@@ -198,23 +222,37 @@ def outbound_outcome_apply(*, state: RecordWriteState, outcome: Outcome) -> None
         delay = outbound_backoff(attempts=attempts)
         message = outcome.message
         if attempts >= setting_get("sources.max_attempts"):
-            message = f"{message} — still failing after {attempts} attempts; retrying every {delay:g}s"
-        verdict_transient(write_state_id=state.pk, message=message,
-                          next_attempt_at=timezone.now() + timedelta(seconds=delay))
+            message = (
+                f"{message} — still failing after {attempts} attempts; retrying every {delay:g}s"
+            )
+        verdict_transient(
+            write_state_id=state.pk,
+            message=message,
+            next_attempt_at=timezone.now() + timedelta(seconds=delay),
+        )
         return
-    verdict = Verdict(outcome.kind, external_id=outcome.external_id, code=outcome.code,
-                      field=outcome.field, message=outcome.message)
+    verdict = Verdict(
+        outcome.kind,
+        external_id=outcome.external_id,
+        code=outcome.code,
+        field=outcome.field,
+        message=outcome.message,
+    )
     try:
         verdict_apply(write_state_id=state.pk, verdict=verdict)
     except IntegrityError:
         if outcome.kind != VerdictKind.CONFIRMED:
             raise
         # Another row already holds that id (an inbound copy arrived first): keep the id, let settle link it.
-        verdict_apply(write_state_id=state.pk, verdict=Verdict(
-            VerdictKind.SETTLE_CONFLICT, external_id=outcome.external_id,
-            message=f"{state.source_system} created {outcome.external_id}, but linking it back failed: "
-                    "another row already holds that id",
-        ))
+        verdict_apply(
+            write_state_id=state.pk,
+            verdict=Verdict(
+                VerdictKind.SETTLE_CONFLICT,
+                external_id=outcome.external_id,
+                message=f"{state.source_system} created {outcome.external_id}, but linking it back failed: "
+                "another row already holds that id",
+            ),
+        )
 
 
 def outbound_sweep() -> list[str]:
@@ -225,7 +263,8 @@ def outbound_sweep() -> list[str]:
     now = timezone.now()
     heads = (
         RecordWriteState.reads.filter(status=WriteStatus.PENDING)
-        .values("record_type").annotate(head_id=Min("id"))
+        .values("record_type")
+        .annotate(head_id=Min("id"))
     )
     woken = []
     for row in heads:

@@ -1,4 +1,5 @@
 """Scripting the sandbox source per record type, for tests and demos."""
+
 from __future__ import annotations
 
 from records.catalog import record_type_get
@@ -29,9 +30,13 @@ def sandbox_script_set(
     script, _ = SandboxScript.objects.update_or_create(
         record_type=record_type,
         defaults=dict(
-            operation=operation, latency_ms=latency_ms, refuse_code=refuse_code,
-            refuse_field=refuse_field, refuse_message=refuse_message,
-            transient_failures=transient_failures, never_answer=never_answer,
+            operation=operation,
+            latency_ms=latency_ms,
+            refuse_code=refuse_code,
+            refuse_field=refuse_field,
+            refuse_message=refuse_message,
+            transient_failures=transient_failures,
+            never_answer=never_answer,
             settle_conflict=settle_conflict,
         ),
     )

@@ -1,4 +1,5 @@
 """django-q2 task entry points of the sources room (``sources.tasks.<name>`` in the queue)."""
+
 from __future__ import annotations
 
 from sources.outbound import outbound_drain, outbound_sweep

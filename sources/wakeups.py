@@ -6,6 +6,7 @@ scheduler looks at schedules about every 30 s, so such a retry may run up to tha
 acceptable for a backoff, and the price of never holding a worker. Shorter waits are slept in
 the drain (``SOURCES_INLINE_RETRY_SECONDS``), where the type is blocked anyway.
 """
+
 from __future__ import annotations
 
 import logging
@@ -32,8 +33,13 @@ def retry_schedule_name(record_type: str) -> str:
 def outbound_enqueue(*, record_type: str) -> str:
     """Queue one drain of ``record_type`` (a no-op drain is cheap: it finds the lane taken or empty)."""
     # Successes are not kept: every committed write wakes a drain, and the write state is the record.
-    return async_task(DRAIN_TASK, record_type, group=TASK_GROUP, save=False,
-                      task_name=f"outbound drain {record_type}")
+    return async_task(
+        DRAIN_TASK,
+        record_type,
+        group=TASK_GROUP,
+        save=False,
+        task_name=f"outbound drain {record_type}",
+    )
 
 
 def outbound_wake(*, record_type: str) -> None:
@@ -53,13 +59,19 @@ def outbound_wake(*, record_type: str) -> None:
 @transaction.atomic
 def outbound_schedule_retry(*, record_type: str, at: datetime) -> Schedule:
     """Run a drain of ``record_type`` at ``at`` (earliest of any retry already scheduled)."""
-    existing = Schedule.objects.select_for_update().filter(name=retry_schedule_name(record_type)).first()
+    existing = (
+        Schedule.objects.select_for_update().filter(name=retry_schedule_name(record_type)).first()
+    )
     if existing is not None:
         if existing.next_run is None or at < existing.next_run:
             existing.next_run = at
             existing.save(update_fields=["next_run"])
         return existing
     return Schedule.objects.create(
-        name=retry_schedule_name(record_type), func=DRAIN_TASK, args=repr((record_type,)),
-        schedule_type=Schedule.ONCE, repeats=-1, next_run=at,
+        name=retry_schedule_name(record_type),
+        func=DRAIN_TASK,
+        args=repr((record_type,)),
+        schedule_type=Schedule.ONCE,
+        repeats=-1,
+        next_run=at,
     )

@@ -1,6 +1,7 @@
 """Shared fixtures: users made through the same command path operators use, API and admin clients,
 the CLI run in-process; and the suite's tiers (``unit`` is every test that touches no database).
 """
+
 from __future__ import annotations
 
 import pytest
@@ -17,7 +18,13 @@ from turbobase.cli.main import main
 # Fixtures through which a test reaches the database (pytest-django's, directly or via another
 # fixture such as ``alice``): a test with none of them and no django_db mark is a ``unit`` test.
 _DATABASE_FIXTURES = frozenset(
-    {"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback", "live_server"}
+    {
+        "db",
+        "transactional_db",
+        "django_db_reset_sequences",
+        "django_db_serialized_rollback",
+        "live_server",
+    }
 )
 
 
@@ -30,9 +37,9 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     unit = pytest.mark.unit
     for item in items:
-        uses_database = item.get_closest_marker("django_db") is not None or not _DATABASE_FIXTURES.isdisjoint(
-            getattr(item, "fixturenames", ())
-        )
+        uses_database = item.get_closest_marker(
+            "django_db"
+        ) is not None or not _DATABASE_FIXTURES.isdisjoint(getattr(item, "fixturenames", ()))
         if not uses_database and item.get_closest_marker("workers") is None:
             item.add_marker(unit)
 
@@ -118,5 +125,3 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 def is_postgres() -> bool:
     return connection.vendor == "postgresql"
-
-

@@ -13,6 +13,7 @@ catalog file in force (``settings.TURBOBASE_CATALOG``) and ``extra_env``. ``stop
 SIGTERM to the cluster (django-q2 finishes the tasks in hand) and SIGKILLs its process group if
 it has not gone within ``stop_timeout`` seconds.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -55,8 +56,13 @@ class QCluster:
     """One ``manage.py qcluster`` process (with its django-q2 worker children)."""
 
     def __init__(
-        self, *, workers: int = 2, log_path: Path, extra_env: dict[str, str] | None = None,
-        ready_timeout: float = 60.0, stop_timeout: float = 15.0,
+        self,
+        *,
+        workers: int = 2,
+        log_path: Path,
+        extra_env: dict[str, str] | None = None,
+        ready_timeout: float = 60.0,
+        stop_timeout: float = 15.0,
     ) -> None:
         self.workers = workers
         self.log_path = Path(log_path)
@@ -84,8 +90,13 @@ class QCluster:
         log = self.log_path.open("ab")
         try:
             self.process = subprocess.Popen(
-                [sys.executable, str(BASE_DIR / "manage.py"), "qcluster"], cwd=BASE_DIR, env=self._env(),
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                [sys.executable, str(BASE_DIR / "manage.py"), "qcluster"],
+                cwd=BASE_DIR,
+                env=self._env(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
             )
         finally:
             log.close()
@@ -103,22 +114,31 @@ class QCluster:
         from django_q.models import Task
         from django_q.tasks import async_task
 
-        lanes = [self.extra_env["Q_CLUSTER_NAME"]] if "Q_CLUSTER_NAME" in self.extra_env else list(LANES)
+        lanes = (
+            [self.extra_env["Q_CLUSTER_NAME"]]
+            if "Q_CLUSTER_NAME" in self.extra_env
+            else list(LANES)
+        )
         task_ids = {async_task("math.floor", 1.5, save=True, cluster=lane) for lane in lanes}
         deadline = time.monotonic() + self.ready_timeout
         while time.monotonic() < deadline:
             if self.process is not None and self.process.poll() is not None:
-                raise RuntimeError(f"qcluster exited with {self.process.returncode}:\n{self.log_text()}")
+                raise RuntimeError(
+                    f"qcluster exited with {self.process.returncode}:\n{self.log_text()}"
+                )
             if Task.objects.filter(id__in=task_ids).count() == len(task_ids):
                 return
             time.sleep(0.1)
         raise TimeoutError(
-            f"qcluster did not run a task on every lane within {self.ready_timeout:g}s:\n{self.log_text()}")
+            f"qcluster did not run a task on every lane within {self.ready_timeout:g}s:\n{self.log_text()}"
+        )
 
     def lanes_running(self) -> int:
         """How many lane clusters have said they are running, in this log (django-q2 logs it at INFO)."""
         lines = self.log_text().splitlines()
-        return sum(1 for line in lines if line.startswith("Q Cluster ") and line.endswith(" running."))
+        return sum(
+            1 for line in lines if line.startswith("Q Cluster ") and line.endswith(" running.")
+        )
 
     def stop(self) -> None:
         """Stop the cluster we started (SIGTERM, then SIGKILL of its own process group)."""
@@ -177,7 +197,9 @@ def redis_broker(url: str = REDIS_TEST_URL) -> Iterator[dict[str, str]]:
         redis.from_url(url).flushdb()
 
 
-def wait_until(predicate, *, timeout: float, interval: float = 0.1, message: str = "condition") -> None:
+def wait_until(
+    predicate, *, timeout: float, interval: float = 0.1, message: str = "condition"
+) -> None:
     """Poll ``predicate`` until it is truthy, else fail naming ``message``."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -1,4 +1,5 @@
 """Turbobase settings: everything that differs between machines comes from the environment."""
+
 from __future__ import annotations
 
 import os
@@ -113,7 +114,9 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["kernel.permissions.ScopedAccess"],  # views declare scopes
     "DEFAULT_PARSER_CLASSES": [  # DRF's, bounded in depth and refusing NUL / lone surrogates
-        "kernel.parsers.JSONParser", "kernel.parsers.FormParser", "kernel.parsers.MultiPartParser",
+        "kernel.parsers.JSONParser",
+        "kernel.parsers.FormParser",
+        "kernel.parsers.MultiPartParser",
     ],
     "DEFAULT_SCHEMA_CLASS": "kernel.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "kernel.http.exception_handler",

@@ -1,4 +1,5 @@
 """Session sign-in and health."""
+
 from __future__ import annotations
 
 from django.contrib.auth import authenticate, login, logout
@@ -65,8 +66,13 @@ class SessionView(APIView):
             raise SignInFailed()
         sign_in_success_record(username=username)
         login(request._request, user)
-        return Response({"username": user.get_username(), "isAdmin": user.is_staff,
-                         "csrfToken": get_token(request._request)})
+        return Response(
+            {
+                "username": user.get_username(),
+                "isAdmin": user.is_staff,
+                "csrfToken": get_token(request._request),
+            }
+        )
 
     def get_authenticators(self):
         # Signing in (POST) cannot need a session or a CSRF token yet. Signing out (DELETE) is a
@@ -81,8 +87,11 @@ class SessionView(APIView):
         if not request.user.is_authenticated:
             raise NotAuthenticated("no session and no bearer token")
         token = request.auth if isinstance(request.auth, AccessToken) else None
-        body = {"username": request.user.get_username(), "isAdmin": request.user.is_staff,
-                "via": "token" if token else "session"}
+        body = {
+            "username": request.user.get_username(),
+            "isAdmin": request.user.is_staff,
+            "via": "token" if token else "session",
+        }
         if token:
             body["scopes"] = list(token.scopes)
         else:

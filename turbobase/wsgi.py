@@ -1,4 +1,5 @@
 """WSGI entry point (gunicorn: ``gunicorn -c turbobase/gunicorn_conf.py turbobase.wsgi``)."""
+
 import os
 
 from django.core.wsgi import get_wsgi_application

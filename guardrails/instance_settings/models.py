@@ -1,4 +1,5 @@
 """Proxies that give instance settings their place in the admin's "Settings" section."""
+
 from __future__ import annotations
 
 from guardrails.models import InstanceSetting

@@ -4,6 +4,7 @@ Every read is scoped exactly as the single-run read is (``processes.steering.run
 person sees their own runs, an administrator every run. The processes themselves are everyone's.
 The admin Processes screen and ``turbobase processes list`` read the same ``processes_list``.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -62,15 +63,23 @@ def run_failures(runs: list[ProcessRun]) -> dict[Any, dict[str, Any]]:
     A run ended before the engine kept that number falls back to its last failed row."""
     ended_badly = [run for run in runs if run.state in (RunState.FAILED, RunState.ROLLED_BACK)]
     ending = {run.pk: run.failed_sequence for run in ended_badly}
-    rows = (ProcessRunStep.objects.filter(run_id__in=list(ending), refusal_code__isnull=False)
-            .order_by("run_id", "-sequence")
-            .values("run_id", "sequence", "disposition", "step_id", "refusal_code", "refusal_message"))
+    rows = (
+        ProcessRunStep.objects.filter(run_id__in=list(ending), refusal_code__isnull=False)
+        .order_by("run_id", "-sequence")
+        .values("run_id", "sequence", "disposition", "step_id", "refusal_code", "refusal_message")
+    )
     failures: dict[Any, dict[str, Any]] = {}
     for row in rows:
         named = ending[row["run_id"]]
         if row["sequence"] == named or (named is None and row["disposition"] == Disposition.FAILED):
-            failures.setdefault(row["run_id"], {"stepId": row["step_id"], "code": row["refusal_code"],
-                                                "message": row["refusal_message"]})
+            failures.setdefault(
+                row["run_id"],
+                {
+                    "stepId": row["step_id"],
+                    "code": row["refusal_code"],
+                    "message": row["refusal_message"],
+                },
+            )
     for run in ended_badly:
         # A run that failed before any step (a forEach over its cap, an engine fault) says why.
         if run.pk not in failures and run.state == RunState.FAILED:
@@ -95,7 +104,9 @@ def queue_read(
     if mode:
         visible = visible.filter(mode=mode)
     params = params if params is not None else QueryDict()
-    listed = filter_apply(RunFilter, params=params, queryset=visible, also_known=QUEUE_OWN_PARAMETERS)
+    listed = filter_apply(
+        RunFilter, params=params, queryset=visible, also_known=QUEUE_OWN_PARAMETERS
+    )
     everything_but_state = params.copy()
     everything_but_state.pop(STATE, None)
     window = filter_apply(
@@ -104,10 +115,14 @@ def queue_read(
     counts = {state: 0 for state in RunState.values}
     for row in window.order_by().values("state").annotate(n=Count("pk")):
         counts[row["state"]] = row["n"]
-    runs = list(listed.order_by("-created_at", "-pk")[:queue_max_runs()])
+    runs = list(listed.order_by("-created_at", "-pk")[: queue_max_runs()])
     states = params.getlist(STATE) or RunState.values
-    return QueueRead(runs=runs, failures=run_failures(runs), counts=counts,
-                     is_truncated=sum(counts[state] for state in states) > len(runs))
+    return QueueRead(
+        runs=runs,
+        failures=run_failures(runs),
+        counts=counts,
+        is_truncated=sum(counts[state] for state in states) > len(runs),
+    )
 
 
 @dataclass(frozen=True)
@@ -136,7 +151,9 @@ def process_switch(process: Process | None, *, is_instance_on: bool) -> tuple[bo
 
 def processes_list(*, user: User) -> list[ProcessListing]:
     """Every deployed process with its trigger, its switch and the caller's last five runs."""
-    modules = ExtensionModule.objects.filter(kind=ExtensionKind.PROCESS, status=ExtensionStatus.ACTIVE).order_by("id")
+    modules = ExtensionModule.objects.filter(
+        kind=ExtensionKind.PROCESS, status=ExtensionStatus.ACTIVE
+    ).order_by("id")
     switches = {p.id: p for p in Process.objects.filter(pk__in=[m.id for m in modules])}
     is_instance_on = bool(setting_get("processes.enabled"))
     visible = runs_visible(user)
@@ -145,13 +162,26 @@ def processes_list(*, user: User) -> list[ProcessListing]:
         process = switches.get(module.id)
         is_enabled, reason = process_switch(process, is_instance_on=is_instance_on)
         definition = module.definition if isinstance(module.definition, dict) else {}
-        last_runs = list(visible.filter(process_id=module.id).order_by("-created_at", "-pk")[:LAST_RUNS])
-        listings.append(ProcessListing(
-            id=module.id, description=(process.description if process else "") or definition.get("description") or "",
-            trigger=process_trigger(module.id), is_enabled=is_enabled, disabled_reason=reason,
-            is_migration=process.is_migration if process else definition.get("eachRow") is not None,
-            version=module.version, last_runs=last_runs, failures=run_failures(last_runs),
-        ))
+        last_runs = list(
+            visible.filter(process_id=module.id).order_by("-created_at", "-pk")[:LAST_RUNS]
+        )
+        listings.append(
+            ProcessListing(
+                id=module.id,
+                description=(process.description if process else "")
+                or definition.get("description")
+                or "",
+                trigger=process_trigger(module.id),
+                is_enabled=is_enabled,
+                disabled_reason=reason,
+                is_migration=process.is_migration
+                if process
+                else definition.get("eachRow") is not None,
+                version=module.version,
+                last_runs=last_runs,
+                failures=run_failures(last_runs),
+            )
+        )
     return listings
 
 

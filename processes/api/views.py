@@ -6,6 +6,7 @@ every verb that makes a run do something (invoke, cancel, roll back, resume): a 
 owner, and a run's writes are made as a person. Reads need ``data:read`` on a token and are scoped
 by ``runs_visible``.
 """
+
 from __future__ import annotations
 
 import time
@@ -39,15 +40,27 @@ from processes.steering import process_cancel_queued, run_cancel, run_get, run_r
 
 # Steering a run: it may be missing, not yours, or in a state that does not allow the verb.
 STEERING_ERRORS = error_responses(401, 403, 404, 409)
-INVOKE_MODE = OpenApiParameter("mode", str, enum=RunMode.values, description=(
-    "sync: wait for the run to settle, within the instance's synchronous budget "
-    "(processes.sync_budget_ms)."))
+INVOKE_MODE = OpenApiParameter(
+    "mode",
+    str,
+    enum=RunMode.values,
+    description=(
+        "sync: wait for the run to settle, within the instance's synchronous budget "
+        "(processes.sync_budget_ms)."
+    ),
+)
 INVOKE_ACCEPTED = PolymorphicProxySerializer(
-    component_name="InvokeAccepted", resource_type_field_name=None,
-    serializers=[out.RunQueuedOut, out.SyncBudgetExceededOut])
+    component_name="InvokeAccepted",
+    resource_type_field_name=None,
+    serializers=[out.RunQueuedOut, out.SyncBudgetExceededOut],
+)
 INVOKE_RESPONSES = {
-    202: OpenApiResponse(INVOKE_ACCEPTED, description=(
-        "Queued; with ?mode=sync, the run did not settle within the budget and goes on.")),
+    202: OpenApiResponse(
+        INVOKE_ACCEPTED,
+        description=(
+            "Queued; with ?mode=sync, the run did not settle within the budget and goes on."
+        ),
+    ),
     200: OpenApiResponse(out.RunSettledOut, description="?mode=sync: the run settled."),
     **error_responses(400, 401, 403, 404, 409),
 }
@@ -67,7 +80,8 @@ def invoke_access_check(request: Request) -> None:
     if not request.user.is_staff:
         raise InvokeForbidden(
             "a personal access token may drive processes only when it carries extensions:deploy "
-            "and its owner is an administrator")
+            "and its owner is an administrator"
+        )
 
 
 def request_input(request: Request) -> Any:
@@ -102,12 +116,21 @@ class ProcessListView(APIView):
     def get(self, request: Request) -> Response:
         body = []
         for listing in processes_list(user=acting_user(request)):
-            body.append({
-                "id": listing.id, "description": listing.description, "trigger": listing.trigger,
-                "enabled": listing.is_enabled, "disabledReason": listing.disabled_reason,
-                "isMigration": listing.is_migration, "version": listing.version,
-                "lastRuns": [out.run_brief(run, listing.failures.get(run.pk)) for run in listing.last_runs],
-            })
+            body.append(
+                {
+                    "id": listing.id,
+                    "description": listing.description,
+                    "trigger": listing.trigger,
+                    "enabled": listing.is_enabled,
+                    "disabledReason": listing.disabled_reason,
+                    "isMigration": listing.is_migration,
+                    "version": listing.version,
+                    "lastRuns": [
+                        out.run_brief(run, listing.failures.get(run.pk))
+                        for run in listing.last_runs
+                    ],
+                }
+            )
         return Response({"processes": body})
 
 
@@ -116,13 +139,18 @@ class ProcessInvokeView(APIView):
 
     required_scopes = {"post": EXTENSIONS_DEPLOY}
 
-    @extend_schema(request={"application/json": out.INVOKE_INPUT}, parameters=[INVOKE_MODE],
-                   responses=INVOKE_RESPONSES)
+    @extend_schema(
+        request={"application/json": out.INVOKE_INPUT},
+        parameters=[INVOKE_MODE],
+        responses=INVOKE_RESPONSES,
+    )
     def post(self, request: Request, process_id: str) -> Response:
         invoke_access_check(request)
         process_module_get(process_id)  # 404 before the mode is read: no such process is the news
         mode = mode_parse(request.query_params.get("mode"))
-        run = run_invoke(process_id=process_id, body=request_input(request), user=acting_user(request), mode=mode)
+        run = run_invoke(
+            process_id=process_id, body=request_input(request), user=acting_user(request), mode=mode
+        )
         if mode != RunMode.SYNC:
             return Response(out.run_queued(run), status=202)
         budget_ms = setting_get("processes.sync_budget_ms")
@@ -140,7 +168,9 @@ class ProcessCancelView(APIView):
     @extend_schema(request=None, responses={200: out.CancelledOut, **error_responses(401, 403)})
     def post(self, request: Request, process_id: str) -> Response:
         invoke_access_check(request)
-        return Response({"cancelled": process_cancel_queued(user=acting_user(request), process_id=process_id)})
+        return Response(
+            {"cancelled": process_cancel_queued(user=acting_user(request), process_id=process_id)}
+        )
 
 
 class RunDetailView(APIView):
@@ -168,14 +198,24 @@ class RunRollbackView(APIView):
 
     required_scopes = {"post": EXTENSIONS_DEPLOY}
 
-    @extend_schema(request=None, responses={
-        202: OpenApiResponse(out.SteeringOut, description="The rollback is queued (queued: true)."),
-        200: OpenApiResponse(out.SteeringOut, description="Already rolled back (queued: false)."),
-        **STEERING_ERRORS})
+    @extend_schema(
+        request=None,
+        responses={
+            202: OpenApiResponse(
+                out.SteeringOut, description="The rollback is queued (queued: true)."
+            ),
+            200: OpenApiResponse(
+                out.SteeringOut, description="Already rolled back (queued: false)."
+            ),
+            **STEERING_ERRORS,
+        },
+    )
     def post(self, request: Request, run_id: str) -> Response:
         invoke_access_check(request)
         run, is_queued = run_rollback(user=acting_user(request), run_id=run_id)
-        return Response(out.steering_answer(run, is_queued=is_queued), status=202 if is_queued else 200)
+        return Response(
+            out.steering_answer(run, is_queued=is_queued), status=202 if is_queued else 200
+        )
 
 
 class RunResumeView(APIView):
@@ -183,9 +223,13 @@ class RunResumeView(APIView):
 
     required_scopes = {"post": EXTENSIONS_DEPLOY}
 
-    @extend_schema(request=None, responses={
-        202: OpenApiResponse(out.SteeringOut, description="The continuation is queued."),
-        **STEERING_ERRORS})
+    @extend_schema(
+        request=None,
+        responses={
+            202: OpenApiResponse(out.SteeringOut, description="The continuation is queued."),
+            **STEERING_ERRORS,
+        },
+    )
     def post(self, request: Request, run_id: str) -> Response:
         invoke_access_check(request)
         run = run_resume(user=acting_user(request), run_id=run_id)
@@ -197,17 +241,22 @@ class QueueView(APIView):
 
     required_scopes = {"get": DATA_READ}
 
-    @extend_schema(parameters=[OpenApiParameter("mode", str, enum=RunMode.values,
-                                                description="One lane only."),
-                               *filter_parameters(RunFilter)],
-                   responses={200: out.QueueOut, **error_responses(400, 401)})
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("mode", str, enum=RunMode.values, description="One lane only."),
+            *filter_parameters(RunFilter),
+        ],
+        responses={200: out.QueueOut, **error_responses(400, 401)},
+    )
     def get(self, request: Request) -> Response:
         raw_mode = request.query_params.get("mode")
         mode = mode_parse(raw_mode) if raw_mode else None
         read = queue_read(user=acting_user(request), mode=mode, params=request.query_params)
-        return Response({
-            "runs": [out.run_summary(run, read.failures.get(run.pk)) for run in read.runs],
-            "counts": read.counts,
-            # The list is bounded; the counts cover every state of the runs asked for.
-            "truncated": read.is_truncated,
-        })
+        return Response(
+            {
+                "runs": [out.run_summary(run, read.failures.get(run.pk)) for run in read.runs],
+                "counts": read.counts,
+                # The list is bounded; the counts cover every state of the runs asked for.
+                "truncated": read.is_truncated,
+            }
+        )

@@ -5,6 +5,7 @@ which would put back whatever steering or a wake-up changed meanwhile (``deliver
 with ``F()`` by them). Given the delivery's ``lease``, the UPDATE applies only while that
 delivery still holds the run; a delivery that lost it raises ``LeaseLost`` and changes nothing.
 """
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -24,7 +25,11 @@ from processes.status import RunMove, states_from, transition_check
 def _apply(run: ProcessRun, lease: Lease | None, changes: dict[str, Any]) -> None:
     """Write ``changes`` to the run row (only them) if we may, then mirror them on ``run``."""
     # Steering and wake-ups (no lease): the state the caller decided on must still be the state.
-    rows = lease.owned() if lease is not None else ProcessRun.objects.filter(pk=run.pk, state=run.state)
+    rows = (
+        lease.owned()
+        if lease is not None
+        else ProcessRun.objects.filter(pk=run.pk, state=run.state)
+    )
     if lease is not None and changes.get("lease_owner") == "":
         lease.let_go()
     if not rows.update(**changes):
@@ -35,15 +40,31 @@ def _apply(run: ProcessRun, lease: Lease | None, changes: dict[str, Any]) -> Non
         setattr(run, name, value)
 
 
-def run_end(run: ProcessRun, state: str, *, reason: str | None = None, outstanding: int = 0,
-            lease: Lease | None = None) -> ProcessRun:
+def run_end(
+    run: ProcessRun,
+    state: str,
+    *,
+    reason: str | None = None,
+    outstanding: int = 0,
+    lease: Lease | None = None,
+) -> ProcessRun:
     """End the run: state, reason, outstanding, finished; the lease and any wait are cleared."""
     transition_check(run.state, state)
     now = timezone.now()
     changes: dict[str, Any] = {
-        "state": state, "reason": reason, "outstanding": outstanding, "finished_at": now,
-        "pending_reason": PendingReason.NONE, "lease_owner": "", "lease_until": None, "wait_deadline": None, "wake_at": None, "waiting_step": "",
-        "cancel_requested": False, "rollback_requested": False, "updated_at": now,
+        "state": state,
+        "reason": reason,
+        "outstanding": outstanding,
+        "finished_at": now,
+        "pending_reason": PendingReason.NONE,
+        "lease_owner": "",
+        "lease_until": None,
+        "wait_deadline": None,
+        "wake_at": None,
+        "waiting_step": "",
+        "cancel_requested": False,
+        "rollback_requested": False,
+        "updated_at": now,
     }
     if lease is not None:
         changes["writes"] = run.writes  # the delivery's count, from the ledger it wrote
@@ -51,14 +72,30 @@ def run_end(run: ProcessRun, state: str, *, reason: str | None = None, outstandi
     return run
 
 
-def run_wait(run: ProcessRun, *, pending_reason: str, deadline: datetime | None = None,
-             wake_at: datetime | None = None, waiting_step: str = "", lease: Lease | None = None) -> None:
+def run_wait(
+    run: ProcessRun,
+    *,
+    pending_reason: str,
+    deadline: datetime | None = None,
+    wake_at: datetime | None = None,
+    waiting_step: str = "",
+    lease: Lease | None = None,
+) -> None:
     """Park the run (still ``running``) and give the worker back; a verdict or the clock re-queues it."""
-    _apply(run, lease, {
-        "pending_reason": pending_reason, "wait_deadline": deadline, "wake_at": wake_at,
-        "waiting_step": waiting_step, "lease_owner": "", "lease_until": None, "writes": run.writes,
-        "updated_at": timezone.now(),
-    })
+    _apply(
+        run,
+        lease,
+        {
+            "pending_reason": pending_reason,
+            "wait_deadline": deadline,
+            "wake_at": wake_at,
+            "waiting_step": waiting_step,
+            "lease_owner": "",
+            "lease_until": None,
+            "writes": run.writes,
+            "updated_at": timezone.now(),
+        },
+    )
 
 
 def run_redeliver(run_id, *, mode: str | None = None) -> None:
@@ -66,7 +103,8 @@ def run_redeliver(run_id, *, mode: str | None = None) -> None:
     The number goes up, so a delivery queued before this one is stale when it arrives."""
     with transaction.atomic():
         updated = ProcessRun.objects.filter(pk=run_id, state__in=states_from(RunMove.CLAIM)).update(
-            delivery=F("delivery") + 1)
+            delivery=F("delivery") + 1
+        )
         if not updated:
             return
         run = ProcessRun.objects.only("delivery", "mode").get(pk=run_id)

@@ -1,4 +1,5 @@
 """Ledger rows: what each step did, written in the same transaction as the step's write."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,7 +20,11 @@ class Refused:
 
     @classmethod
     def of(cls, exc: Any) -> Refused:
-        return cls(str(getattr(exc, "code", "REFUSED")), getattr(exc, "field", None), getattr(exc, "message", str(exc)))
+        return cls(
+            str(getattr(exc, "code", "REFUSED")),
+            getattr(exc, "field", None),
+            getattr(exc, "message", str(exc)),
+        )
 
 
 def writes_count(run: ProcessRun) -> int:
@@ -39,41 +44,82 @@ def sequence_next(run: ProcessRun) -> int:
 
 
 def ledger_write(
-    run: ProcessRun, planned: PlannedStep, *, disposition: str, pg_row_id: Any = None,
-    external_id: str | None = None, created_record: bool = False, refusal: Refused | None = None,
-    awaiting: bool = False, write_state_id: int | None = None, skip_reason: str = "",
-    row_key: str = "", slice_number: int = 1, visit: int = 1, counts_write: bool = False,
-    lease: Lease | None = None, answer: Any = None,
+    run: ProcessRun,
+    planned: PlannedStep,
+    *,
+    disposition: str,
+    pg_row_id: Any = None,
+    external_id: str | None = None,
+    created_record: bool = False,
+    refusal: Refused | None = None,
+    awaiting: bool = False,
+    write_state_id: int | None = None,
+    skip_reason: str = "",
+    row_key: str = "",
+    slice_number: int = 1,
+    visit: int = 1,
+    counts_write: bool = False,
+    lease: Lease | None = None,
+    answer: Any = None,
 ) -> ProcessRunStep:
     """Record one step (inside the step's transaction). With the delivery's ``lease``, the same
     transaction proves the lease is still ours — else ``LeaseLost`` rolls the whole step back —
     and brings the run's ``writes`` up to date."""
     row = ProcessRunStep.objects.create(
-        run=run, sequence=sequence_next(run), step_id=planned.step_id,
-        record_type=planned.definition.get("recordType", ""), action=planned.kind,
-        pg_row_id=pg_row_id, external_id=external_id, disposition=disposition,
-        row_key=row_key, slice=slice_number, visit=visit, created_record=created_record,
-        rollback_keep=planned.is_keep, awaiting_verdict=awaiting, write_state_id=write_state_id,
-        skip_reason=skip_reason, counts_write=counts_write, answer=answer,
+        run=run,
+        sequence=sequence_next(run),
+        step_id=planned.step_id,
+        record_type=planned.definition.get("recordType", ""),
+        action=planned.kind,
+        pg_row_id=pg_row_id,
+        external_id=external_id,
+        disposition=disposition,
+        row_key=row_key,
+        slice=slice_number,
+        visit=visit,
+        created_record=created_record,
+        rollback_keep=planned.is_keep,
+        awaiting_verdict=awaiting,
+        write_state_id=write_state_id,
+        skip_reason=skip_reason,
+        counts_write=counts_write,
+        answer=answer,
         refusal_code=refusal.code if refusal else None,
         refusal_field=refusal.field if refusal else None,
         refusal_message=refusal.message if refusal else None,
     )
     if counts_write:
-        run.writes += 1  # the ledger is the count's truth (writes_count); this is the delivery's copy
+        run.writes += (
+            1  # the ledger is the count's truth (writes_count); this is the delivery's copy
+        )
     if lease is not None:
         lease.hold(writes=run.writes)
     return row
 
 
-def ledger_skip_rest(run: ProcessRun, rest: list[PlannedStep], *, row_key: str = "", slice_number: int = 1,
-                     visit: int = 1, lease: Lease | None = None) -> None:
+def ledger_skip_rest(
+    run: ProcessRun,
+    rest: list[PlannedStep],
+    *,
+    row_key: str = "",
+    slice_number: int = 1,
+    visit: int = 1,
+    lease: Lease | None = None,
+) -> None:
     """Record steps the run will not reach as skipped (an earlier step failed, or the delete cap)."""
     done = set(run.ledger.filter(row_key=row_key, visit=visit).values_list("step_id", flat=True))
     for planned in rest:
         if planned.step_id not in done:
-            ledger_write(run, planned, disposition=Disposition.SKIPPED, skip_reason=SkipReason.NOT_REACHED,
-                         row_key=row_key, slice_number=slice_number, visit=visit, lease=lease)
+            ledger_write(
+                run,
+                planned,
+                disposition=Disposition.SKIPPED,
+                skip_reason=SkipReason.NOT_REACHED,
+                row_key=row_key,
+                slice_number=slice_number,
+                visit=visit,
+                lease=lease,
+            )
 
 
 def step_outcome(row: ProcessRunStep) -> dict[str, Any]:

@@ -8,6 +8,7 @@ steps are keyed by process + row key + step, so a row offered again writes nothi
 first record; update and declined steps run again. A slice with rows left queues the next slice as
 a separate job on the async lane, until nothing is outstanding or the slice cap.
 """
+
 from __future__ import annotations
 
 import time
@@ -43,38 +44,69 @@ class MigrationSlice:
         number = (current.number if current else 0) + 1
         cap = self.runner.ceilings.slice_cap
         if number > cap:
-            run_end(self.run, RunState.COMMITTED, lease=self.runner.lease, outstanding=self.run.outstanding, reason=(
-                f"stopped at the slice cap processes.slice_cap ({cap}) with work outstanding; invoke the "
-                "process again to carry on"))
+            run_end(
+                self.run,
+                RunState.COMMITTED,
+                lease=self.runner.lease,
+                outstanding=self.run.outstanding,
+                reason=(
+                    f"stopped at the slice cap processes.slice_cap ({cap}) with work outstanding; invoke the "
+                    "process again to carry on"
+                ),
+            )
             return None
         try:
             query = self.runner.runtime().call(("eachRow", "outstanding"), None, self.run.input)
             if not isinstance(query, str):
-                raise StepCodeFailed(ProcessCode.OUTSTANDING_INVALID,
-                                     "eachRow.outstanding must return a PostgREST query string")
-            rows = query_run(user_id=self.runner.invoker.pk, fingerprint=self.run.access_fingerprint,
-                             path_and_query=query)
+                raise StepCodeFailed(
+                    ProcessCode.OUTSTANDING_INVALID,
+                    "eachRow.outstanding must return a PostgREST query string",
+                )
+            rows = query_run(
+                user_id=self.runner.invoker.pk,
+                fingerprint=self.run.access_fingerprint,
+                path_and_query=query,
+            )
         except StepCodeFailed as exc:
-            run_end(self.run, RunState.FAILED, lease=self.runner.lease,
-                    reason=f"eachRow.outstanding failed: {exc.code}: {exc.message}")
+            run_end(
+                self.run,
+                RunState.FAILED,
+                lease=self.runner.lease,
+                reason=f"eachRow.outstanding failed: {exc.code}: {exc.message}",
+            )
             return None
         except Exception as exc:  # the read's own refusal, named
             code = getattr(exc, "code", type(exc).__name__)
-            run_end(self.run, RunState.FAILED, lease=self.runner.lease,
-                    reason=f"the outstanding read failed: {code}: {getattr(exc, 'message', exc)}")
+            run_end(
+                self.run,
+                RunState.FAILED,
+                lease=self.runner.lease,
+                reason=f"the outstanding read failed: {code}: {getattr(exc, 'message', exc)}",
+            )
             return None
         unique: dict[str, dict] = {}
         for row in rows:
             value = row.get(self.key)
             if value in (None, ""):
-                run_end(self.run, RunState.FAILED, lease=self.runner.lease, reason=(
-                    f"a row of the outstanding read has no {self.key!r} (eachRow.key): select it in the query"))
+                run_end(
+                    self.run,
+                    RunState.FAILED,
+                    lease=self.runner.lease,
+                    reason=(
+                        f"a row of the outstanding read has no {self.key!r} (eachRow.key): select it in the query"
+                    ),
+                )
                 return None
             unique.setdefault(str(value), row)  # a row listed twice in one slice is visited once
         taken = list(unique.values())[: self.runner.ceilings.slice_max_rows]
         with transaction.atomic():
-            opened = ProcessRunSlice.objects.create(run=self.run, number=number, rows=taken, total_read=len(unique),
-                                                    module_version=self.run.module_version)
+            opened = ProcessRunSlice.objects.create(
+                run=self.run,
+                number=number,
+                rows=taken,
+                total_read=len(unique),
+                module_version=self.run.module_version,
+            )
             self.runner.run_set(slices=number, outstanding=len(unique))
         self.run.slices, self.run.outstanding = number, len(unique)
         return opened
@@ -90,7 +122,9 @@ class MigrationSlice:
         for position, row in enumerate(current.rows):
             row_key = str(row[self.key])
             recorded = self.runner.recorded(row_key=row_key, visit=current.number)
-            if len(recorded) == len(self.plan) and not any(r.awaiting_verdict for r in recorded.values()):
+            if len(recorded) == len(self.plan) and not any(
+                r.awaiting_verdict for r in recorded.values()
+            ):
                 finished += 1  # done before a crash: not a new visit
                 continue
             if not recorded:
@@ -98,18 +132,32 @@ class MigrationSlice:
                 elapsed_ms = (time.monotonic() - started) * 1000
                 # The budget is checked before a row, and only once the slice has finished one:
                 # a budget smaller than one row still moves the migration a row per slice.
-                over_budget = (position >= self.runner.ceilings.slice_max_rows
-                               or elapsed_ms >= self.runner.ceilings.slice_max_ms)
+                over_budget = (
+                    position >= self.runner.ceilings.slice_max_rows
+                    or elapsed_ms >= self.runner.ceilings.slice_max_ms
+                )
                 if finished and over_budget:
                     break
                 stop = self.runner.stop_check()
                 if stop is not None:
                     self._close(current)
-                    run_end(self.run, stop.state, lease=self.runner.lease, reason=stop.reason, outstanding=remaining)
+                    run_end(
+                        self.run,
+                        stop.state,
+                        lease=self.runner.lease,
+                        reason=stop.reason,
+                        outstanding=remaining,
+                    )
                     return
                 self.runner.runtime().new_row()
-            walk = self.runner.walk_steps(self.plan, recorded, row_key=row_key, visit=current.number, row=row,
-                                          stop_between_steps=False)
+            walk = self.runner.walk_steps(
+                self.plan,
+                recorded,
+                row_key=row_key,
+                visit=current.number,
+                row=row,
+                stop_between_steps=False,
+            )
             if walk.status == WalkStatus.DONE:
                 finished += 1
                 continue
@@ -117,18 +165,32 @@ class MigrationSlice:
             if walk.status == WalkStatus.WAIT_SOURCE:
                 self.runner.wait_source(walk.at, walk.ledger_row, outstanding=left + 1)
             elif walk.status == WalkStatus.WAIT_WINDOW:
-                self.runner.wait_window(walk.at, walk.result, self.plan[walk.position:], row_key=row_key,
-                                         visit=current.number, outstanding=left + 1)
+                self.runner.wait_window(
+                    walk.at,
+                    walk.result,
+                    self.plan[walk.position :],
+                    row_key=row_key,
+                    visit=current.number,
+                    outstanding=left + 1,
+                )
             elif walk.status == WalkStatus.FAILED:
-                ledger_skip_rest(self.run, self.plan[walk.position + 1:], row_key=row_key,
-                                 slice_number=current.number, visit=current.number, lease=self.runner.lease)
+                ledger_skip_rest(
+                    self.run,
+                    self.plan[walk.position + 1 :],
+                    row_key=row_key,
+                    slice_number=current.number,
+                    visit=current.number,
+                    lease=self.runner.lease,
+                )
                 self._close(current)
                 self.runner.fail(walk.at, walk.ledger_row, outstanding=left)
             return
         self._finish(current, finished)
 
     def _close(self, current: ProcessRunSlice) -> None:
-        ProcessRunSlice.objects.filter(pk=current.pk).update(is_open=False, finished_at=timezone.now())
+        ProcessRunSlice.objects.filter(pk=current.pk).update(
+            is_open=False, finished_at=timezone.now()
+        )
 
     def _finish(self, current: ProcessRunSlice, finished: int) -> None:
         remainder = current.total_read - finished
@@ -137,9 +199,16 @@ class MigrationSlice:
             run_end(self.run, RunState.COMMITTED, lease=self.runner.lease)
             return
         if current.number >= self.runner.ceilings.slice_cap:
-            run_end(self.run, RunState.COMMITTED, lease=self.runner.lease, outstanding=remainder, reason=(
-                f"stopped at the slice cap processes.slice_cap ({current.number}) with {remainder} rows "
-                "outstanding; invoke the process again to carry on"))
+            run_end(
+                self.run,
+                RunState.COMMITTED,
+                lease=self.runner.lease,
+                outstanding=remainder,
+                reason=(
+                    f"stopped at the slice cap processes.slice_cap ({current.number}) with {remainder} rows "
+                    "outstanding; invoke the process again to carry on"
+                ),
+            )
             return
         # The next slice is a separate job on the async lane, under the same run id.
         with transaction.atomic():

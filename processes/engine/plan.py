@@ -3,6 +3,7 @@
 Expansion reads only the validated input, never author code, so the group cap is checked before
 any of the author's code runs and before the first write.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -46,7 +47,9 @@ class PlannedStep:
         return self.kind in ("delete", "ai") or self.definition.get("rollback") == "keep"
 
 
-def plan_build(definition: dict[str, Any], run_input: Any, *, for_each_cap: int) -> list[PlannedStep]:
+def plan_build(
+    definition: dict[str, Any], run_input: Any, *, for_each_cap: int
+) -> list[PlannedStep]:
     plan: list[PlannedStep] = []
     for position, entry in enumerate(definition["steps"]):
         if "forEach" not in entry:
@@ -55,13 +58,20 @@ def plan_build(definition: dict[str, Any], run_input: Any, *, for_each_cap: int)
         name = entry["forEach"]["input"]
         items = run_input.get(name) if isinstance(run_input, dict) else None
         if not isinstance(items, list):
-            raise InputInvalid(f"{name} must be an array: group {entry['id']!r} repeats over it", field=name)
+            raise InputInvalid(
+                f"{name} must be an array: group {entry['id']!r} repeats over it", field=name
+            )
         if len(items) > for_each_cap:
             raise ForEachCapExceeded(entry["id"], len(items), for_each_cap)
         for index, item in enumerate(items):
             for inner_position, inner in enumerate(entry["steps"]):
-                plan.append(PlannedStep(
-                    f"{entry['id']}:{index}:{inner['id']}", ("steps", position, "steps", inner_position),
-                    inner, item=item, index=index,
-                ))
+                plan.append(
+                    PlannedStep(
+                        f"{entry['id']}:{index}:{inner['id']}",
+                        ("steps", position, "steps", inner_position),
+                        inner,
+                        item=item,
+                        index=index,
+                    )
+                )
     return plan

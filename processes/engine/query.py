@@ -5,6 +5,7 @@ of read slots shared by every run on this worker process, with a wait bound seve
 than an app request's. Each bound names itself when it stops a step. The invoker's access is
 re-checked on every read, so a run whose invoker lost access stops reading.
 """
+
 from __future__ import annotations
 
 import threading
@@ -76,27 +77,38 @@ def query_run(
     from processes.invoke import access_fingerprint
 
     if not isinstance(path_and_query, str) or not path_and_query.strip():
-        raise QueryRefused("ctx.query takes a PostgREST path and query string", code=ProcessCode.QUERY_INVALID)
+        raise QueryRefused(
+            "ctx.query takes a PostgREST path and query string", code=ProcessCode.QUERY_INVALID
+        )
     user = get_user_model().objects.filter(pk=user_id).first()
-    if user is None or not user.is_active or (fingerprint and access_fingerprint(user) != fingerprint):
+    if (
+        user is None
+        or not user.is_active
+        or (fingerprint and access_fingerprint(user) != fingerprint)
+    ):
         raise QueryRefused(
             "the invoking user's access changed while the run was going; its reads are refused",
             code=ProcessCode.QUERY_ACCESS_CHANGED,
         )
-    slot_wait_ms, wait_bound = _bounded(setting_get("processes.query_slot_wait_ms"), "processes.query_slot_wait_ms",
-                                        budget_ms)
+    slot_wait_ms, wait_bound = _bounded(
+        setting_get("processes.query_slot_wait_ms"), "processes.query_slot_wait_ms", budget_ms
+    )
     pool = _slot_pool()
     if not pool.acquire(timeout=slot_wait_ms / 1000):
         raise QueryRefused(
             f"no read slot freed within {wait_bound} ({slot_wait_ms} ms); the read was not sent",
             code=ProcessCode.QUERY_SLOT_TIMEOUT,
         )
-    timeout_ms, timeout_bound = _bounded(setting_get("processes.query_timeout_ms"), "processes.query_timeout_ms",
-                                         budget_ms)
+    timeout_ms, timeout_bound = _bounded(
+        setting_get("processes.query_timeout_ms"), "processes.query_timeout_ms", budget_ms
+    )
     try:
         with _read_deadline(timeout_ms):
-            return rest_read(user=user, path_and_query=path_and_query.lstrip("/"),
-                             max_bytes=setting_get("processes.query_max_bytes"))
+            return rest_read(
+                user=user,
+                path_and_query=path_and_query.lstrip("/"),
+                max_bytes=setting_get("processes.query_max_bytes"),
+            )
     except Exception as exc:
         if _is_timeout(exc):
             raise QueryRefused(

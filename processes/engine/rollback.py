@@ -5,6 +5,7 @@ declared ``keep`` (delete steps always are), and a record the source created who
 failed (SOURCE_APPLIED_UNLINKED). Each delete is charged to the rollback window, which waits
 rather than refusing; a wait parks the run and the clock wakes it.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -24,8 +25,11 @@ from records.trail import Actor
 
 def rollback_targets(run: ProcessRun):
     return (
-        run.ledger.filter(created_record=True, rollback_keep=False,
-                          disposition__in=[Disposition.CONFIRMED, Disposition.FAILED])
+        run.ledger.filter(
+            created_record=True,
+            rollback_keep=False,
+            disposition__in=[Disposition.CONFIRMED, Disposition.FAILED],
+        )
         .exclude(refusal_code=RefusalCode.SOURCE_APPLIED_UNLINKED)
         .order_by("-sequence")
     )
@@ -33,7 +37,9 @@ def rollback_targets(run: ProcessRun):
 
 def deletes_in_flight(run: ProcessRun) -> int:
     """Rollback deletes accepted here and not yet confirmed by the source."""
-    rows = run.ledger.filter(disposition=Disposition.ROLLED_BACK).values_list("pg_row_id", flat=True)
+    rows = run.ledger.filter(disposition=Disposition.ROLLED_BACK).values_list(
+        "pg_row_id", flat=True
+    )
     return RecordWriteState.reads.filter(
         record_id__in=list(rows), operation=WriteOperation.DELETE, status=WriteStatus.PENDING
     ).count()
@@ -56,12 +62,22 @@ def rollback_continue(run: ProcessRun, actor: Actor, *, lease: Lease | None = No
             with transaction.atomic():
                 if lease is not None:
                     lease.hold()  # a delivery that lost the run deletes nothing
-                record_delete(actor=replace(actor, process_step=row.step_id), record_type=row.record_type,
-                              pg_row_id=row.pg_row_id, rollback=True)
+                record_delete(
+                    actor=replace(actor, process_step=row.step_id),
+                    record_type=row.record_type,
+                    pg_row_id=row.pg_row_id,
+                    rollback=True,
+                )
                 row.disposition = Disposition.ROLLED_BACK
                 row.save(update_fields=["disposition", "updated_at"])
         except DeleteWindowWait as wait:
-            run_wait(run, pending_reason=PendingReason.AWAITING_TIME, wake_at=wait.retry_at, waiting_step=row.step_id, lease=lease)
+            run_wait(
+                run,
+                pending_reason=PendingReason.AWAITING_TIME,
+                wake_at=wait.retry_at,
+                waiting_step=row.step_id,
+                lease=lease,
+            )
             return
         except RecordNotFound:
             # Already gone (someone else removed it): nothing left to undo for this step.
@@ -69,9 +85,21 @@ def rollback_continue(run: ProcessRun, actor: Actor, *, lease: Lease | None = No
             row.save(update_fields=["disposition", "updated_at"])
         except TurbobaseError as exc:
             code = getattr(exc, "code", exc.error)
-            run_end(run, RunState.FAILED, lease=lease, reason=(
-                f"rollback could not remove {row.record_type} {row.pg_row_id} (step {row.step_id!r}): "
-                f"{code}: {exc.message}"))
+            run_end(
+                run,
+                RunState.FAILED,
+                lease=lease,
+                reason=(
+                    f"rollback could not remove {row.record_type} {row.pg_row_id} (step {row.step_id!r}): "
+                    f"{code}: {exc.message}"
+                ),
+            )
             return
     run.refresh_from_db()
-    run_end(run, RunState.ROLLED_BACK, reason=rolled_back_reason(run), outstanding=run.outstanding, lease=lease)
+    run_end(
+        run,
+        RunState.ROLLED_BACK,
+        reason=rolled_back_reason(run),
+        outstanding=run.outstanding,
+        lease=lease,
+    )

@@ -5,6 +5,7 @@ inside every step's transaction). It ends the run, parks it on a wait (and gives
 or — if the worker dies — leaves a lease that expires so the next delivery (``engine.redelivery``)
 resumes at the first unrecorded step. Nothing here writes a record except through the boundary.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -85,7 +86,9 @@ class Walk:
 
 def _carried(walk: Walk, value: Any) -> Any:
     if value is None:
-        raise AssertionError(f"a walk that ended {walk.status} at {walk.position} lacks what it carries")
+        raise AssertionError(
+            f"a walk that ended {walk.status} at {walk.position} lacks what it carries"
+        )
     return value
 
 
@@ -95,12 +98,18 @@ def run_claim(run_id: str, delivery: int | None = None) -> tuple[ProcessRun, Lea
     it, the run ended, or ``delivery`` is stale (a later enqueue superseded it)."""
     now, token = timezone.now(), uuid.uuid4().hex
     free = ProcessRun.objects.filter(pk=run_id, state__in=states_from(RunMove.CLAIM)).filter(
-        Q(lease_until__isnull=True) | Q(lease_until__lt=now))
+        Q(lease_until__isnull=True) | Q(lease_until__lt=now)
+    )
     if delivery is not None:
         free = free.filter(delivery=delivery)
     claimed = free.update(
-        lease_owner=token, lease_until=now + timedelta(seconds=lease_seconds()), state=MOVES[RunMove.CLAIM].target,
-        pending_reason=PendingReason.RUNNING, started_at=Coalesce("started_at", Value(now)), updated_at=now)
+        lease_owner=token,
+        lease_until=now + timedelta(seconds=lease_seconds()),
+        state=MOVES[RunMove.CLAIM].target,
+        pending_reason=PendingReason.RUNNING,
+        started_at=Coalesce("started_at", Value(now)),
+        updated_at=now,
+    )
     if not claimed:
         return None
     run = ProcessRun.objects.select_related("invoked_by").get(pk=run_id)
@@ -119,7 +128,9 @@ def run_deliver(run_id: str, delivery: int | None = None) -> None:
     runner: ChainRunner | None = None
     lease.heartbeat_start()
     try:
-        runner = ChainRunner(run, lease)  # inside: a run that cannot act (RunInvokerGone) fails below
+        runner = ChainRunner(
+            run, lease
+        )  # inside: a run that cannot act (RunInvokerGone) fails below
         runner.execute()
     except LeaseLost:  # another delivery holds the run now; ours rolled back its step
         logger.warning("run %s: delivery gave up, its lease was taken over", run_id)
@@ -128,7 +139,12 @@ def run_deliver(run_id: str, delivery: int | None = None) -> None:
         run.refresh_from_db()
         if not run.is_terminal:
             with contextlib.suppress(LeaseLost):  # another delivery holds it: that one ends it
-                run_end(run, RunState.FAILED, reason=f"engine error: {type(exc).__name__}: {exc}", lease=lease)
+                run_end(
+                    run,
+                    RunState.FAILED,
+                    reason=f"engine error: {type(exc).__name__}: {exc}",
+                    lease=lease,
+                )
     finally:
         lease.heartbeat_stop()
         if runner is not None:
@@ -144,7 +160,9 @@ def run_invoker(run: ProcessRun) -> User:
     """The user a run acts as — its invoker, whose access every step's write and read is checked
     against. ``invoked_by`` is nullable only so a deleted account leaves its runs' ledgers behind."""
     if run.invoked_by is None:
-        raise RunInvokerGone(f"run {run.run_id}: its invoker's account was deleted; nobody to act for")
+        raise RunInvokerGone(
+            f"run {run.run_id}: its invoker's account was deleted; nobody to act for"
+        )
     return run.invoked_by
 
 
@@ -154,7 +172,9 @@ class ChainRunner:
     def __init__(self, run: ProcessRun, lease: Lease | None = None) -> None:
         self.run = run
         self.lease = lease
-        self.definition: dict[str, Any] = module_version(run.process_id, run.module_version).definition
+        self.definition: dict[str, Any] = module_version(
+            run.process_id, run.module_version
+        ).definition
         self.invoker = run_invoker(run)
         self.actor = Actor(user=self.invoker, process_run_id=str(run.run_id))
         self._runtime: ModuleRuntime | None = None
@@ -170,8 +190,10 @@ class ChainRunner:
     def runtime(self) -> ModuleRuntime:
         if self._runtime is None:
             self._runtime = ModuleRuntime(
-                process_id=self.run.process_id, version=self.run.module_version,
-                user_id=self.invoker.pk, fingerprint=self.run.access_fingerprint,
+                process_id=self.run.process_id,
+                version=self.run.module_version,
+                user_id=self.invoker.pk,
+                fingerprint=self.run.access_fingerprint,
             )
         return self._runtime
 
@@ -201,8 +223,11 @@ class ChainRunner:
             return
         self.version_for_next_slice()
         try:
-            plan = plan_build(self.definition, self.run.input,
-                              for_each_cap=setting_get("processes.for_each_max_items"))
+            plan = plan_build(
+                self.definition,
+                self.run.input,
+                for_each_cap=setting_get("processes.for_each_max_items"),
+            )
         except (ForEachCapExceeded, InputInvalid) as exc:
             run_end(self.run, RunState.FAILED, lease=self.lease, reason=str(exc))
             return
@@ -220,24 +245,35 @@ class ChainRunner:
         if fresh.cancel_requested:
             return Stop(RunState.CANCELLED, "cancelled on request")
         if not setting_get("processes.enabled"):
-            return Stop(RunState.COMMITTED, "stopped: every process on the instance was switched off (processes.enabled)")
+            return Stop(
+                RunState.COMMITTED,
+                "stopped: every process on the instance was switched off (processes.enabled)",
+            )
         if not self._process_enabled():
-            return Stop(RunState.COMMITTED, f"stopped: an administrator switched {self.run.process_id} off")
+            return Stop(
+                RunState.COMMITTED, f"stopped: an administrator switched {self.run.process_id} off"
+            )
         if self.run.writes >= self.ceilings.max_writes:
-            return Stop(RunState.COMMITTED,
-                        f"stopped at the per-run write ceiling processes.max_writes_per_run ({self.ceilings.max_writes})")
+            return Stop(
+                RunState.COMMITTED,
+                f"stopped at the per-run write ceiling processes.max_writes_per_run ({self.ceilings.max_writes})",
+            )
         started_at = fresh.started_at or timezone.now()  # set by the claim; unset, nothing elapsed
         elapsed_ms = (timezone.now() - started_at).total_seconds() * 1000
         if elapsed_ms >= self.ceilings.max_run_ms:
-            return Stop(RunState.COMMITTED,
-                        f"stopped at the per-run runtime ceiling processes.max_run_ms ({self.ceilings.max_run_ms} ms)")
+            return Stop(
+                RunState.COMMITTED,
+                f"stopped at the per-run runtime ceiling processes.max_run_ms ({self.ceilings.max_run_ms} ms)",
+            )
         return None
 
     def _process_enabled(self) -> bool:
         """The process's switch, re-read at most once a second (as the settings are)."""
         now = time.monotonic()
         if now - self._switch_read_at >= 1.0:
-            self._switch_on = Process.objects.filter(pk=self.run.process_id, is_enabled=True).exists()
+            self._switch_on = Process.objects.filter(
+                pk=self.run.process_id, is_enabled=True
+            ).exists()
             self._switch_read_at = now
         return self._switch_on
 
@@ -251,29 +287,46 @@ class ChainRunner:
         stop = self.stop_check()
         if stop is not None:
             unreached = sum(1 for planned in plan if planned.step_id not in recorded)
-            run_end(self.run, stop.state, lease=self.lease, reason=stop.reason, outstanding=unreached)
+            run_end(
+                self.run, stop.state, lease=self.lease, reason=stop.reason, outstanding=unreached
+            )
             return
-        walk = self.walk_steps(plan, recorded, row_key="", visit=1, row=None, stop_between_steps=True)
+        walk = self.walk_steps(
+            plan, recorded, row_key="", visit=1, row=None, stop_between_steps=True
+        )
         if walk.status == WalkStatus.DONE:
             run_end(self.run, RunState.COMMITTED, lease=self.lease)
         elif walk.status == WalkStatus.STOP:
-            run_end(self.run, walk.stopped.state, lease=self.lease, reason=walk.stopped.reason,
-                    outstanding=len(plan) - walk.position)
+            run_end(
+                self.run,
+                walk.stopped.state,
+                lease=self.lease,
+                reason=walk.stopped.reason,
+                outstanding=len(plan) - walk.position,
+            )
         elif walk.status == WalkStatus.WAIT_SOURCE:
             self.wait_source(walk.at, walk.ledger_row, outstanding=len(plan) - walk.position - 1)
         elif walk.status == WalkStatus.WAIT_WINDOW:
-            self.wait_window(walk.at, walk.result, plan[walk.position:])
+            self.wait_window(walk.at, walk.result, plan[walk.position :])
         elif walk.status == WalkStatus.FAILED:
-            ledger_skip_rest(self.run, plan[walk.position + 1:], lease=self.lease)
+            ledger_skip_rest(self.run, plan[walk.position + 1 :], lease=self.lease)
             self.fail(walk.at, walk.ledger_row, outstanding=0)
 
     def recorded(self, *, row_key: str, visit: int) -> dict[str, ProcessRunStep]:
-        rows = self.run.ledger.filter(row_key=row_key, visit=visit).exclude(skip_reason=SkipReason.NOT_REACHED)
+        rows = self.run.ledger.filter(row_key=row_key, visit=visit).exclude(
+            skip_reason=SkipReason.NOT_REACHED
+        )
         return {row.step_id: row for row in rows}
 
     def walk_steps(
-        self, plan: list[PlannedStep], recorded: dict[str, ProcessRunStep], *, row_key: str, visit: int,
-        row: dict | None, stop_between_steps: bool,
+        self,
+        plan: list[PlannedStep],
+        recorded: dict[str, ProcessRunStep],
+        *,
+        row_key: str,
+        visit: int,
+        row: dict | None,
+        stop_between_steps: bool,
     ) -> Walk:
         """Perform the plan's unrecorded steps for one pass (a chain, or one row of a migration)."""
         steps: dict[str, dict] = {}
@@ -284,22 +337,42 @@ class ChainRunner:
                     stop = self.stop_check()
                     if stop is not None:
                         return Walk(WalkStatus.STOP, position, planned, stop=stop)
-                ctx = {"input": self.run.input, "runId": str(self.run.run_id), "steps": steps,
-                       "item": planned.item, "index": planned.index, "row": row}
-                key = f"run:{self.run.run_id}:{planned.step_id}" if row is None else (
-                    f"row:{self.run.process_id}:{row_key}:{planned.step_id}")
+                ctx = {
+                    "input": self.run.input,
+                    "runId": str(self.run.run_id),
+                    "steps": steps,
+                    "item": planned.item,
+                    "index": planned.index,
+                    "row": row,
+                }
+                key = (
+                    f"run:{self.run.run_id}:{planned.step_id}"
+                    if row is None
+                    else (f"row:{self.run.process_id}:{row_key}:{planned.step_id}")
+                )
                 # The step's writes name it on the write trail and on any delete held for approval.
                 actor = replace(self.actor, process_step=planned.step_id)
-                scope = StepScope(run=self.run, actor=actor, idempotency_key=key, row_key=row_key,
-                                  slice_number=visit, visit=visit, lease=self.lease)
+                scope = StepScope(
+                    run=self.run,
+                    actor=actor,
+                    idempotency_key=key,
+                    row_key=row_key,
+                    slice_number=visit,
+                    visit=visit,
+                    lease=self.lease,
+                )
                 result = step_execute(scope, planned, ctx, self.runtime())
                 if result.status == StepStatus.WAIT_WINDOW:
                     return Walk(WalkStatus.WAIT_WINDOW, position, planned, result=result)
                 ledger_row = result.ledger_row
-            if ledger_row.awaiting_verdict and verdict_take(ledger_row).status == VerdictWait.PENDING:
+            if (
+                ledger_row.awaiting_verdict
+                and verdict_take(ledger_row).status == VerdictWait.PENDING
+            ):
                 return Walk(WalkStatus.WAIT_SOURCE, position, planned, row=ledger_row)
             if ledger_row.disposition == Disposition.FAILED and not (
-                planned.kind == "delete" and planned.definition.get("onRefused") == OnRefused.CONTINUE
+                planned.kind == "delete"
+                and planned.definition.get("onRefused") == OnRefused.CONTINUE
             ):
                 return Walk(WalkStatus.FAILED, position, planned, row=ledger_row)
             steps[planned.step_id] = step_outcome(ledger_row)
@@ -310,39 +383,81 @@ class ChainRunner:
         now = timezone.now()
         budget_ms = setting_get("processes.await_source_budget_ms")
         waiting_on = f"{row.row_key}/{planned.step_id}" if row.row_key else planned.step_id
-        deadline = self.run.wait_deadline if self.run.waiting_step == waiting_on and self.run.wait_deadline else (
-            now + timedelta(milliseconds=budget_ms))
+        deadline = (
+            self.run.wait_deadline
+            if self.run.waiting_step == waiting_on and self.run.wait_deadline
+            else (now + timedelta(milliseconds=budget_ms))
+        )
         if now >= deadline:
-            run_end(self.run, RunState.COMMITTED, lease=self.lease, outstanding=outstanding, reason=(
-                f"step {planned.step_id!r} is still waiting for the source's verdict after the wait budget "
-                f"({budget_ms} ms, processes.await_source_budget_ms); its record is kept — "
-                "resume the run to wait again"))
+            run_end(
+                self.run,
+                RunState.COMMITTED,
+                lease=self.lease,
+                outstanding=outstanding,
+                reason=(
+                    f"step {planned.step_id!r} is still waiting for the source's verdict after the wait budget "
+                    f"({budget_ms} ms, processes.await_source_budget_ms); its record is kept — "
+                    "resume the run to wait again"
+                ),
+            )
             return
         # The budget's end is the run's due time: the lane's watch delivers it then (wake_at index).
-        run_wait(self.run, lease=self.lease, pending_reason=PendingReason.AWAITING_SOURCE, deadline=deadline,
-                 wake_at=deadline, waiting_step=waiting_on)
+        run_wait(
+            self.run,
+            lease=self.lease,
+            pending_reason=PendingReason.AWAITING_SOURCE,
+            deadline=deadline,
+            wake_at=deadline,
+            waiting_step=waiting_on,
+        )
         # The verdict may have landed while we were parking: then nobody else will wake us.
         if not verdict_pending(row):
             run_redeliver(self.run.pk)
 
-    def wait_window(self, planned: PlannedStep, result, rest: list[PlannedStep], *, row_key: str = "",
-                     visit: int = 1, outstanding: int | None = None) -> None:
+    def wait_window(
+        self,
+        planned: PlannedStep,
+        result,
+        rest: list[PlannedStep],
+        *,
+        row_key: str = "",
+        visit: int = 1,
+        outstanding: int | None = None,
+    ) -> None:
         """Park until the delete window frees, or stop committed naming the cap when it will not in time."""
         now = timezone.now()
         budget_ms = setting_get("processes.delete_wait_budget_ms")
         waiting_on = f"{row_key}/{planned.step_id}" if row_key else planned.step_id
-        deadline = self.run.wait_deadline if self.run.waiting_step == waiting_on and self.run.wait_deadline else (
-            now + timedelta(milliseconds=budget_ms))
+        deadline = (
+            self.run.wait_deadline
+            if self.run.waiting_step == waiting_on and self.run.wait_deadline
+            else (now + timedelta(milliseconds=budget_ms))
+        )
         if result.retry_at > deadline:
-            ledger_skip_rest(self.run, rest, row_key=row_key, slice_number=visit, visit=visit, lease=self.lease)
+            ledger_skip_rest(
+                self.run, rest, row_key=row_key, slice_number=visit, visit=visit, lease=self.lease
+            )
             left = len(rest) if outstanding is None else outstanding
-            run_end(self.run, RunState.COMMITTED, lease=self.lease, outstanding=left, reason=(
-                f"step {planned.step_id!r} stopped on the delete cap {result.cap}: the window would not free "
-                f"within the step's wait budget ({budget_ms} ms); nothing was deleted at that step — invoke "
-                "the process again, or raise the cap in Settings → Write guardrails"))
+            run_end(
+                self.run,
+                RunState.COMMITTED,
+                lease=self.lease,
+                outstanding=left,
+                reason=(
+                    f"step {planned.step_id!r} stopped on the delete cap {result.cap}: the window would not free "
+                    f"within the step's wait budget ({budget_ms} ms); nothing was deleted at that step — invoke "
+                    "the process again, or raise the cap in Settings → Write guardrails"
+                ),
+            )
             return
-        run_wait(self.run, lease=self.lease, pending_reason=PendingReason.AWAITING_TIME, deadline=deadline, wake_at=result.retry_at,
-                 waiting_step=waiting_on)
+        run_wait(
+            self.run,
+            lease=self.lease,
+            pending_reason=PendingReason.AWAITING_TIME,
+            deadline=deadline,
+            wake_at=result.retry_at,
+            waiting_step=waiting_on,
+        )
 
     def fail(self, planned: PlannedStep, row: ProcessRunStep, *, outstanding: int) -> None:
         reason = f"step {planned.step_id!r} failed: {row.refusal_code}: {row.refusal_message}"

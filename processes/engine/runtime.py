@@ -4,6 +4,7 @@ Calls return JSON or raise ``StepCodeFailed`` carrying the code to put on the le
 sandbox's own (timeout, memory, script error) or, when a ``ctx.query`` read was refused inside the
 call, that read's code and sentence.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -44,8 +45,12 @@ class ModuleRuntime:
 
     def _query(self, path_and_query: Any) -> list[dict[str, Any]]:
         try:
-            return query_run(user_id=self._user_id, fingerprint=self._fingerprint, path_and_query=path_and_query,
-                             budget_ms=self.sandbox.wall_remaining_ms())
+            return query_run(
+                user_id=self._user_id,
+                fingerprint=self._fingerprint,
+                path_and_query=path_and_query,
+                budget_ms=self.sandbox.wall_remaining_ms(),
+            )
         except Exception as exc:
             self._query_failure = exc
             raise
@@ -60,10 +65,14 @@ class ModuleRuntime:
         except SandboxError as exc:
             failure = self._query_failure
             # A read cut short by the step's time budget fails as the budget, not as the read.
-            if failure is not None and getattr(failure, "code", None) and not isinstance(
-                exc, SandboxTimeBudgetExceeded
+            if (
+                failure is not None
+                and getattr(failure, "code", None)
+                and not isinstance(exc, SandboxTimeBudgetExceeded)
             ):
-                raise StepCodeFailed(str(failure.code), getattr(failure, "message", str(failure))) from exc
+                raise StepCodeFailed(
+                    str(failure.code), getattr(failure, "message", str(failure))
+                ) from exc
             where = f" at {exc.location}" if getattr(exc, "location", None) else ""
             raise StepCodeFailed(exc.code, f"{exc}{where}") from exc
 

@@ -4,6 +4,7 @@ The author's functions run before the transaction opens (they may read, and they
 the write and its ledger row then commit together, so a re-delivered slice finds the row and
 never writes twice. A create also carries an idempotency key that the boundary enforces.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -61,7 +62,9 @@ class StepScope:
     row_key: str = ""
     slice_number: int = 1
     visit: int = 1
-    lease: Lease | None = None  # the delivery's; every ledger row proves it in the step's transaction
+    lease: Lease | None = (
+        None  # the delivery's; every ledger row proves it in the step's transaction
+    )
 
 
 class Unresolved(Exception):
@@ -70,8 +73,15 @@ class Unresolved(Exception):
 
 def record_step(scope: StepScope, planned: PlannedStep, **fields: Any) -> ProcessRunStep:
     """The step's ledger row at its place in the run (inside the caller's transaction)."""
-    return ledger_write(scope.run, planned, row_key=scope.row_key, slice_number=scope.slice_number,
-                        visit=scope.visit, lease=scope.lease, **fields)
+    return ledger_write(
+        scope.run,
+        planned,
+        row_key=scope.row_key,
+        slice_number=scope.slice_number,
+        visit=scope.visit,
+        lease=scope.lease,
+        **fields,
+    )
 
 
 def _fail(scope: StepScope, planned: PlannedStep, refusal: Refused, **fields: Any) -> StepResult:
@@ -82,18 +92,27 @@ def _fail(scope: StepScope, planned: PlannedStep, refusal: Refused, **fields: An
 
 def _declined(scope: StepScope, planned: PlannedStep) -> StepResult:
     """The step's when returned false or its build null: recorded as skipped, nothing written."""
-    row = record_step(scope, planned, disposition=Disposition.SKIPPED, skip_reason=SkipReason.DECLINED)
+    row = record_step(
+        scope, planned, disposition=Disposition.SKIPPED, skip_reason=SkipReason.DECLINED
+    )
     return StepResult(StepStatus.DONE, row)
 
 
 def _unresolved(scope: StepScope, planned: PlannedStep, what: str) -> StepResult:
-    return _fail(scope, planned, Refused(
-        RefusalCode.STEP_ADDRESS_UNRESOLVED, what,
-        f"step {planned.step_id!r}: {what} did not resolve to a record; nothing was written",
-    ))
+    return _fail(
+        scope,
+        planned,
+        Refused(
+            RefusalCode.STEP_ADDRESS_UNRESOLVED,
+            what,
+            f"step {planned.step_id!r}: {what} did not resolve to a record; nothing was written",
+        ),
+    )
 
 
-def _address_value(runtime: ModuleRuntime, planned: PlannedStep, ctx: dict, section: str, key: str) -> Any:
+def _address_value(
+    runtime: ModuleRuntime, planned: PlannedStep, ctx: dict, section: str, key: str
+) -> Any:
     value = runtime.call(planned.path + (section, key), ctx)
     if value in (None, ""):
         raise Unresolved(f"{section}.{key}")
@@ -122,16 +141,25 @@ def _update_address(runtime: ModuleRuntime, planned: PlannedStep, ctx: dict) -> 
 
 def _payload(value: Any) -> tuple[dict, list | None]:
     if not isinstance(value, dict) or not isinstance(value.get("parent"), dict):
-        raise StepCodeFailed(ProcessCode.BUILD_INVALID, "build must return { parent, lines? } or null")
+        raise StepCodeFailed(
+            ProcessCode.BUILD_INVALID, "build must return { parent, lines? } or null"
+        )
     lines = value.get("lines")
     return value["parent"], lines  # keys other than parent and lines are not read
 
 
 def _latest_write_state(record_id: Any) -> int | None:
-    return RecordWriteState.reads.filter(record_id=record_id).order_by("-id").values_list("id", flat=True).first()
+    return (
+        RecordWriteState.reads.filter(record_id=record_id)
+        .order_by("-id")
+        .values_list("id", flat=True)
+        .first()
+    )
 
 
-def step_execute(scope: StepScope, planned: PlannedStep, ctx: dict, runtime: ModuleRuntime) -> StepResult:
+def step_execute(
+    scope: StepScope, planned: PlannedStep, ctx: dict, runtime: ModuleRuntime
+) -> StepResult:
     """Perform one step and record it. Never raises for the author's or the boundary's refusals."""
     step = planned.definition
     try:
@@ -139,7 +167,11 @@ def step_execute(scope: StepScope, planned: PlannedStep, ctx: dict, runtime: Mod
             try:
                 proceed = runtime.call(planned.path + ("when",), ctx)
             except StepCodeFailed as exc:
-                return _fail(scope, planned, Refused(ProcessCode.WHEN_FAILED, "when", f"when threw: {exc.message}"))
+                return _fail(
+                    scope,
+                    planned,
+                    Refused(ProcessCode.WHEN_FAILED, "when", f"when threw: {exc.message}"),
+                )
             if proceed is not True:
                 with transaction.atomic():
                     return _declined(scope, planned)
@@ -160,51 +192,75 @@ def step_execute(scope: StepScope, planned: PlannedStep, ctx: dict, runtime: Mod
     return _write(scope, planned, parent, lines, address)
 
 
-def _write(scope: StepScope, planned: PlannedStep, parent: dict, lines: list | None, address: dict | None) -> StepResult:
+def _write(
+    scope: StepScope, planned: PlannedStep, parent: dict, lines: list | None, address: dict | None
+) -> StepResult:
     record_type = planned.definition["recordType"]
     awaits = planned.definition.get("awaitSource") is True
     with transaction.atomic():
         try:
             if address is None:
-                result: WriteResult = record_create(actor=scope.actor, record_type=record_type, parent=parent,
-                                                    lines=lines, idempotency_key=scope.idempotency_key)
+                result: WriteResult = record_create(
+                    actor=scope.actor,
+                    record_type=record_type,
+                    parent=parent,
+                    lines=lines,
+                    idempotency_key=scope.idempotency_key,
+                )
             else:
-                result = record_update(actor=scope.actor, record_type=record_type, parent=parent, **address)
+                result = record_update(
+                    actor=scope.actor, record_type=record_type, parent=parent, **address
+                )
         except (Refusal, NotFound, TurbobaseError) as exc:
-            return StepResult(StepStatus.FAILED, record_step(scope, planned, disposition=Disposition.FAILED,
-                                                 refusal=Refused.of(exc)))
+            return StepResult(
+                StepStatus.FAILED,
+                record_step(
+                    scope, planned, disposition=Disposition.FAILED, refusal=Refused.of(exc)
+                ),
+            )
         record = result.record
         reused = result.outcome == WriteOutcome.DUPLICATE and scope.row_key != ""
         write_state = _latest_write_state(record.pk) if awaits and record.source_system else None
         row = record_step(
-            scope, planned,
+            scope,
+            planned,
             disposition=Disposition.SKIPPED if reused else Disposition.CONFIRMED,
             skip_reason=SkipReason.REUSED if reused else SkipReason.NONE,
-            pg_row_id=record.pk, external_id=record.external_id,
+            pg_row_id=record.pk,
+            external_id=record.external_id,
             created_record=address is None and not reused,
-            awaiting=write_state is not None and not reused, write_state_id=write_state,
+            awaiting=write_state is not None and not reused,
+            write_state_id=write_state,
             counts_write=result.outcome in (WriteOutcome.CREATED, WriteOutcome.UPDATED),
         )
         return StepResult(StepStatus.DONE, row)
 
 
-def _delete(scope: StepScope, planned: PlannedStep, ctx: dict, runtime: ModuleRuntime) -> StepResult:
+def _delete(
+    scope: StepScope, planned: PlannedStep, ctx: dict, runtime: ModuleRuntime
+) -> StepResult:
     delete = planned.definition["delete"]
     key = "pgRowId" if delete.get("pgRowId") is not None else "externalId"
     value = _address_value(runtime, planned, ctx, "delete", key)
     with transaction.atomic():
         try:
             result = record_delete(
-                actor=scope.actor, record_type=planned.definition["recordType"],
+                actor=scope.actor,
+                record_type=planned.definition["recordType"],
                 pg_row_id=value if key == "pgRowId" else None,
                 external_id=value if key == "externalId" else None,
-                source_system=delete.get("sourceSystem"), on_cap="wait",
+                source_system=delete.get("sourceSystem"),
+                on_cap="wait",
             )
         except DeleteWindowWait as wait:
             return StepResult(StepStatus.WAIT_WINDOW, cap=wait.cap, retry_at=wait.retry_at)
         except (Refusal, NotFound, TurbobaseError) as exc:
-            return StepResult(StepStatus.FAILED, record_step(scope, planned, disposition=Disposition.FAILED,
-                                                 refusal=Refused.of(exc)))
+            return StepResult(
+                StepStatus.FAILED,
+                record_step(
+                    scope, planned, disposition=Disposition.FAILED, refusal=Refused.of(exc)
+                ),
+            )
         notice = Refused(result.code, None, result.message) if result.code else None
         # A delete on its way to a connected system waits for the source's verdict, as an
         # awaitSource create does: a refusal (the record comes back) fails the step with the
@@ -212,7 +268,15 @@ def _delete(scope: StepScope, planned: PlannedStep, ctx: dict, runtime: ModuleRu
         # (nothing bounds how long a person takes); it is confirmed with its notice.
         sent = result.outcome == WriteOutcome.QUEUED and bool(result.record.source_system)
         write_state = _latest_write_state(result.record.pk) if sent else None
-        row = record_step(scope, planned, disposition=Disposition.CONFIRMED, refusal=notice,
-                      pg_row_id=result.record.pk, external_id=result.record.external_id, counts_write=True,
-                      awaiting=write_state is not None, write_state_id=write_state)
+        row = record_step(
+            scope,
+            planned,
+            disposition=Disposition.CONFIRMED,
+            refusal=notice,
+            pg_row_id=result.record.pk,
+            external_id=result.record.external_id,
+            counts_write=True,
+            awaiting=write_state is not None,
+            write_state_id=write_state,
+        )
         return StepResult(StepStatus.DONE, row)

@@ -4,6 +4,7 @@ A waiting run records why (``pending_reason``) and until when (``wait_deadline``
 worker back. The verdict (``records.verdicts.source_verdict``) re-queues it; the sweeper
 re-queues waits whose time is up and any run whose wake-up was lost.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -38,14 +39,24 @@ def verdict_take(row: ProcessRunStep) -> VerdictOutcome:
             row.save(update_fields=["awaiting_verdict", "external_id", "updated_at"])
             return VerdictOutcome(VerdictWait.CONFIRMED)
         if state.status == WriteStatus.SETTLE_CONFLICT:
-            refusal = Refused(RefusalCode.SOURCE_APPLIED_UNLINKED, state.field or None,
-                              state.message or "the source created the record but linking it back failed")
+            refusal = Refused(
+                RefusalCode.SOURCE_APPLIED_UNLINKED,
+                state.field or None,
+                state.message or "the source created the record but linking it back failed",
+            )
             row.external_id = state.external_id
         else:
-            refusal = Refused(state.reason_code or RefusalCode.SOURCE_REFUSED, state.field or None,
-                              state.message or "the source refused the write")
+            refusal = Refused(
+                state.reason_code or RefusalCode.SOURCE_REFUSED,
+                state.field or None,
+                state.message or "the source refused the write",
+            )
         row.disposition = Disposition.FAILED
-        row.refusal_code, row.refusal_field, row.refusal_message = refusal.code, refusal.field, refusal.message
+        row.refusal_code, row.refusal_field, row.refusal_message = (
+            refusal.code,
+            refusal.field,
+            refusal.message,
+        )
         row.save()
         return VerdictOutcome(VerdictWait.FAILED)
 
@@ -53,7 +64,8 @@ def verdict_take(row: ProcessRunStep) -> VerdictOutcome:
 def runs_waiting_on(write_state_id: int) -> list[Any]:
     return list(
         ProcessRunStep.objects.filter(write_state_id=write_state_id, awaiting_verdict=True)
-        .values_list("run_id", flat=True).distinct()
+        .values_list("run_id", flat=True)
+        .distinct()
     )
 
 

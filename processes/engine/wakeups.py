@@ -1,4 +1,5 @@
 """Waking parked runs: on a source's verdict, on the clock, and by the sweeper."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -18,24 +19,39 @@ from records.models import RecordWriteState, WriteOperation
 from records.outcomes import VerdictKind
 
 
-def on_source_verdict(sender: Any = None, *, write_state_id: int, record_id: Any, verdict: str, **kwargs: Any) -> None:
+def on_source_verdict(
+    sender: Any = None, *, write_state_id: int, record_id: Any, verdict: str, **kwargs: Any
+) -> None:
     """Connected to ``records.verdicts.source_verdict``: wake runs waiting on this write, and
     keep a rolled-back run honest about the deletes it sent."""
     for run_id in runs_waiting_on(write_state_id):
         run_redeliver(run_id)
-    state = RecordWriteState.reads.filter(pk=write_state_id).only("operation", "message", "reason_code").first()
+    state = (
+        RecordWriteState.reads.filter(pk=write_state_id)
+        .only("operation", "message", "reason_code")
+        .first()
+    )
     if state is None or state.operation != WriteOperation.DELETE:
         return
-    for row in ProcessRunStep.objects.filter(pg_row_id=record_id, disposition=Disposition.ROLLED_BACK).select_related("run"):
+    for row in ProcessRunStep.objects.filter(
+        pg_row_id=record_id, disposition=Disposition.ROLLED_BACK
+    ).select_related("run"):
         run = row.run
         if verdict == VerdictKind.REFUSED:
             with transaction.atomic():
-                row.disposition = Disposition.CONFIRMED if row.refusal_code is None else Disposition.FAILED
+                row.disposition = (
+                    Disposition.CONFIRMED if row.refusal_code is None else Disposition.FAILED
+                )
                 row.save(update_fields=["disposition", "updated_at"])
                 if run.state == RunState.ROLLED_BACK:
-                    run_end(run, RunState.FAILED, reason=(
-                        f"the source refused the rollback delete of {row.record_type} {row.pg_row_id} "
-                        f"(step {row.step_id!r}): {state.reason_code}: {state.message}; roll back again once fixed"))
+                    run_end(
+                        run,
+                        RunState.FAILED,
+                        reason=(
+                            f"the source refused the rollback delete of {row.record_type} {row.pg_row_id} "
+                            f"(step {row.step_id!r}): {state.reason_code}: {state.message}; roll back again once fixed"
+                        ),
+                    )
         elif run.state == RunState.ROLLED_BACK:
             ProcessRun.objects.filter(pk=run.pk).update(reason=rolled_back_reason(run))
 
@@ -53,7 +69,8 @@ def wakeups_due(*, mode: str, now: datetime | None = None, limit: int = 200) -> 
     due = list(
         ProcessRun.objects.filter(mode=mode, state=RunState.RUNNING, wake_at__lte=now)
         .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
-        .order_by("wake_at").values_list("run_id", "wake_at")[:limit]
+        .order_by("wake_at")
+        .values_list("run_id", "wake_at")[:limit]
     )
     woken = 0
     for run_id, at in due:
@@ -62,7 +79,9 @@ def wakeups_due(*, mode: str, now: datetime | None = None, limit: int = 200) -> 
                 pk=run_id, wake_at=at, state__in=states_from(RunMove.CLAIM)
             ).update(wake_at=None, delivery=F("delivery") + 1, updated_at=timezone.now())
             if claimed:
-                delivery = ProcessRun.objects.filter(pk=run_id).values_list("delivery", flat=True).get()
+                delivery = (
+                    ProcessRun.objects.filter(pk=run_id).values_list("delivery", flat=True).get()
+                )
                 lane_enqueue(run_id=run_id, delivery=delivery, mode=mode)
                 woken += 1
     return woken

@@ -3,6 +3,7 @@
 Schedules are deployed (``turbobase ext deploy --to <env>``), never edited here: the screen is
 read-only except for resuming a schedule that paused itself after five failures in a row.
 """
+
 from __future__ import annotations
 
 from django.contrib import admin, messages
@@ -28,21 +29,46 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 @admin.register(ProcessSchedule)
 class ProcessScheduleAdmin(ReadOnlyAdmin):
-    list_display = ("name", "process_id", "schedule_expr", "schedule_tz", "state", "next_fire_at",
-                    "last_fired_at", "consecutive_failures")
+    list_display = (
+        "name",
+        "process_id",
+        "schedule_expr",
+        "schedule_tz",
+        "state",
+        "next_fire_at",
+        "last_fired_at",
+        "consecutive_failures",
+    )
     list_filter = ("is_paused", "schedule_tz")
     search_fields = ("name", "process_id")
-    readonly_fields = ("name", "schedule_kind", "schedule_expr", "schedule_tz", "process_id", "body",
-                       "state", "next_fire_at", "last_fired_at", "consecutive_failures", "paused_reason",
-                       "deployed_by", "created_at", "updated_at")
+    readonly_fields = (
+        "name",
+        "schedule_kind",
+        "schedule_expr",
+        "schedule_tz",
+        "process_id",
+        "body",
+        "state",
+        "next_fire_at",
+        "last_fired_at",
+        "consecutive_failures",
+        "paused_reason",
+        "deployed_by",
+        "created_at",
+        "updated_at",
+    )
 
     @admin.display(description="state", ordering="is_paused")
     def state(self, schedule: ProcessSchedule) -> str:
         # Words, not Django's boolean icons: a green tick beside "paused?" read as "all is well".
         if schedule.is_paused:
-            return format_html('<strong class="schedule-paused" title="{}">paused</strong>',
-                               schedule.paused_reason)
-        return mark_safe('<span class="schedule-active">active</span>')  # a constant, nothing to escape
+            return format_html(
+                '<strong class="schedule-paused" title="{}">paused</strong>', schedule.paused_reason
+            )
+        return mark_safe(
+            '<span class="schedule-active">active</span>'
+        )  # a constant, nothing to escape
+
     actions = ("resume",)
 
     def has_view_permission(self, request: HttpRequest, obj: object = None) -> bool:

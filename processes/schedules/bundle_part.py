@@ -1,4 +1,5 @@
 """The ``schedules`` key of a bundle body: ``turbobase/schedules.json``, deployed with the bundle."""
+
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
@@ -26,8 +27,14 @@ class SchedulesPart:
     def parse(self, raw: Any) -> list[ScheduleSpec]:
         return schedules_parse(raw)
 
-    def check(self, parsed: list[ScheduleSpec] | None, *, modules_after: Mapping[str, str],
-              removing: Collection[str], by: Any) -> None:
+    def check(
+        self,
+        parsed: list[ScheduleSpec] | None,
+        *,
+        modules_after: Mapping[str, str],
+        removing: Collection[str],
+        by: Any,
+    ) -> None:
         processes = {module_id for module_id, kind in modules_after.items() if kind == "process"}
         schedules_check(specs=parsed, processes_after=processes, removing=removing, by=by)
 

@@ -16,6 +16,7 @@ Only five-field expressions (minute hour day-of-month month day-of-week) and the
 aliases are accepted: croniter's optional seconds and year fields would silently change what a
 five-field reader expects, and a per-minute ticker cannot honour seconds anyway.
 """
+
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
@@ -42,8 +43,10 @@ def zone_get(name: str) -> ZoneInfo:
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise CronInvalid(f"{name!r} is not a time zone this instance knows (an IANA name such as "
-                          "'Europe/Berlin')") from exc
+        raise CronInvalid(
+            f"{name!r} is not a time zone this instance knows (an IANA name such as "
+            "'Europe/Berlin')"
+        ) from exc
 
 
 def expr_check(expr: str) -> None:
@@ -52,7 +55,9 @@ def expr_check(expr: str) -> None:
         raise CronInvalid("the cron expression must be a string such as '0 2 * * *'")
     text = expr.strip()
     if not text.startswith("@") and len(text.split()) != 5:
-        raise CronInvalid(f"{expr!r} is not a five-field cron expression (minute hour day month weekday)")
+        raise CronInvalid(
+            f"{expr!r} is not a five-field cron expression (minute hour day month weekday)"
+        )
     if text.startswith("@") and text.lower() not in ALIASES:
         raise CronInvalid(f"{expr!r} is not a cron alias ({', '.join(ALIASES)})")
     try:

@@ -1,4 +1,5 @@
 """Refusals of the schedules: each names the ``schedules[i].<field>`` of ``turbobase/schedules.json``."""
+
 from __future__ import annotations
 
 from extensions.errors import ExtensionInUse

@@ -26,6 +26,7 @@ What a firing does (seed 000, "Keeping a long run going"):
 - firing while an earlier run is still going just queues another run: rows are keyed, so two runs
   that reach one row write it once.
 """
+
 from __future__ import annotations
 
 import logging
@@ -80,12 +81,20 @@ class Attempt:
 def _invoke(schedule: ProcessSchedule, *, user: Any) -> Attempt:
     body = schedule.body.get("input", {}) if schedule.is_input_given else {}
     if not isinstance(body, dict):
-        return Attempt(FiringOutcome.FAILED, field="input",
-                       message=f"input must be a JSON object, not {type(body).__name__}")
+        return Attempt(
+            FiringOutcome.FAILED,
+            field="input",
+            message=f"input must be a JSON object, not {type(body).__name__}",
+        )
     try:
         with transaction.atomic():  # a savepoint: a refusal leaves the claim in place
-            run = run_invoke(process_id=schedule.process_id, body=body, user=user,
-                             mode=RunMode.ASYNC, schedule_name=schedule.name)
+            run = run_invoke(
+                process_id=schedule.process_id,
+                body=body,
+                user=user,
+                mode=RunMode.ASYNC,
+                schedule_name=schedule.name,
+            )
     except ProcessDisabled as exc:
         return Attempt(FiringOutcome.SKIPPED, message=str(exc.extra.get("reason") or exc.message))
     except InputInvalid as exc:
@@ -106,19 +115,28 @@ def _count(schedule: ProcessSchedule, attempt: Attempt) -> None:
     elif attempt.outcome == FiringOutcome.FAILED:
         rows.update(consecutive_failures=F("consecutive_failures") + 1)
         where = f" ({attempt.field})" if attempt.field else ""
-        reason = (f"paused after {MAX_FAILURES_IN_A_ROW} failed firings in a row; the last"
-                  f"{where}: {attempt.message}")
+        reason = (
+            f"paused after {MAX_FAILURES_IN_A_ROW} failed firings in a row; the last"
+            f"{where}: {attempt.message}"
+        )
         with transaction.atomic():
-            paused = rows.filter(consecutive_failures__gte=MAX_FAILURES_IN_A_ROW, is_paused=False).update(
-                is_paused=True, paused_reason=reason)
+            paused = rows.filter(
+                consecutive_failures__gte=MAX_FAILURES_IN_A_ROW, is_paused=False
+            ).update(is_paused=True, paused_reason=reason)
             if paused:  # nobody paused it: the firing loop did, so the event has no actor
-                audit_record(actor=None, action=ProcessAuditAction.SCHEDULE_PAUSED,
-                             target=f"schedule:{schedule.pk}", after={"isPaused": True}, reason=reason)
+                audit_record(
+                    actor=None,
+                    action=ProcessAuditAction.SCHEDULE_PAUSED,
+                    target=f"schedule:{schedule.pk}",
+                    after={"isPaused": True},
+                    reason=reason,
+                )
     # A skip is neither: the schedule did nothing wrong, and nothing succeeded either.
 
 
-def schedule_fire(schedule: ProcessSchedule, *, now: datetime, user: Any | None = None
-                  ) -> ProcessScheduleFiring | None:
+def schedule_fire(
+    schedule: ProcessSchedule, *, now: datetime, user: Any | None = None
+) -> ProcessScheduleFiring | None:
     """Fire one schedule for the due time it was read with; None when another ticker claimed it."""
     due_at = schedule.next_fire_at
     if due_at is None or schedule.is_paused or due_at > now:
@@ -126,26 +144,37 @@ def schedule_fire(schedule: ProcessSchedule, *, now: datetime, user: Any | None 
     try:
         next_at = cron_next(schedule.schedule_expr, schedule.schedule_tz, after=now)
     except CronInvalid as exc:  # a zone the instance's tz database later lost: stop, say why
-        ProcessSchedule.objects.filter(pk=schedule.pk).update(is_paused=True, paused_reason=str(exc))
+        ProcessSchedule.objects.filter(pk=schedule.pk).update(
+            is_paused=True, paused_reason=str(exc)
+        )
         return None
     with transaction.atomic():
-        claimed = (ProcessSchedule.objects
-                   .filter(pk=schedule.pk, next_fire_at=due_at, is_paused=False)
-                   .update(next_fire_at=next_at, last_fired_at=now))
+        claimed = ProcessSchedule.objects.filter(
+            pk=schedule.pk, next_fire_at=due_at, is_paused=False
+        ).update(next_fire_at=next_at, last_fired_at=now)
         if not claimed:
             return None
         attempt = _invoke(schedule, user=user or scheduler_user())
         firing = ProcessScheduleFiring.objects.create(
-            schedule_name=schedule.name, due_at=due_at, fired_at=now, outcome=attempt.outcome,
-            run_id=attempt.run_id, field=attempt.field, message=attempt.message)
+            schedule_name=schedule.name,
+            due_at=due_at,
+            fired_at=now,
+            outcome=attempt.outcome,
+            run_id=attempt.run_id,
+            field=attempt.field,
+            message=attempt.message,
+        )
         _count(schedule, attempt)
     return firing
 
 
 def schedules_fire_due(now: datetime) -> list[ProcessScheduleFiring]:
     """Fire every schedule due at ``now`` (at most once per due time); answer the firings made."""
-    due = list(ProcessSchedule.objects.filter(is_paused=False, next_fire_at__lte=now)
-               .order_by("next_fire_at", "name"))
+    due = list(
+        ProcessSchedule.objects.filter(is_paused=False, next_fire_at__lte=now).order_by(
+            "next_fire_at", "name"
+        )
+    )
     if not due:
         return []
     user = scheduler_user()
@@ -174,8 +203,13 @@ def schedule_resume(*, name: str, now: datetime, by: Any = None) -> bool:
         return False
     next_at = cron_next(schedule.schedule_expr, schedule.schedule_tz, after=now)
     ProcessSchedule.objects.filter(pk=name).update(
-        is_paused=False, paused_reason="", consecutive_failures=0, next_fire_at=next_at)
-    audit_record(actor=by, action=ProcessAuditAction.SCHEDULE_RESUMED, target=f"schedule:{name}",
-                 before={"isPaused": True, "pausedReason": schedule.paused_reason},
-                 after={"isPaused": False, "nextFireAt": next_at.isoformat()})
+        is_paused=False, paused_reason="", consecutive_failures=0, next_fire_at=next_at
+    )
+    audit_record(
+        actor=by,
+        action=ProcessAuditAction.SCHEDULE_RESUMED,
+        target=f"schedule:{name}",
+        before={"isPaused": True, "pausedReason": schedule.paused_reason},
+        after={"isPaused": False, "nextFireAt": next_at.isoformat()},
+    )
     return True

@@ -5,6 +5,7 @@ A schedule invokes one process with nobody signed in. Its rows are written only 
 moving ``next_fire_at`` with a conditional UPDATE, so two tickers never fire one due time twice,
 and records every firing as a ``ProcessScheduleFiring`` keyed by (schedule, due time).
 """
+
 from __future__ import annotations
 
 from django.conf import settings
@@ -19,7 +20,9 @@ class ProcessSchedule(models.Model):
     """A cron schedule that invokes one process with nobody signed in."""
 
     name = models.CharField(max_length=200, primary_key=True)
-    schedule_kind = models.CharField(max_length=16, choices=ScheduleKind.choices, default=ScheduleKind.CRON)
+    schedule_kind = models.CharField(
+        max_length=16, choices=ScheduleKind.choices, default=ScheduleKind.CRON
+    )
     schedule_expr = models.CharField(max_length=200)
     schedule_tz = models.CharField(max_length=64, default="UTC")
     # Denormalised from body.process: the remove guard and the trigger read look it up by id.
@@ -78,7 +81,9 @@ class ProcessScheduleFiring(models.Model):
         app_label = "processes"
         ordering = ["-due_at", "-id"]
         constraints = [
-            models.UniqueConstraint(fields=["schedule_name", "due_at"], name="schedule_firing_unique"),
+            models.UniqueConstraint(
+                fields=["schedule_name", "due_at"], name="schedule_firing_unique"
+            ),
         ]
         indexes = [models.Index(fields=["schedule_name", "fired_at"])]
 

@@ -8,6 +8,7 @@ deploy leaves behind, and who deploys), then — inside the apply's one transact
 schedule the instance keeps afterwards, so deleting an entry from schedules.json and deploying
 removes it.
 """
+
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
@@ -52,15 +53,24 @@ class ScheduleSpec:
         return f"schedules[{self.index}].{name}"
 
     def as_entry(self) -> dict[str, Any]:
-        return {"name": self.name, "scheduleKind": self.kind, "scheduleExpr": self.expr,
-                "scheduleTz": self.tz, "body": self.body}
+        return {
+            "name": self.name,
+            "scheduleKind": self.kind,
+            "scheduleExpr": self.expr,
+            "scheduleTz": self.tz,
+            "body": self.body,
+        }
 
 
 def schedule_entry(schedule: ProcessSchedule) -> dict[str, Any]:
     """A stored schedule as the schedules.json entry that declared it."""
-    return {"name": schedule.name, "scheduleKind": schedule.schedule_kind,
-            "scheduleExpr": schedule.schedule_expr, "scheduleTz": schedule.schedule_tz,
-            "body": schedule.body}
+    return {
+        "name": schedule.name,
+        "scheduleKind": schedule.schedule_kind,
+        "scheduleExpr": schedule.schedule_expr,
+        "scheduleTz": schedule.schedule_tz,
+        "body": schedule.body,
+    }
 
 
 def _text(entry: dict[str, Any], key: str, where: str) -> str:
@@ -76,19 +86,27 @@ def _spec_parse(index: int, entry: Any) -> ScheduleSpec:
         raise ScheduleInvalid(f"{where} must be an object", field=where)
     unknown = sorted(set(entry) - ENTRY_KEYS)
     if unknown:
-        raise ScheduleInvalid(f"{where}.{unknown[0]} is not a schedule field "
-                              f"({', '.join(sorted(ENTRY_KEYS))})", field=f"{where}.{unknown[0]}")
+        raise ScheduleInvalid(
+            f"{where}.{unknown[0]} is not a schedule field ({', '.join(sorted(ENTRY_KEYS))})",
+            field=f"{where}.{unknown[0]}",
+        )
     name = _text(entry, "name", f"{where}.name")
     if name.lower().startswith(RESERVED_PREFIX):
-        raise ScheduleNameReserved(f"{name!r}: names beginning {RESERVED_PREFIX!r} are the platform's own "
-                                   "recurring jobs", field=f"{where}.name")
+        raise ScheduleNameReserved(
+            f"{name!r}: names beginning {RESERVED_PREFIX!r} are the platform's own recurring jobs",
+            field=f"{where}.name",
+        )
     if len(name) > MAX_NAME_CHARS or name != name.strip():
-        raise ScheduleInvalid(f"{where}.name must be at most {MAX_NAME_CHARS} characters, without "
-                              "leading or trailing spaces", field=f"{where}.name")
+        raise ScheduleInvalid(
+            f"{where}.name must be at most {MAX_NAME_CHARS} characters, without "
+            "leading or trailing spaces",
+            field=f"{where}.name",
+        )
     kind = entry.get("scheduleKind")
     if kind != ScheduleKind.CRON:
-        raise ScheduleInvalid(f"{where}.scheduleKind must be 'cron' (got {kind!r})",
-                              field=f"{where}.scheduleKind")
+        raise ScheduleInvalid(
+            f"{where}.scheduleKind must be 'cron' (got {kind!r})", field=f"{where}.scheduleKind"
+        )
     expr = _text(entry, "scheduleExpr", f"{where}.scheduleExpr")
     tz = entry.get("scheduleTz", "UTC")
     for key, check, value in (("scheduleExpr", expr_check, expr), ("scheduleTz", zone_get, tz)):
@@ -96,23 +114,36 @@ def _spec_parse(index: int, entry: Any) -> ScheduleSpec:
             check(value)
         except CronInvalid as exc:
             raise ScheduleInvalid(f"{where}.{key}: {exc}", field=f"{where}.{key}") from exc
-    return ScheduleSpec(index=index, name=name, kind=kind, expr=expr.strip(), tz=tz,
-                        body=_body_parse(entry.get("body"), f"{where}.body"))
+    return ScheduleSpec(
+        index=index,
+        name=name,
+        kind=kind,
+        expr=expr.strip(),
+        tz=tz,
+        body=_body_parse(entry.get("body"), f"{where}.body"),
+    )
 
 
 def _body_parse(body: Any, where: str) -> dict[str, Any]:
     if not isinstance(body, dict):
-        raise ScheduleInvalid(f"{where} must be an object {{kind: 'process', process, input?}}", field=where)
+        raise ScheduleInvalid(
+            f"{where} must be an object {{kind: 'process', process, input?}}", field=where
+        )
     unknown = sorted(set(body) - BODY_KEYS)
     if unknown:
-        raise ScheduleInvalid(f"{where}.{unknown[0]} is not a body field (kind, process, input)",
-                              field=f"{where}.{unknown[0]}")
+        raise ScheduleInvalid(
+            f"{where}.{unknown[0]} is not a body field (kind, process, input)",
+            field=f"{where}.{unknown[0]}",
+        )
     if body.get("kind") != "process":
-        raise ScheduleInvalid(f"{where}.kind must be 'process' (got {body.get('kind')!r})",
-                              field=f"{where}.kind")
+        raise ScheduleInvalid(
+            f"{where}.kind must be 'process' (got {body.get('kind')!r})", field=f"{where}.kind"
+        )
     if not isinstance(body.get("process"), str) or not body["process"].strip():
-        raise ScheduleProcessNotDeployed(f"{where}.process is required: the id of the process to invoke",
-                                         field=f"{where}.process")
+        raise ScheduleProcessNotDeployed(
+            f"{where}.process is required: the id of the process to invoke",
+            field=f"{where}.process",
+        )
     # ``input`` is deliberately not checked here: it is checked against the process's schema on
     # every firing, because the process may be redeployed with another schema after this deploy.
     return dict(body)
@@ -123,21 +154,28 @@ def schedules_parse(raw: Any) -> list[ScheduleSpec]:
     if not isinstance(raw, list):
         raise ScheduleInvalid("schedules must be a list of schedule entries", field="schedules")
     if len(raw) > MAX_SCHEDULES:
-        raise ScheduleInvalid(f"at most {MAX_SCHEDULES} schedules may be deployed", field="schedules")
+        raise ScheduleInvalid(
+            f"at most {MAX_SCHEDULES} schedules may be deployed", field="schedules"
+        )
     specs: list[ScheduleSpec] = []
     seen: dict[str, int] = {}
     for index, entry in enumerate(raw):
         spec = _spec_parse(index, entry)
         if spec.name in seen:
-            raise ScheduleInvalid(f"{spec.name!r} is declared twice (also schedules[{seen[spec.name]}])",
-                                  field=spec.field("name"))
+            raise ScheduleInvalid(
+                f"{spec.name!r} is declared twice (also schedules[{seen[spec.name]}])",
+                field=spec.field("name"),
+            )
         seen[spec.name] = index
         specs.append(spec)
     return specs
 
 
 def schedules_check(
-    *, specs: list[ScheduleSpec] | None, processes_after: Collection[str], removing: Collection[str],
+    *,
+    specs: list[ScheduleSpec] | None,
+    processes_after: Collection[str],
+    removing: Collection[str],
     by: Any,
 ) -> None:
     """The checks that read the instance: who deploys, and whether every schedule that survives
@@ -150,7 +188,9 @@ def schedules_check(
     stored = {s.name: s for s in ProcessSchedule.objects.all()}
     changes = specs is not None and (bool(specs) or bool(stored))
     if changes and not getattr(by, "is_staff", False):
-        raise ScheduleForbidden("only an administrator deploys schedules (turbobase/schedules.json)")
+        raise ScheduleForbidden(
+            "only an administrator deploys schedules (turbobase/schedules.json)"
+        )
     surviving: Iterable[tuple[str, str, str]]
     if specs is None:
         surviving = ((s.name, s.process_id, "removes") for s in stored.values())
@@ -163,10 +203,15 @@ def schedules_check(
             raise ProcessScheduled(
                 f"the schedule {name!r} runs {process_id}, which this deploy removes; remove the "
                 "schedule in the same deploy or point it at another process",
-                field=where, id=process_id, schedules=[name])
+                field=where,
+                id=process_id,
+                schedules=[name],
+            )
         raise ScheduleProcessNotDeployed(
             f"the schedule {name!r} runs {process_id!r}, which is not deployed and not declared in "
-            "this deploy", field=where)
+            "this deploy",
+            field=where,
+        )
 
 
 @dataclass(frozen=True)
@@ -180,8 +225,13 @@ class ScheduleChange:
     tz: str
 
     def as_dict(self) -> dict[str, str]:
-        return {"name": self.name, "change": self.change, "process": self.process, "cron": self.cron,
-                "tz": self.tz}
+        return {
+            "name": self.name,
+            "change": self.change,
+            "process": self.process,
+            "cron": self.cron,
+            "tz": self.tz,
+        }
 
 
 def schedules_diff(specs: list[ScheduleSpec] | None) -> list[ScheduleChange]:
@@ -200,8 +250,11 @@ def schedules_diff(specs: list[ScheduleSpec] | None) -> list[ScheduleChange]:
             change = PlanChange.REPLACED
         changes.append(ScheduleChange(spec.name, change, spec.process_id, spec.expr, spec.tz))
     declared = {spec.name for spec in specs}
-    changes += [ScheduleChange(s.name, PlanChange.REMOVED, s.process_id, s.schedule_expr, s.schedule_tz)
-                for s in stored.values() if s.name not in declared]
+    changes += [
+        ScheduleChange(s.name, PlanChange.REMOVED, s.process_id, s.schedule_expr, s.schedule_tz)
+        for s in stored.values()
+        if s.name not in declared
+    ]
     return sorted(changes, key=lambda c: c.name)
 
 
@@ -216,13 +269,21 @@ def schedules_apply(*, specs: list[ScheduleSpec], by: Any, now: datetime) -> lis
             ProcessSchedule.objects.filter(pk=change.name).delete()
         elif change.change in (PlanChange.NEW, PlanChange.REPLACED):
             spec = by_name[change.name]
-            ProcessSchedule.objects.update_or_create(name=spec.name, defaults={
-                "schedule_kind": spec.kind, "schedule_expr": spec.expr, "schedule_tz": spec.tz,
-                "process_id": spec.process_id, "body": spec.body,
-                "next_fire_at": cron_next(spec.expr, spec.tz, after=now),
-                "consecutive_failures": 0, "is_paused": False, "paused_reason": "",
-                "deployed_by": by if getattr(by, "pk", None) else None,
-            })
+            ProcessSchedule.objects.update_or_create(
+                name=spec.name,
+                defaults={
+                    "schedule_kind": spec.kind,
+                    "schedule_expr": spec.expr,
+                    "schedule_tz": spec.tz,
+                    "process_id": spec.process_id,
+                    "body": spec.body,
+                    "next_fire_at": cron_next(spec.expr, spec.tz, after=now),
+                    "consecutive_failures": 0,
+                    "is_paused": False,
+                    "paused_reason": "",
+                    "deployed_by": by if getattr(by, "pk", None) else None,
+                },
+            )
     return changes
 
 
@@ -234,5 +295,11 @@ def schedule_trigger_for(process_id: str) -> dict[str, Any] | None:
     schedule = ProcessSchedule.objects.filter(process_id=process_id).order_by("name").first()
     if schedule is None:
         return None
-    return {"kind": "schedule", "name": schedule.name, "cron": schedule.schedule_expr,
-            "tz": schedule.schedule_tz, "timezone": schedule.schedule_tz, "isPaused": schedule.is_paused}
+    return {
+        "kind": "schedule",
+        "name": schedule.name,
+        "cron": schedule.schedule_expr,
+        "tz": schedule.schedule_tz,
+        "timezone": schedule.schedule_tz,
+        "isPaused": schedule.is_paused,
+    }

@@ -3,6 +3,7 @@
 ``held_delete_out`` and ``decision_note_in`` render and parse; the serializer classes say the same
 shapes to the OpenAPI schema (checked against real answers in ``tests/turbobase/test_openapi.py``).
 """
+
 from __future__ import annotations
 
 from typing import Any

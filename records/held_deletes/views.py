@@ -1,4 +1,5 @@
 """``/v1/guardrails``: held deletes for administrators to list, approve and reject."""
+
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
@@ -32,8 +33,10 @@ class HeldDeleteListView(APIView):
 
     required_scopes = {"get": DATA_READ}
 
-    @extend_schema(parameters=filter_parameters(HeldDeleteFilter),
-                   responses={200: HeldDeleteListOut, **error_responses(400, 401, 403)})
+    @extend_schema(
+        parameters=filter_parameters(HeldDeleteFilter),
+        responses={200: HeldDeleteListOut, **error_responses(400, 401, 403)},
+    )
     def get(self, request: Request) -> Response:
         _admin_check(request)
         held = held_deletes_list(params=request.query_params)
@@ -48,10 +51,14 @@ class HeldDeleteDecideView(APIView):
 
     approve: bool = True
 
-    @extend_schema(request=DecisionIn, responses={200: HeldDeleteOut,
-                                                  **error_responses(400, 401, 403, 404, 409)})
+    @extend_schema(
+        request=DecisionIn,
+        responses={200: HeldDeleteOut, **error_responses(400, 401, 403, 404, 409)},
+    )
     def post(self, request: Request, held_id: int) -> Response:
         _admin_check(request)
         note = decision_note_in(request.data)
-        held = held_delete_decide(held_id=held_id, approve=self.approve, by=acting_user(request), note=note)
+        held = held_delete_decide(
+            held_id=held_id, approve=self.approve, by=acting_user(request), note=note
+        )
         return Response(held_delete_out(held))

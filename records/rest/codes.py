@@ -3,13 +3,16 @@
 Kept beside the read rather than in ``records.codes.RefusalCode`` (the write boundary's enum) so
 the read can grow without touching the boundary's module; none of these names clash with it.
 """
+
 from __future__ import annotations
 
 from enum import StrEnum
 
 
 class ReadCode(StrEnum):
-    INVALID_QUERY = "INVALID_QUERY"  # the class default of InvalidQuery; parser errors name their own
+    INVALID_QUERY = (
+        "INVALID_QUERY"  # the class default of InvalidQuery; parser errors name their own
+    )
     INVALID_PATH = "INVALID_PATH"
     RPC_NOT_SUPPORTED = "RPC_NOT_SUPPORTED"
     READ_ONLY = "READ_ONLY"

@@ -1,4 +1,5 @@
 """Domain exceptions of the PostgREST-syntax read; ``kernel.errors`` renders them."""
+
 from __future__ import annotations
 
 from kernel.errors import InvalidRequest, Refusal

@@ -19,6 +19,7 @@ Comparison rules (PostgREST's, made to hold on SQLite too):
 - Order: ascending puts nulls last, descending first, unless ``nullsfirst``/``nullslast`` says;
   every order ends with the resource's tiebreaker (``pg_row_id``) so limit/offset pages are stable.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -62,8 +63,12 @@ from records.rest.resources import Column, ColumnKind, Resource, resource_get
 DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024
 CHUNK_SIZE = 500
 JSON_NUMBER = re.compile(r"^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$")
-_COMPARISONS = {Operator.GT: GreaterThan, Operator.GTE: GreaterThanOrEqual,
-                Operator.LT: LessThan, Operator.LTE: LessThanOrEqual}
+_COMPARISONS = {
+    Operator.GT: GreaterThan,
+    Operator.GTE: GreaterThanOrEqual,
+    Operator.LT: LessThan,
+    Operator.LTE: LessThanOrEqual,
+}
 _OPERATORS_BY_KIND = {
     ColumnKind.TEXT: frozenset(Operator),
     ColumnKind.UUID: frozenset({Operator.EQ, Operator.NEQ, Operator.IN, Operator.IS}),
@@ -87,9 +92,7 @@ def rest_read(
     return [row for row, _ in rows_stream(user=user, query=query, max_bytes=max_bytes)]
 
 
-def rest_read_encoded(
-    *, user: User, query: RestQuery, max_bytes: int | None = None
-) -> bytes:
+def rest_read_encoded(*, user: User, query: RestQuery, max_bytes: int | None = None) -> bytes:
     """The same read as one JSON array, already encoded (the view sends these bytes as they are)."""
     rows = rows_stream(user=user, query=query, max_bytes=max_bytes)
     return b"[" + b",".join(encoded for _, encoded in rows) + b"]"
@@ -114,12 +117,16 @@ def rows_stream(
     # No select, or ``*``, means every column: the fixed ones, then each row's own JSON keys.
     is_every_key = query.select is None or any(item.is_star for item in query.select)
     needs_json = resource.json_field is not None and (
-        is_every_key or any(c.kind is ColumnKind.JSON_KEY for _, c in select))
+        is_every_key or any(c.kind is ColumnKind.JSON_KEY for _, c in select)
+    )
     json_field = resource.json_field if needs_json else None
     fetched = list(dict.fromkeys(paths + ([json_field] if json_field else [])))
     size = 2  # the array's brackets
     # QuerySet.iterator() is a generator (the stubs say Iterator): it is closed below.
-    stream = cast(Generator[tuple[Any, ...], None, None], rows.values_list(*fetched).iterator(chunk_size=CHUNK_SIZE))
+    stream = cast(
+        Generator[tuple[Any, ...], None, None],
+        rows.values_list(*fetched).iterator(chunk_size=CHUNK_SIZE),
+    )
     try:
         for count, values in enumerate(stream):
             record = dict(zip(fetched, values, strict=True))
@@ -152,8 +159,13 @@ def _select_resolve(
     return out
 
 
-def _row_build(select: list[tuple[str, Column]], record: dict[str, Any], resource: Resource,
-               *, is_every_key: bool) -> dict[str, Any]:
+def _row_build(
+    select: list[tuple[str, Column]],
+    record: dict[str, Any],
+    resource: Resource,
+    *,
+    is_every_key: bool,
+) -> dict[str, Any]:
     document = record.get(resource.json_field) if resource.json_field else None
     document = document if isinstance(document, dict) else {}
     row: dict[str, Any] = {}
@@ -184,18 +196,21 @@ def _queryset_build(resource: Resource, query: RestQuery, user: User) -> QuerySe
         rows = rows.filter(_filter_q(resource, flt))
     rows = rows.order_by(*_ordering(resource, query))
     if query.limit is not None:
-        return rows[query.offset:query.offset + query.limit]
-    return rows[query.offset:] if query.offset else rows
+        return rows[query.offset : query.offset + query.limit]
+    return rows[query.offset :] if query.offset else rows
 
 
 def _ordering(resource: Resource, query: RestQuery) -> list[OrderBy]:
     ordering: list[OrderBy] = []
     if query.order:
-        terms = [(resource.column(t.column, field="order"), t.is_descending, t.nulls_first)
-                 for t in query.order]
+        terms = [
+            (resource.column(t.column, field="order"), t.is_descending, t.nulls_first)
+            for t in query.order
+        ]
     else:
-        terms = [(resource.column(name, field="order"), False, None)
-                 for name in resource.order_default]
+        terms = [
+            (resource.column(name, field="order"), False, None) for name in resource.order_default
+        ]
     for column, is_descending, nulls_first in terms:
         expression: JsonKeyOrder | F
         if column.kind is ColumnKind.JSON_KEY:
@@ -204,9 +219,14 @@ def _ordering(resource: Resource, query: RestQuery) -> list[OrderBy]:
             expression = F(column.path)
         if nulls_first is None:
             nulls_first = is_descending  # PostgreSQL's default, made explicit so SQLite agrees
-        ordering.append(OrderBy(expression, descending=is_descending,
-                                nulls_first=True if nulls_first else None,
-                                nulls_last=True if not nulls_first else None))
+        ordering.append(
+            OrderBy(
+                expression,
+                descending=is_descending,
+                nulls_first=True if nulls_first else None,
+                nulls_last=True if not nulls_first else None,
+            )
+        )
     ordering.append(OrderBy(F(resource.tiebreaker)))
     return ordering
 
@@ -216,7 +236,8 @@ def _filter_q(resource: Resource, flt: Filter) -> Q:
     if flt.operator not in _OPERATORS_BY_KIND[column.kind]:
         raise InvalidQuery(
             f"{flt.operator.value} does not apply to {column.name} ({column.kind.value})",
-            code=ReadCode.OPERATOR_NOT_APPLICABLE, field=flt.column,
+            code=ReadCode.OPERATOR_NOT_APPLICABLE,
+            field=flt.column,
         )
     if column.kind is ColumnKind.JSON_KEY:
         condition = _json_key_condition(_json_field(resource), column, flt)
@@ -239,8 +260,9 @@ def _json_key_condition(json_field: str, column: Column, flt: Filter) -> Q:
         if value == "null":
             return Q(IsNull(text, True))
         # Never NULL, like SQL's IS TRUE: a missing key is "not true", so not.is.true keeps it.
-        kind = Coalesce(JsonKeyType(json_field, column.path), Value("missing"),
-                        output_field=TextField())
+        kind = Coalesce(
+            JsonKeyType(json_field, column.path), Value("missing"), output_field=TextField()
+        )
         word = Coalesce(text, Value(""), output_field=TextField())
         return Q(Exact(kind, "boolean")) & Q(Exact(word, value))
     if op is Operator.IN:
@@ -269,7 +291,8 @@ def _column_condition(column: Column, flt: Filter) -> Q:
         if column.kind is not ColumnKind.BOOLEAN:
             raise InvalidQuery(
                 f"is.{flt.value} applies to boolean columns; {column.name} is {column.kind.value}",
-                code=ReadCode.OPERATOR_NOT_APPLICABLE, field=flt.column,
+                code=ReadCode.OPERATOR_NOT_APPLICABLE,
+                field=flt.column,
             )
         wanted = flt.value == "true"
         # A null is neither true nor false, and never NULL here, like SQL's IS TRUE / IS FALSE.
@@ -311,8 +334,11 @@ def _value_parse(column: Column, raw: str, *, field: str) -> Any:
         if column.kind is ColumnKind.DATETIME:
             return _datetime_parse(raw)
     except ValueError:
-        raise InvalidQuery(f"{raw!r} is not a valid {column.kind.value} for {column.name}",
-                           code=ReadCode.INVALID_VALUE, field=field) from None
+        raise InvalidQuery(
+            f"{raw!r} is not a valid {column.kind.value} for {column.name}",
+            code=ReadCode.INVALID_VALUE,
+            field=field,
+        ) from None
     return raw
 
 

@@ -14,6 +14,7 @@ is no portable way to ask for a key's JSON type. These expressions spell each ca
 
 Only PostgreSQL and SQLite are served; another backend fails loudly at compile time.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -56,8 +57,10 @@ class JsonKeyText(_JsonKey):
     def as_sqlite(self, compiler, connection, **extra):
         lhs, params = self._lhs(compiler, connection)
         path = self._sqlite_path()
-        sql = (f"(CASE json_type({lhs}, %s) WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' "
-               f"ELSE CAST(json_extract({lhs}, %s) AS TEXT) END)")
+        sql = (
+            f"(CASE json_type({lhs}, %s) WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' "
+            f"ELSE CAST(json_extract({lhs}, %s) AS TEXT) END)"
+        )
         return sql, [*params, path, *params, path]
 
 
@@ -66,15 +69,19 @@ class JsonKeyNumber(_JsonKey):
 
     def as_postgresql(self, compiler, connection, **extra):
         lhs, params = self._lhs(compiler, connection)
-        sql = (f"(CASE WHEN jsonb_typeof({lhs} -> (%s)::text) = 'number' "
-               f"THEN ({lhs} ->> (%s)::text)::numeric END)")
+        sql = (
+            f"(CASE WHEN jsonb_typeof({lhs} -> (%s)::text) = 'number' "
+            f"THEN ({lhs} ->> (%s)::text)::numeric END)"
+        )
         return sql, [*params, self.key, *params, self.key]
 
     def as_sqlite(self, compiler, connection, **extra):
         lhs, params = self._lhs(compiler, connection)
         path = self._sqlite_path()
-        sql = (f"(CASE WHEN json_type({lhs}, %s) IN ('integer', 'real') "
-               f"THEN json_extract({lhs}, %s) END)")
+        sql = (
+            f"(CASE WHEN json_type({lhs}, %s) IN ('integer', 'real') "
+            f"THEN json_extract({lhs}, %s) END)"
+        )
         return sql, [*params, path, *params, path]
 
 
@@ -88,9 +95,11 @@ class JsonKeyType(_JsonKey):
     def as_sqlite(self, compiler, connection, **extra):
         lhs, params = self._lhs(compiler, connection)
         path = self._sqlite_path()
-        sql = (f"(CASE json_type({lhs}, %s) WHEN 'true' THEN 'boolean' WHEN 'false' THEN 'boolean' "
-               f"WHEN 'integer' THEN 'number' WHEN 'real' THEN 'number' WHEN 'text' THEN 'string' "
-               f"ELSE json_type({lhs}, %s) END)")
+        sql = (
+            f"(CASE json_type({lhs}, %s) WHEN 'true' THEN 'boolean' WHEN 'false' THEN 'boolean' "
+            f"WHEN 'integer' THEN 'number' WHEN 'real' THEN 'number' WHEN 'text' THEN 'string' "
+            f"ELSE json_type({lhs}, %s) END)"
+        )
         return sql, [*params, path, *params, path]
 
 

@@ -9,6 +9,7 @@ checks that a name could be one. Query strings are decoded as forms (``+`` is a 
 PostgREST. Everything else PostgREST offers (embedding, casts, ``or=``/``and=``, ``rpc/``) is
 refused by name rather than misread.
 """
+
 from __future__ import annotations
 
 import re
@@ -103,8 +104,9 @@ def query_parse_parts(*, path: str, query_string: str) -> RestQuery:
     for name, value in params:
         if name in RESERVED_PARAMETERS:
             if name in seen:
-                raise _invalid(ReadCode.DUPLICATE_PARAMETER, name,
-                               f"{name} is given more than once")
+                raise _invalid(
+                    ReadCode.DUPLICATE_PARAMETER, name, f"{name} is given more than once"
+                )
             seen.add(name)
         if name == "select":
             select = _select_parse(value)
@@ -116,13 +118,20 @@ def query_parse_parts(*, path: str, query_string: str) -> RestQuery:
             offset = _count_parse(name, value, ReadCode.INVALID_OFFSET)
         elif name in UNSUPPORTED_PARAMETERS:
             raise _invalid(
-                ReadCode.UNSUPPORTED_PARAMETER, name,
+                ReadCode.UNSUPPORTED_PARAMETER,
+                name,
                 f"{name}= is not supported by this read; separate filter parameters AND together",
             )
         else:
             filters.append(_filter_parse(name, value))
-    return RestQuery(resource=resource, select=select, filters=tuple(filters), order=order,
-                     limit=limit, offset=offset)
+    return RestQuery(
+        resource=resource,
+        select=select,
+        filters=tuple(filters),
+        order=order,
+        limit=limit,
+        offset=offset,
+    )
 
 
 def _resource_parse(path: str) -> str:
@@ -135,8 +144,9 @@ def _resource_parse(path: str) -> str:
             field="path",
         )
     if not NAME.match(path):
-        raise _invalid(ReadCode.INVALID_PATH, "path",
-                       f"the path must be one resource name, not {path!r}")
+        raise _invalid(
+            ReadCode.INVALID_PATH, "path", f"the path must be one resource name, not {path!r}"
+        )
     return path
 
 
@@ -154,11 +164,15 @@ def _select_parse(value: str) -> tuple[SelectItem, ...]:
             items.append(SelectItem(column="*", alias="*", is_star=True))
             continue
         if "(" in raw or ")" in raw:
-            raise _invalid(ReadCode.INVALID_SELECT, "select",
-                           f"embedded resources are not supported: {raw!r}")
+            raise _invalid(
+                ReadCode.INVALID_SELECT, "select", f"embedded resources are not supported: {raw!r}"
+            )
         if "::" in raw or "->" in raw:
-            raise _invalid(ReadCode.INVALID_SELECT, "select",
-                           f"casts and JSON paths are not supported in select: {raw!r}")
+            raise _invalid(
+                ReadCode.INVALID_SELECT,
+                "select",
+                f"casts and JSON paths are not supported in select: {raw!r}",
+            )
         alias, _, column = raw.rpartition(":")
         if not raw:
             raise _invalid(ReadCode.INVALID_SELECT, "select", "select names an empty column")
@@ -181,8 +195,11 @@ def _order_parse(value: str) -> tuple[OrderTerm, ...]:
             elif modifier in ("nullsfirst", "nullslast") and not nulls_seen:
                 nulls_first, nulls_seen = modifier == "nullsfirst", True
             else:
-                raise _invalid(ReadCode.INVALID_ORDER, "order",
-                               f"{raw!r}: order takes column[.asc|.desc][.nullsfirst|.nullslast]")
+                raise _invalid(
+                    ReadCode.INVALID_ORDER,
+                    "order",
+                    f"{raw!r}: order takes column[.asc|.desc][.nullsfirst|.nullslast]",
+                )
         terms.append(OrderTerm(column=column, is_descending=is_descending, nulls_first=nulls_first))
     return tuple(terms)
 
@@ -205,23 +222,29 @@ def _filter_parse(name: str, value: str) -> Filter:
     try:
         operator = Operator(word)
     except ValueError:
-        raise _invalid(ReadCode.UNKNOWN_OPERATOR, name,
-                       f"{word!r} is not an operator; use one of "
-                       f"{', '.join(o.value for o in Operator)}, optionally after not.") from None
+        raise _invalid(
+            ReadCode.UNKNOWN_OPERATOR,
+            name,
+            f"{word!r} is not an operator; use one of "
+            f"{', '.join(o.value for o in Operator)}, optionally after not.",
+        ) from None
     if not dot:
         raise _invalid(ReadCode.INVALID_VALUE, name, f"{name}={value}: expected {word}.<value>")
     if operator is Operator.IS:
         if operand.lower() not in IS_VALUES:
-            raise _invalid(ReadCode.INVALID_VALUE, name,
-                           f"is takes null, true or false, not {operand!r}")
+            raise _invalid(
+                ReadCode.INVALID_VALUE, name, f"is takes null, true or false, not {operand!r}"
+            )
         return Filter(column, operator, operand.lower(), is_negated)
     if operator is Operator.IN:
         return Filter(column, operator, _list_parse(name, operand), is_negated)
     if operator in (Operator.LIKE, Operator.ILIKE) and _ends_in_lone_escape(operand):
         # PostgreSQL refuses such a pattern at run time ("must not end with escape character").
-        raise _invalid(ReadCode.INVALID_VALUE, name,
-                       f"{word} pattern {operand!r} ends with a lone \\; "
-                       "write \\\\ for a backslash")
+        raise _invalid(
+            ReadCode.INVALID_VALUE,
+            name,
+            f"{word} pattern {operand!r} ends with a lone \\; write \\\\ for a backslash",
+        )
     return Filter(column, operator, operand, is_negated)
 
 
@@ -233,8 +256,11 @@ def _ends_in_lone_escape(pattern: str) -> bool:
 def _list_parse(name: str, operand: str) -> tuple[str, ...]:
     """``(a,b,"c,d")``: comma-separated; double quotes keep commas, ``\\`` escapes inside them."""
     if len(operand) < 2 or operand[0] != "(" or operand[-1] != ")":
-        raise _invalid(ReadCode.INVALID_VALUE, name,
-                       f"in takes a list in parentheses, like in.(a,b), not {operand!r}")
+        raise _invalid(
+            ReadCode.INVALID_VALUE,
+            name,
+            f"in takes a list in parentheses, like in.(a,b), not {operand!r}",
+        )
     body = operand[1:-1]
     if body == "":
         return ()

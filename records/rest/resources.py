@@ -13,6 +13,7 @@ Higher rooms add their own tables without touching the parser: the processes roo
 ``resource_register(Resource(name="process_run", columns=..., rows_visible=runs_visible))`` in its
 ``AppConfig.ready()``. A registered name wins over a record type of the same name.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -57,7 +58,9 @@ class Resource:
     reserved: frozenset[str] = frozenset()  # never columns, even on an open resource
     order_default: tuple[str, ...] = ()  # column names, when the query orders by nothing
     tiebreaker: str = "pk"  # ORM path appended to every order so pages never overlap
-    declared: frozenset[str] | None = None  # the only open column names, when the type declares them
+    declared: frozenset[str] | None = (
+        None  # the only open column names, when the type declares them
+    )
 
     def column(self, name: str, *, field: str) -> Column:
         """The column ``name`` reads, or 400 ``UNKNOWN_COLUMN`` naming ``field``."""
@@ -71,8 +74,9 @@ class Resource:
             and (self.declared is None or name in self.declared)
         ):
             return Column(name=name, path=name, kind=ColumnKind.JSON_KEY)
-        raise InvalidQuery(f"{name!r} is not a column of {self.name}", code=ReadCode.UNKNOWN_COLUMN,
-                           field=field)
+        raise InvalidQuery(
+            f"{name!r} is not a column of {self.name}", code=ReadCode.UNKNOWN_COLUMN, field=field
+        )
 
 
 _registered: dict[str, Resource] = {}

@@ -1,4 +1,5 @@
 """``GET /v1/rest/<resource>?<PostgREST query>``: a thin view over ``records.rest.execute``."""
+
 from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
@@ -21,11 +22,13 @@ QUERY_PARAMETERS = [
 ]
 # A row's columns are the resource's own (a record type's fields), so one path cannot list them.
 ROWS = {"type": "array", "items": {"type": "object", "additionalProperties": {}}}
-DESCRIPTION = ("Rows of a record type (or process_run, process_run_step) in PostgREST syntax, "
-               "under row-level security. Filter with <column>=[not.]<op>.<value>, op one of eq, "
-               "neq, gt, gte, lt, lte, like, ilike (* is the wildcard), is (null, true, false) and "
-               "in (in.(a,b,\"c,d\")); filters AND. Embedding, casts, or=/and= and rpc/ are "
-               "refused by name.")
+DESCRIPTION = (
+    "Rows of a record type (or process_run, process_run_step) in PostgREST syntax, "
+    "under row-level security. Filter with <column>=[not.]<op>.<value>, op one of eq, "
+    "neq, gt, gte, lt, lte, like, ilike (* is the wildcard), is (null, true, false) and "
+    'in (in.(a,b,"c,d")); filters AND. Embedding, casts, or=/and= and rpc/ are '
+    "refused by name."
+)
 
 
 class RestReadView(APIView):
@@ -34,9 +37,12 @@ class RestReadView(APIView):
     required_scopes = {"get": DATA_READ}
 
     @extend_schema(
-        description=DESCRIPTION, parameters=QUERY_PARAMETERS,
-        responses={200: OpenApiResponse(ROWS, description="An array of rows keyed by column name."),
-                   **error_responses(400, 401, 404, 413)},
+        description=DESCRIPTION,
+        parameters=QUERY_PARAMETERS,
+        responses={
+            200: OpenApiResponse(ROWS, description="An array of rows keyed by column name."),
+            **error_responses(400, 401, 404, 413),
+        },
     )
     def get(self, request: Request, resource: str) -> HttpResponse:
         query = query_parse_parts(path=resource, query_string=request.META.get("QUERY_STRING", ""))

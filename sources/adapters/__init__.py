@@ -1,4 +1,5 @@
 """Adapter registry: the catalog's ``sources.<name>.adapter`` names a class registered here."""
+
 from __future__ import annotations
 
 from records.catalog import catalog_load

@@ -11,6 +11,7 @@ each take one ``OutboundWrite`` and return one ``Outcome``. Four answers exist:
 Adapters translate vendor exceptions at their edge into ``SourceUnavailable`` / ``SourceRefused``
 (``raise … from exc``); ``send`` turns those into outcomes so the worker only ever sees an outcome.
 """
+
 from __future__ import annotations
 
 import logging
@@ -24,6 +25,7 @@ from records.outcomes import VerdictKind
 from sources.errors import SourceRefused, SourceUnavailable
 
 logger = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -96,11 +98,14 @@ class SourceAdapter:
     def send(self, write: OutboundWrite) -> Outcome:
         """Dispatch one write and always come back with an outcome, whatever the adapter raised."""
         method = {
-            WriteOperation.CREATE: self.create, WriteOperation.UPDATE: self.update,
+            WriteOperation.CREATE: self.create,
+            WriteOperation.UPDATE: self.update,
             WriteOperation.DELETE: self.delete,
         }.get(write.operation)
         if method is None:
-            return refused(RefusalCode.SOURCE_REFUSED, "operation", f"unknown operation {write.operation!r}")
+            return refused(
+                RefusalCode.SOURCE_REFUSED, "operation", f"unknown operation {write.operation!r}"
+            )
         try:
             return method(write)
         except SourceRefused as exc:

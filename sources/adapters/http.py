@@ -11,6 +11,7 @@ recognised upstream. 2xx with ``{externalId}`` confirms (a delete may answer 204
 ``{code, field, message}`` refuses in the source's own words; 408, 429, 5xx, a timeout or a
 connection error is transient and retried.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -47,13 +48,18 @@ class HttpAdapter(SourceAdapter):
         if not external_id:
             raise SourceRefused(
                 f"{self.source_name} accepted the create but answered no externalId",
-                code=SourceCode.SOURCE_ANSWER_INVALID, field="externalId",
+                code=SourceCode.SOURCE_ANSWER_INVALID,
+                field="externalId",
             )
         return confirmed(str(external_id))
 
     def update(self, write: OutboundWrite) -> Outcome:
-        answer = self._request("PATCH", self._url(write, write.external_id), write,
-                               {"pgRowId": write.pg_row_id, "parent": write.parent})
+        answer = self._request(
+            "PATCH",
+            self._url(write, write.external_id),
+            write,
+            {"pgRowId": write.pg_row_id, "parent": write.parent},
+        )
         return confirmed(str(answer.get("externalId") or write.external_id))
 
     def delete(self, write: OutboundWrite) -> Outcome:
@@ -64,15 +70,22 @@ class HttpAdapter(SourceAdapter):
         url = f"{self.base_url}/{quote(write.record_type.name, safe='')}"
         return f"{url}/{quote(external_id, safe='')}" if external_id else url
 
-    def _request(self, method: str, url: str, write: OutboundWrite, body: dict | None) -> dict[str, Any]:
+    def _request(
+        self, method: str, url: str, write: OutboundWrite, body: dict | None
+    ) -> dict[str, Any]:
         timeout = float(self.config.get("timeout", DEFAULT_TIMEOUT_SECONDS))
         try:
             response = requests.request(
-                method, url, json=body, timeout=timeout,
+                method,
+                url,
+                json=body,
+                timeout=timeout,
                 headers={"Idempotency-Key": write.idempotency_key, "Accept": "application/json"},
             )
         except requests.Timeout as exc:
-            raise SourceUnavailable(f"{self.source_name} did not answer within {timeout:g}s") from exc
+            raise SourceUnavailable(
+                f"{self.source_name} did not answer within {timeout:g}s"
+            ) from exc
         except requests.RequestException as exc:
             raise SourceUnavailable(f"{self.source_name} could not be reached: {exc}") from exc
         status = response.status_code
@@ -81,8 +94,11 @@ class HttpAdapter(SourceAdapter):
         answer = self._json(response)
         if 400 <= status < 500:
             raise SourceRefused(
-                str(answer.get("message") or f"{self.source_name} refused the write (HTTP {status})"),
-                code=str(answer.get("code") or RefusalCode.SOURCE_REFUSED), field=answer.get("field"),
+                str(
+                    answer.get("message") or f"{self.source_name} refused the write (HTTP {status})"
+                ),
+                code=str(answer.get("code") or RefusalCode.SOURCE_REFUSED),
+                field=answer.get("field"),
             )
         if not 200 <= status < 300:
             raise SourceUnavailable(f"{self.source_name} answered HTTP {status}")

@@ -10,6 +10,7 @@ with the document the first send made) — and misbehaves on request, per record
 Every send is logged in ``SandboxSend`` with the number of writes of its type in flight, so the
 ordering guarantee can be asserted from outside the worker processes.
 """
+
 from __future__ import annotations
 
 import os
@@ -95,8 +96,11 @@ class SandboxAdapter(SourceAdapter):
             message = script.refuse_message or f"{self.source_name} refused the {write.operation}"
             return refused(script.refuse_code, script.refuse_field or None, message)
         if script.settle_conflict:
-            simulate = {WriteOperation.CREATE: self._create, WriteOperation.UPDATE: self._update,
-                        WriteOperation.DELETE: self._delete}
+            simulate = {
+                WriteOperation.CREATE: self._create,
+                WriteOperation.UPDATE: self._update,
+                WriteOperation.DELETE: self._delete,
+            }
             outcome = simulate[write.operation](write)
             if outcome.kind != VerdictKind.CONFIRMED:
                 return outcome
@@ -112,14 +116,17 @@ class SandboxAdapter(SourceAdapter):
     def _missing_mandatory(self, write: OutboundWrite, *, is_create: bool) -> Outcome | None:
         for name in write.record_type.source_required:
             if (is_create or name in write.parent) and write.parent.get(name) in (None, ""):
-                return refused(RefusalCode.MANDATORY_FIELD_MISSING, f"parent.{name}", f"{name} is required")
+                return refused(
+                    RefusalCode.MANDATORY_FIELD_MISSING, f"parent.{name}", f"{name} is required"
+                )
         return None
 
     def _create(self, write: OutboundWrite) -> Outcome:
         rt = write.record_type
         if rt.is_transaction and not write.lines and not write.parent.get("created_from_id"):
             return refused(
-                RefusalCode.ATOMIC_WRITE_REQUIRED, "lines",
+                RefusalCode.ATOMIC_WRITE_REQUIRED,
+                "lines",
                 f"{self.source_name} creates a {rt.name} with its lines in one write: "
                 "send a non-empty lines array, or set created_from_id",
             )
@@ -127,15 +134,24 @@ class SandboxAdapter(SourceAdapter):
         if missing is not None:
             return missing
         key = write.idempotency_key
-        earlier = SandboxDocument.objects.filter(idempotency_key=key).values_list("external_id", flat=True).first()
-        if earlier is not None:  # the same create, re-sent (its first answer was lost): same document
+        earlier = (
+            SandboxDocument.objects.filter(idempotency_key=key)
+            .values_list("external_id", flat=True)
+            .first()
+        )
+        if (
+            earlier is not None
+        ):  # the same create, re-sent (its first answer was lost): same document
             return confirmed(earlier)
         try:
             with transaction.atomic():  # the number and the document together, or neither
                 external_id = sandbox_mint(rt.id_prefix)
                 SandboxDocument.objects.create(
-                    external_id=external_id, idempotency_key=key, record_type=rt.name,
-                    fields=dict(write.parent), lines=list(write.lines),
+                    external_id=external_id,
+                    idempotency_key=key,
+                    record_type=rt.name,
+                    fields=dict(write.parent),
+                    lines=list(write.lines),
                 )
         except IntegrityError:  # a concurrent send of the same create got there first
             return confirmed(SandboxDocument.objects.get(idempotency_key=key).external_id)
@@ -151,8 +167,11 @@ class SandboxAdapter(SourceAdapter):
     def _update(self, write: OutboundWrite) -> Outcome:
         document = self._document(write)
         if document is None:
-            return refused(SourceCode.SOURCE_RECORD_MISSING, "externalId",
-                           f"{self.source_name} has no {write.record_type.name} {write.external_id}")
+            return refused(
+                SourceCode.SOURCE_RECORD_MISSING,
+                "externalId",
+                f"{self.source_name} has no {write.record_type.name} {write.external_id}",
+            )
         missing = self._missing_mandatory(write, is_create=False)
         if missing is not None:
             return missing
@@ -174,7 +193,8 @@ class SandboxAdapter(SourceAdapter):
         )
         if referrer is not None:
             return refused(
-                RefusalCode.RECORD_REFERENCED, None,
+                RefusalCode.RECORD_REFERENCED,
+                None,
                 f"{write.record_type.name} {document.external_id} cannot be deleted: "
                 f"{referrer.record_type} {referrer.external_id or referrer.pg_row_id} was created from it",
             )
@@ -191,12 +211,20 @@ class SandboxAdapter(SourceAdapter):
             SandboxInFlight.objects.filter(record_type=name).update(count=F("count") + 1)
             in_flight = SandboxInFlight.objects.get(record_type=name).count
             return SandboxSend.objects.create(
-                record_type=name, write_state_id=write.write_state_id, operation=write.operation,
-                started_at=timezone.now(), in_flight=in_flight, worker_pid=os.getpid(),
+                record_type=name,
+                write_state_id=write.write_state_id,
+                operation=write.operation,
+                started_at=timezone.now(),
+                in_flight=in_flight,
+                worker_pid=os.getpid(),
             )
 
     def _log_finish(self, log: SandboxSend, outcome: Outcome) -> None:
         with transaction.atomic():
             SandboxInFlight.objects.filter(record_type=log.record_type).update(count=F("count") - 1)
-            log.finished_at, log.outcome, log.external_id = timezone.now(), outcome.kind, outcome.external_id
+            log.finished_at, log.outcome, log.external_id = (
+                timezone.now(),
+                outcome.kind,
+                outcome.external_id,
+            )
             log.save(update_fields=["finished_at", "outcome", "external_id"])

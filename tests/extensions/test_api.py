@@ -1,4 +1,5 @@
 """``/v1/extensions``: who may deploy, the bodies it answers, list, remove and lint."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -43,12 +44,22 @@ def counts() -> tuple[int, int]:
 def test_admin_session_deploys_then_replaces(admin_api):
     first = admin_api.post("/v1/extensions", bundle(), format="json")
     assert first.status_code == 201, first.content
-    assert first.json() == {"id": "acme:raise-po-and-bill", "kind": "process", "version": 1,
-                            "outcome": "written", "status": "active"}
+    assert first.json() == {
+        "id": "acme:raise-po-and-bill",
+        "kind": "process",
+        "version": 1,
+        "outcome": "written",
+        "status": "active",
+    }
     second = admin_api.post("/v1/extensions", bundle(), format="json")
     assert second.status_code == 201
-    assert second.json() == {"id": "acme:raise-po-and-bill", "kind": "process", "version": 2,
-                             "outcome": "duplicate", "status": "active"}
+    assert second.json() == {
+        "id": "acme:raise-po-and-bill",
+        "kind": "process",
+        "version": 2,
+        "outcome": "duplicate",
+        "status": "active",
+    }
     assert counts() == (1, 2)
 
 
@@ -61,7 +72,9 @@ def test_admin_token_with_the_deploy_scope_deploys(admin_user):
 
 def test_real_session_login_with_csrf_deploys(admin_user):
     client = APIClient(enforce_csrf_checks=True)
-    login = client.post("/v1/auth/session", {"username": "root", "password": "pw-root"}, format="json")
+    login = client.post(
+        "/v1/auth/session", {"username": "root", "password": "pw-root"}, format="json"
+    )
     assert login.status_code == 200, login.content
     token = client.cookies["csrftoken"].value
     refused = client.post("/v1/extensions", bundle(), format="json")
@@ -70,9 +83,14 @@ def test_real_session_login_with_csrf_deploys(admin_user):
     assert res.status_code == 201, res.content
 
 
-@pytest.mark.parametrize("who, error", [("non-admin session", "admin_required"),
-                                        ("non-admin token", "admin_required"),
-                                        ("admin token without scope", "insufficient_scope")])
+@pytest.mark.parametrize(
+    "who, error",
+    [
+        ("non-admin session", "admin_required"),
+        ("non-admin token", "admin_required"),
+        ("admin token without scope", "insufficient_scope"),
+    ],
+)
 def test_anyone_else_is_refused_and_nothing_stored(alice, alice_api, admin_user, who, error):
     if who == "non-admin session":
         client = alice_api
@@ -80,9 +98,12 @@ def test_anyone_else_is_refused_and_nothing_stored(alice, alice_api, admin_user,
         client = bearer(token_issue(user=alice, scopes=["extensions:deploy"])[1])
     else:
         client = bearer(token_issue(user=admin_user, scopes=["data:write"])[1])
-    for res in (client.post("/v1/extensions", bundle(), format="json"), client.get("/v1/extensions"),
-                client.post("/v1/extensions/lint", bundle(), format="json"),
-                client.delete("/v1/extensions/acme:raise-po-and-bill")):
+    for res in (
+        client.post("/v1/extensions", bundle(), format="json"),
+        client.get("/v1/extensions"),
+        client.post("/v1/extensions/lint", bundle(), format="json"),
+        client.delete("/v1/extensions/acme:raise-po-and-bill"),
+    ):
         assert res.status_code == 403, res.content
         assert res.json()["error"] == error
     assert counts() == (0, 0)
@@ -94,18 +115,24 @@ def test_no_credentials_is_401(client):
     assert res.json()["error"] == "not_authenticated"
 
 
-@pytest.mark.parametrize(("body", "field"), [
-    ({"files": {ENTRY: "x"}}, "entry"),
-    ({"entry": ENTRY}, "files"),
-    ({"entry": ENTRY, "files": {}}, "files"),
-    ({"entry": ENTRY, "files": {ENTRY: 7}}, f"files.{ENTRY}"),
-    ({"entry": ENTRY, "files": ["x"]}, "files"),
-])
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"files": {ENTRY: "x"}}, "entry"),
+        ({"entry": ENTRY}, "files"),
+        ({"entry": ENTRY, "files": {}}, "files"),
+        ({"entry": ENTRY, "files": {ENTRY: 7}}, f"files.{ENTRY}"),
+        ({"entry": ENTRY, "files": ["x"]}, "files"),
+    ],
+)
 def test_malformed_body_is_refused_naming_the_field(admin_api, body, field):
     res = admin_api.post("/v1/extensions", body, format="json")
     assert res.status_code == 400, res.content
     assert res.json()["error"] == "invalid_extension"
-    assert (res.json()["rejection"]["code"], res.json()["rejection"]["field"]) == ("EXTENSION_INVALID", field)
+    assert (res.json()["rejection"]["code"], res.json()["rejection"]["field"]) == (
+        "EXTENSION_INVALID",
+        field,
+    )
     assert counts() == (0, 0)
 
 
@@ -117,7 +144,10 @@ def test_infinite_loop_in_a_deploy_is_the_sandbox_timeout(admin_api, settings):
     assert res.status_code == 422, res.content
     body = res.json()
     assert (body["error"], body["rejection"]["code"], body["rejection"]["field"]) == (
-        "invalid_extension", "sandbox_timeout", ENTRY)
+        "invalid_extension",
+        "sandbox_timeout",
+        ENTRY,
+    )
     assert body["rejection"]["message"].startswith("sandbox_timeout: CPU budget of 300 ms exceeded")
     assert counts() == (0, 0)
     # The web process is fine and the next deploy works.
@@ -127,21 +157,46 @@ def test_infinite_loop_in_a_deploy_is_the_sandbox_timeout(admin_api, settings):
 def test_list_answers_the_served_versions(admin_api, admin_user):
     admin_api.post("/v1/extensions", bundle(), format="json")
     admin_api.post("/v1/extensions", bundle(), format="json")
-    admin_api.post("/v1/extensions", bundle("hooks/require-memo.ts") | {"files": {
-        "hooks/require-memo.ts": (FIXTURES / "hooks/require-memo.ts").read_text(),
-        "hooks/shared-rule.ts": (FIXTURES / "hooks/shared-rule.ts").read_text()}}, format="json")
+    admin_api.post(
+        "/v1/extensions",
+        bundle("hooks/require-memo.ts")
+        | {
+            "files": {
+                "hooks/require-memo.ts": (FIXTURES / "hooks/require-memo.ts").read_text(),
+                "hooks/shared-rule.ts": (FIXTURES / "hooks/shared-rule.ts").read_text(),
+            }
+        },
+        format="json",
+    )
     res = admin_api.get("/v1/extensions")
     assert res.status_code == 200
-    served = {v.module_id: v for v in ExtensionVersion.objects.filter(version__in=[1, 2])
-              if (v.module_id, v.version) in {("acme:raise-po-and-bill", 2), ("acme:require-memo", 1)}}
-    assert res.json() == {"extensions": [
-        {"id": "acme:raise-po-and-bill", "kind": "process", "version": 2, "status": "active",
-         "deployedBy": "root", "deployedAt": served["acme:raise-po-and-bill"].deployed_at.isoformat(),
-         "sha256": served["acme:raise-po-and-bill"].sha256},
-        {"id": "acme:require-memo", "kind": "hook", "version": 1, "status": "active",
-         "deployedBy": "root", "deployedAt": served["acme:require-memo"].deployed_at.isoformat(),
-         "sha256": served["acme:require-memo"].sha256},
-    ]}
+    served = {
+        v.module_id: v
+        for v in ExtensionVersion.objects.filter(version__in=[1, 2])
+        if (v.module_id, v.version) in {("acme:raise-po-and-bill", 2), ("acme:require-memo", 1)}
+    }
+    assert res.json() == {
+        "extensions": [
+            {
+                "id": "acme:raise-po-and-bill",
+                "kind": "process",
+                "version": 2,
+                "status": "active",
+                "deployedBy": "root",
+                "deployedAt": served["acme:raise-po-and-bill"].deployed_at.isoformat(),
+                "sha256": served["acme:raise-po-and-bill"].sha256,
+            },
+            {
+                "id": "acme:require-memo",
+                "kind": "hook",
+                "version": 1,
+                "status": "active",
+                "deployedBy": "root",
+                "deployedAt": served["acme:require-memo"].deployed_at.isoformat(),
+                "sha256": served["acme:require-memo"].sha256,
+            },
+        ]
+    }
 
 
 def test_delete_removes_and_a_second_delete_is_404(admin_api):
@@ -169,30 +224,45 @@ def test_delete_refused_by_a_removing_receiver_changes_nothing(admin_api):
     finally:
         extension_removing.disconnect(refuse)
     assert res.status_code == 409
-    assert res.json() == {"error": "extension_in_use", "rejection": {
-        "code": "EXTENSION_IN_USE", "field": "schedule",
-        "message": "schedule migrate-nightly still runs acme:raise-po-and-bill"}}
+    assert res.json() == {
+        "error": "extension_in_use",
+        "rejection": {
+            "code": "EXTENSION_IN_USE",
+            "field": "schedule",
+            "message": "schedule migrate-nightly still runs acme:raise-po-and-bill",
+        },
+    }
     assert ExtensionModule.objects.get().status == "active"
 
 
 def test_lint_answers_no_warnings_for_a_correct_process_and_stores_nothing(admin_api):
     res = admin_api.post("/v1/extensions/lint", bundle(), format="json")
     assert res.status_code == 200, res.content
-    assert res.json() == {"entry": ENTRY, "kind": "process", "id": "acme:raise-po-and-bill", "warnings": []}
+    assert res.json() == {
+        "entry": ENTRY,
+        "kind": "process",
+        "id": "acme:raise-po-and-bill",
+        "warnings": [],
+    }
     assert counts() == (0, 0)
 
 
 def test_lint_warns_about_the_id_literal_trap(admin_api):
     body = bundle()
     body["files"][ENTRY] = body["files"][ENTRY].replace(
-        "export default", "const stray = { id: 'acme:old-name' };\nexport default", 1)
+        "export default", "const stray = { id: 'acme:old-name' };\nexport default", 1
+    )
     res = admin_api.post("/v1/extensions/lint", body, format="json")
     assert res.status_code == 200, res.content
-    assert res.json()["warnings"] == [{
-        "rule": "id-literal", "file": ENTRY,
-        "message": "the first id: literal in the file is 'acme:old-name' but the module defines "
-                   "'acme:raise-po-and-bill'; the store keys the module on the first literal, so make it "
-                   "the extension's own id"}]
+    assert res.json()["warnings"] == [
+        {
+            "rule": "id-literal",
+            "file": ENTRY,
+            "message": "the first id: literal in the file is 'acme:old-name' but the module defines "
+            "'acme:raise-po-and-bill'; the store keys the module on the first literal, so make it "
+            "the extension's own id",
+        }
+    ]
     assert counts() == (0, 0)
 
 
@@ -201,7 +271,10 @@ def test_lint_refuses_an_npm_import_naming_it(admin_api):
     body["files"][ENTRY] = "import lodash from 'lodash';\n" + body["files"][ENTRY]
     res = admin_api.post("/v1/extensions/lint", body, format="json")
     assert res.status_code == 400
-    assert (res.json()["rejection"]["code"], res.json()["rejection"]["field"]) == ("IMPORT_REFUSED", "lodash")
+    assert (res.json()["rejection"]["code"], res.json()["rejection"]["field"]) == (
+        "IMPORT_REFUSED",
+        "lodash",
+    )
 
 
 def test_the_other_non_admin_cannot_remove(admin_api, bob_api):

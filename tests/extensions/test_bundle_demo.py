@@ -1,6 +1,7 @@
 """The demo project (``demo/``, loaded by ``processes/demo.py``): the seed's migration deployed as a
 bundle at ``make run`` through the CLI's own project reader,
 a batch of ``migration_item`` rows to move, and a migration that moves them."""
+
 from __future__ import annotations
 
 import io
@@ -34,20 +35,24 @@ def test_the_demo_deploys_once_generates_a_batch_once_and_the_migration_moves_it
         "demo extensions deployed: acme:classify-customer, acme:migrate-customers-tracked, "
         "acme:raise-po-and-bill, "
         "acme:legacy-customer-name",
-        'demo migration batch 2026-10: 200 pending migration_item rows (invoke '
+        "demo migration batch 2026-10: 200 pending migration_item rows (invoke "
         'acme:migrate-customers-tracked with {"batch": "2026-10"})',
     ]
     again: list[str] = []
     demo_load(admin=admin, user=demo, write=again.append)
     assert again == []  # unchanged code, keyed rows: nothing new on the next start
     assert ExtensionVersion.objects.count() == 4
-    assert list(ProcessSchedule.objects.values_list("name", flat=True)) == ["demo-migrate-customers-nightly"]
+    assert list(ProcessSchedule.objects.values_list("name", flat=True)) == [
+        "demo-migrate-customers-nightly"
+    ]
     items = Record.reads.filter(record_type="migration_item", fields__batch="2026-10")
     assert items.count() == DEMO_BATCH_ROWS
     assert set(items.values_list("owner__username", flat=True)) == {"demo"}
 
     setting_set("PROCESS_SLICE_MAX_ROWS", 50)
-    run = run_invoke(process_id="acme:migrate-customers-tracked", body={"batch": "2026-10"}, user=demo)
+    run = run_invoke(
+        process_id="acme:migrate-customers-tracked", body={"batch": "2026-10"}, user=demo
+    )
     pump()
     run.refresh_from_db()
     assert (run.state, run.outstanding, run.slices) == ("committed", 0, 4)
@@ -72,17 +77,32 @@ def test_a_plan_of_the_demo_project_right_after_the_demo_load_changes_nothing():
 def test_tb_demo_finds_the_processes_demo():
     call_command("tb_demo", stdout=io.StringIO())
     assert sorted(ExtensionModule.objects.values_list("id", flat=True)) == [
-        "acme:classify-customer", "acme:legacy-customer-name", "acme:migrate-customers-tracked",
-        "acme:raise-po-and-bill"]
-    assert Record.reads.filter(record_type="migration_item", fields__batch="2026-10").count() == DEMO_BATCH_ROWS
+        "acme:classify-customer",
+        "acme:legacy-customer-name",
+        "acme:migrate-customers-tracked",
+        "acme:raise-po-and-bill",
+    ]
+    assert (
+        Record.reads.filter(record_type="migration_item", fields__batch="2026-10").count()
+        == DEMO_BATCH_ROWS
+    )
 
 
-def test_the_seeds_migrate_customers_runs_as_written_on_the_demo_data_and_twice_writes_nothing(admin_user):
+def test_the_seeds_migrate_customers_runs_as_written_on_the_demo_data_and_twice_writes_nothing(
+    admin_user,
+):
     call_command("tb_demo", stdout=io.StringIO())
     demo = get_user_model().objects.get(username="demo")
-    deploy((FIXTURES / "processes" / "migrate-customers.ts").read_text(), by=admin_user,
-           name="processes/migrate-customers.ts")
-    legacy = sorted(Record.reads.filter(record_type="legacy_customer").values_list("fields__company_name", flat=True))
+    deploy(
+        (FIXTURES / "processes" / "migrate-customers.ts").read_text(),
+        by=admin_user,
+        name="processes/migrate-customers.ts",
+    )
+    legacy = sorted(
+        Record.reads.filter(record_type="legacy_customer").values_list(
+            "fields__company_name", flat=True
+        )
+    )
     assert legacy == ["Acme Wholesale", "Globex Retail"]
     customers_before = Record.reads.filter(record_type="customer").count()
 
@@ -99,7 +119,9 @@ def test_the_seeds_migrate_customers_runs_as_written_on_the_demo_data_and_twice_
     second.refresh_from_db()
     assert second.state == "committed", second.reason
     assert list(second.ledger.order_by("sequence").values_list("row_key", "disposition")) == [
-        ("L-100", "skipped"), ("L-101", "skipped")]
+        ("L-100", "skipped"),
+        ("L-101", "skipped"),
+    ]
     assert Record.reads.filter(record_type="customer").count() == customers_before + 2
 
 

@@ -1,4 +1,5 @@
 """``turbobase ext`` — the real console script in a subprocess — against a live test server."""
+
 from __future__ import annotations
 
 import os
@@ -42,10 +43,14 @@ def instance(live_server, project) -> dict[str, str]:
 
 
 def turbobase(env: dict[str, str], cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*COMMAND, *argv], capture_output=True, text=True, env=env, cwd=cwd, timeout=120)
+    return subprocess.run(
+        [*COMMAND, *argv], capture_output=True, text=True, env=env, cwd=cwd, timeout=120
+    )
 
 
-def test_hook_deployed_through_the_cli_rejects_a_data_write_with_its_own_code(instance, project, live_server):
+def test_hook_deployed_through_the_cli_rejects_a_data_write_with_its_own_code(
+    instance, project, live_server
+):
     done = turbobase(instance, project, "ext", "deploy", "hooks/require-memo.ts")
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout == "deployed acme:require-memo → status=active (new)\n"
@@ -55,14 +60,28 @@ def test_hook_deployed_through_the_cli_rejects_a_data_write_with_its_own_code(in
     alice = make_user("alice")
     _, raw = token_issue(user=alice, scopes=["data:write"])
     headers = {"Authorization": f"Bearer {raw}"}
-    refused = requests.post(f"{live_server.url}/v1/data/customer", json={"parent": {"company_name": "A"}},
-                            headers=headers, timeout=30)
+    refused = requests.post(
+        f"{live_server.url}/v1/data/customer",
+        json={"parent": {"company_name": "A"}},
+        headers=headers,
+        timeout=30,
+    )
     assert refused.status_code == 422
-    assert refused.json() == {"error": "write_refused", "rejection": {
-        "code": "MEMO_REQUIRED", "field": "parent.memo", "message": "a memo is required on every customer"}}
+    assert refused.json() == {
+        "error": "write_refused",
+        "rejection": {
+            "code": "MEMO_REQUIRED",
+            "field": "parent.memo",
+            "message": "a memo is required on every customer",
+        },
+    }
     assert Record.reads.count() == 0
-    allowed = requests.post(f"{live_server.url}/v1/data/customer",
-                            json={"parent": {"company_name": "A", "memo": "ok"}}, headers=headers, timeout=30)
+    allowed = requests.post(
+        f"{live_server.url}/v1/data/customer",
+        json={"parent": {"company_name": "A", "memo": "ok"}},
+        headers=headers,
+        timeout=30,
+    )
     assert allowed.status_code == 201, allowed.text
 
     again = turbobase(instance, project, "ext", "deploy", "hooks/require-memo.ts")
@@ -71,12 +90,27 @@ def test_hook_deployed_through_the_cli_rejects_a_data_write_with_its_own_code(in
 
 
 def test_scaffold_lints_and_deploys_cleanly(instance, project):
-    new = turbobase(instance, project, "ext", "new", "process", "--record", "purchaseOrder", "--then",
-                    "vendorBill", "--on-failure", "rollback")
+    new = turbobase(
+        instance,
+        project,
+        "ext",
+        "new",
+        "process",
+        "--record",
+        "purchaseOrder",
+        "--then",
+        "vendorBill",
+        "--on-failure",
+        "rollback",
+    )
     assert new.returncode == 0, new.stderr
-    lint = turbobase(instance, project, "ext", "lint", "--ci", "processes/purchase-order-then-vendor-bill.ts")
+    lint = turbobase(
+        instance, project, "ext", "lint", "--ci", "processes/purchase-order-then-vendor-bill.ts"
+    )
     assert lint.returncode == 0, lint.stdout + lint.stderr
-    deploy = turbobase(instance, project, "ext", "deploy", "processes/purchase-order-then-vendor-bill.ts")
+    deploy = turbobase(
+        instance, project, "ext", "deploy", "processes/purchase-order-then-vendor-bill.ts"
+    )
     assert (deploy.returncode, deploy.stderr) == (0, "")
     assert deploy.stdout == "deployed app:purchase-order-then-vendor-bill → status=active (new)\n"
     module = ExtensionModule.objects.get()
@@ -90,17 +124,22 @@ def test_a_refused_deploy_names_the_specifier_and_stores_nothing(instance, proje
     done = turbobase(instance, project, "ext", "deploy", "processes/legs.ts")
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr.startswith(
-        "turbobase: POST /v1/extensions answered 400 invalid_extension: IMPORT_REFUSED (zod): import 'zod'")
+        "turbobase: POST /v1/extensions answered 400 invalid_extension: IMPORT_REFUSED (zod): import 'zod'"
+    )
     assert ExtensionModule.objects.count() == 0
 
 
 def test_plan_lists_what_the_project_does_not_declare_and_remove_takes_it_out(instance, project):
-    owner = ExtensionVersion._meta.get_field("deployed_by").related_model.objects.get(username="ops")
+    owner = ExtensionVersion._meta.get_field("deployed_by").related_model.objects.get(
+        username="ops"
+    )
     deploy = turbobase(instance, project, "ext", "deploy", "processes/legs.ts")
     assert deploy.returncode == 0, deploy.stderr
-    stray = ("import { defineProcess } from '@turbobase/extensions';\n"
-             "export default defineProcess({ id: 'leg', input: { type: 'object' },\n"
-             "  steps: [{ id: 'doc', recordType: 'salesOrder', build: () => ({ parent: {} }) }] });\n")
+    stray = (
+        "import { defineProcess } from '@turbobase/extensions';\n"
+        "export default defineProcess({ id: 'leg', input: { type: 'object' },\n"
+        "  steps: [{ id: 'doc', recordType: 'salesOrder', build: () => ({ parent: {} }) }] });\n"
+    )
     extension_deploy(entry="old/leg.ts", files={"old/leg.ts": stray}, by=owner)
 
     plan = turbobase(instance, project, "ext", "plan")
@@ -118,13 +157,17 @@ def test_plan_lists_what_the_project_does_not_declare_and_remove_takes_it_out(in
 
     missing = turbobase(instance, project, "ext", "remove", "leg")
     assert missing.returncode == 1
-    assert missing.stderr == "turbobase: DELETE /v1/extensions/leg answered 404 extension_not_found\n"
+    assert (
+        missing.stderr == "turbobase: DELETE /v1/extensions/leg answered 404 extension_not_found\n"
+    )
 
 
 def test_deploy_needs_an_administrator(instance, project):
     bob = make_user("bob")
     _, raw = token_issue(user=bob, scopes=["extensions:deploy"])
-    done = turbobase({**instance, "TURBOBASE_TOKEN": raw}, project, "ext", "deploy", "processes/legs.ts")
+    done = turbobase(
+        {**instance, "TURBOBASE_TOKEN": raw}, project, "ext", "deploy", "processes/legs.ts"
+    )
     assert done.returncode == 1
     assert done.stderr.startswith("turbobase: POST /v1/extensions answered 403 admin_required")
     assert ExtensionModule.objects.count() == 0

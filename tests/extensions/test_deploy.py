@@ -1,4 +1,5 @@
 """The deploy service and the module store: versions, outcomes, refusals, the worker's loader."""
+
 from __future__ import annotations
 
 import hashlib
@@ -62,17 +63,33 @@ def test_first_deploy_is_written_and_stores_everything(admin_user):
     source = process_source()
     result = deploy_one(source, by=admin_user)
     assert (result.id, result.kind, result.version, result.outcome, result.status) == (
-        "acme:one", "process", 1, "written", "active")
+        "acme:one",
+        "process",
+        1,
+        "written",
+        "active",
+    )
     module = ExtensionModule.objects.get()
     version = ExtensionVersion.objects.get()
-    assert (module.id, module.kind, module.version, module.status) == ("acme:one", "process", 1, "active")
+    assert (module.id, module.kind, module.version, module.status) == (
+        "acme:one",
+        "process",
+        1,
+        "active",
+    )
     assert module.definition["steps"][0]["build"] == {"$fn": True, "async": False}
-    assert (version.module_id, version.version, version.entry) == ("acme:one", 1, "processes/one.ts")
+    assert (version.module_id, version.version, version.entry) == (
+        "acme:one",
+        1,
+        "processes/one.ts",
+    )
     assert version.source == {"processes/one.ts": source}
     compiled = version.compiled["processes/one.ts"]
     assert "exports.default = (0, extensions_1.defineProcess)" in compiled["code"]
     assert json.loads(compiled["map"])["version"] == 3
-    canonical = json.dumps([["processes/one.ts", source]], ensure_ascii=False, separators=(",", ":"))
+    canonical = json.dumps(
+        [["processes/one.ts", source]], ensure_ascii=False, separators=(",", ":")
+    )
     assert version.sha256 == hashlib.sha256(canonical.encode()).hexdigest()
     assert version.deployed_by == admin_user
     assert version.deployed_at is not None
@@ -122,9 +139,13 @@ def test_worker_loads_the_pinned_version_while_a_new_one_is_served(admin_user):
     with Sandbox(limits=SandboxLimits(call_budget_ms=500)) as sandbox:
         loaded = module_load(sandbox, module_id="acme:one", version=pinned)
         assert loaded.kind == "process"
-        assert sandbox.call(["steps", 0, "build"], [], ctx={"input": {}}) == {"parent": {"memo": "first"}}
+        assert sandbox.call(["steps", 0, "build"], [], ctx={"input": {}}) == {
+            "parent": {"memo": "first"}
+        }
         module_load(sandbox, module_id="acme:one", version=2)
-        assert sandbox.call(["steps", 0, "build"], [], ctx={"input": {}}) == {"parent": {"memo": "second"}}
+        assert sandbox.call(["steps", 0, "build"], [], ctx={"input": {}}) == {
+            "parent": {"memo": "second"}
+        }
 
 
 def test_served_version_is_cached_up_to_the_ttl(admin_user):
@@ -147,14 +168,18 @@ def test_a_pinned_version_of_a_removed_module_still_loads(admin_user):
 
 
 def test_sibling_import_runs_through_the_loader(admin_user):
-    files = {"processes/po-with-memo.ts": fixture("processes/po-with-memo.ts"),
-             "processes/shared-rule.ts": fixture("processes/shared-rule.ts")}
+    files = {
+        "processes/po-with-memo.ts": fixture("processes/po-with-memo.ts"),
+        "processes/shared-rule.ts": fixture("processes/shared-rule.ts"),
+    }
     result = extension_deploy(entry="processes/po-with-memo.ts", files=files, by=admin_user)
     with Sandbox() as sandbox:
         module_load(sandbox, module_id=result.id, version=result.version)
         built = sandbox.call(["steps", 0, "build"], [], ctx={"input": {"vendorId": "V1"}})
-    assert built == {"parent": {"entity_id": "V1", "memo": "raised by acme:po-with-memo"},
-                     "lines": [{"item": "x"}]}
+    assert built == {
+        "parent": {"entity_id": "V1", "memo": "raised by acme:po-with-memo"},
+        "lines": [{"item": "x"}],
+    }
 
 
 def test_infinite_loop_at_top_level_fails_with_the_sandbox_timeout(admin_user):
@@ -182,26 +207,39 @@ def test_top_level_throw_is_refused_with_its_line_in_the_author_file(admin_user)
 def test_syntax_error_is_refused_with_its_position(admin_user):
     with pytest.raises(ExtensionInvalid) as refused:
         deploy_one("export default defineProcess({ id: 'acme:x', ", by=admin_user)
-    assert (refused.value.code, refused.value.field) == ("extension_syntax_error", "processes/one.ts:1:46")
+    assert (refused.value.code, refused.value.field) == (
+        "extension_syntax_error",
+        "processes/one.ts:1:46",
+    )
     assert counts() == (0, 0)
 
 
 def test_conduit_is_refused_in_a_sentence(admin_user):
-    source = "import { defineConduit } from '@turbobase/extensions';\n" \
-             "export default defineConduit({ id: 'acme:bridge' });\n"
+    source = (
+        "import { defineConduit } from '@turbobase/extensions';\n"
+        "export default defineConduit({ id: 'acme:bridge' });\n"
+    )
     with pytest.raises(ConduitNotSupported) as refused:
         deploy_one(source, by=admin_user)
-    assert refused.value.body() == {"error": "invalid_extension", "rejection": {
-        "code": "CONDUIT_NOT_SUPPORTED", "field": "default",
-        "message": "conduits are not supported on this instance yet; deploy processes (defineProcess) "
-                   "and hooks (defineHook)"}}
+    assert refused.value.body() == {
+        "error": "invalid_extension",
+        "rejection": {
+            "code": "CONDUIT_NOT_SUPPORTED",
+            "field": "default",
+            "message": "conduits are not supported on this instance yet; deploy processes (defineProcess) "
+            "and hooks (defineHook)",
+        },
+    }
     assert counts() == (0, 0)
 
 
-@pytest.mark.parametrize("source", [
-    "export default { id: 'acme:plain', input: { type: 'object' }, steps: [] };\n",
-    "export const id = 'acme:nothing';\n",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "export default { id: 'acme:plain', input: { type: 'object' }, steps: [] };\n",
+        "export const id = 'acme:nothing';\n",
+    ],
+)
 def test_default_export_not_defined_by_the_sdk_is_refused(admin_user, source):
     with pytest.raises(ExtensionInvalid) as refused:
         deploy_one(source, by=admin_user)
@@ -217,14 +255,20 @@ def test_no_id_literal_at_all_is_a_mismatch(admin_user):
     assert counts() == (0, 0)
 
 
-@pytest.mark.parametrize(("change", "field"), [
-    (("recordType: 'customer'", "recordType: 'nope'"), "recordType"),
-    (("on: 'before_save'", "on: 'after_save'"), "on"),
-    (("run(ctx) {", "notRun(ctx) {"), "run"),
-])
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (("recordType: 'customer'", "recordType: 'nope'"), "recordType"),
+        (("on: 'before_save'", "on: 'after_save'"), "on"),
+        (("run(ctx) {", "notRun(ctx) {"), "run"),
+    ],
+)
 def test_hook_contract_is_checked_with_the_field_named(admin_user, change, field):
     source = fixture("hooks/require-memo.ts").replace(*change)
-    files = {"hooks/require-memo.ts": source, "hooks/shared-rule.ts": fixture("hooks/shared-rule.ts")}
+    files = {
+        "hooks/require-memo.ts": source,
+        "hooks/shared-rule.ts": fixture("hooks/shared-rule.ts"),
+    }
     with pytest.raises(ExtensionInvalid) as refused:
         extension_deploy(entry="hooks/require-memo.ts", files=files, by=admin_user)
     assert (refused.value.code, refused.value.field) == ("HOOK_CONTRACT_INVALID", field)
@@ -233,22 +277,27 @@ def test_hook_contract_is_checked_with_the_field_named(admin_user, change, field
 
 def test_changing_an_active_id_to_another_kind_is_refused(admin_user):
     deploy_one(process_source(process_id="acme:require-memo"), by=admin_user)
-    files = {"hooks/require-memo.ts": fixture("hooks/require-memo.ts"),
-             "hooks/shared-rule.ts": fixture("hooks/shared-rule.ts")}
+    files = {
+        "hooks/require-memo.ts": fixture("hooks/require-memo.ts"),
+        "hooks/shared-rule.ts": fixture("hooks/shared-rule.ts"),
+    }
     with pytest.raises(ExtensionInvalid) as refused:
         extension_deploy(entry="hooks/require-memo.ts", files=files, by=admin_user)
     assert refused.value.field == "id"
     assert counts() == (1, 1)
 
 
-@pytest.mark.parametrize(("entry", "files", "field"), [
-    ("processes/one.ts", {}, "files"),
-    ("processes/one.ts", {"../one.ts": "x"}, "files.../one.ts"),
-    ("processes/one.ts", {"/abs/one.ts": "x"}, "files./abs/one.ts"),
-    ("processes/one.ts", {"processes/./one.ts": "x"}, "files.processes/./one.ts"),
-    ("processes/two.ts", {"processes/one.ts": "x"}, "entry"),
-    ("processes/one.json", {"processes/one.json": "{}"}, "entry"),
-])
+@pytest.mark.parametrize(
+    ("entry", "files", "field"),
+    [
+        ("processes/one.ts", {}, "files"),
+        ("processes/one.ts", {"../one.ts": "x"}, "files.../one.ts"),
+        ("processes/one.ts", {"/abs/one.ts": "x"}, "files./abs/one.ts"),
+        ("processes/one.ts", {"processes/./one.ts": "x"}, "files.processes/./one.ts"),
+        ("processes/two.ts", {"processes/one.ts": "x"}, "entry"),
+        ("processes/one.json", {"processes/one.json": "{}"}, "entry"),
+    ],
+)
 def test_malformed_bundles_are_refused_naming_the_field(admin_user, entry, files, field):
     with pytest.raises(ExtensionInvalid) as refused:
         extension_deploy(entry=entry, files=files, by=admin_user)

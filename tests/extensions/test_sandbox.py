@@ -29,7 +29,9 @@ from extensions.sandbox import (
 from extensions.transpile import transpile
 
 # The seed's `defineProcess` contract example, verbatim (the demo ships it; the fixture links it).
-SEED_PROCESS = (Path(__file__).parent / "fixtures" / "processes" / "raise-po-and-bill.ts").read_text()
+SEED_PROCESS = (
+    Path(__file__).parent / "fixtures" / "processes" / "raise-po-and-bill.ts"
+).read_text()
 
 MIGRATION = """import { defineProcess } from '@turbobase/extensions/process';
 

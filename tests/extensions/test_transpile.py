@@ -88,7 +88,10 @@ def test_an_oversized_file_is_refused_without_parsing() -> None:
     with pytest.raises(CompileLimitExceeded) as raised:
         transpile("//" + "x" * 100_000, filename="huge.ts")
 
-    assert str(raised.value) == "huge.ts is 100002 characters, over the limit of 100000 characters per file"
+    assert (
+        str(raised.value)
+        == "huge.ts is 100002 characters, over the limit of 100000 characters per file"
+    )
     assert (raised.value.field, raised.value.limit) == ("files.huge.ts", {"maxChars": 100_000})
     assert raised.value.code == "EXTENSION_TOO_LARGE"
     assert compiles_in_flight() == 0  # refused before any compiler saw it

@@ -1,4 +1,5 @@
 """The operator's admin: Compliance → Guardrails, Settings → Write guardrails, read-only records."""
+
 from __future__ import annotations
 
 import pytest
@@ -17,7 +18,9 @@ WRITE_GUARDRAILS = "/admin/instance_settings/writeguardrail/"
 
 
 def _held(user, name: str) -> tuple[Record, HeldDelete]:
-    record = record_create(actor=Actor(user=user), record_type="customer", parent={"company_name": name}).record
+    record = record_create(
+        actor=Actor(user=user), record_type="customer", parent={"company_name": name}
+    ).record
     record_delete(actor=Actor(user=user), record_type="customer", pg_row_id=record.pk)
     return record, HeldDelete.objects.get(pg_row_id=record.pk)
 
@@ -34,11 +37,21 @@ def test_index_has_compliance_guardrails_and_settings_write_guardrails(operator)
     assert sections["Records"] == ["Record write states", "Records", "Write trails"]
 
 
-@pytest.mark.parametrize("path", [
-    "/admin/", "/admin/guardrails/", "/admin/instance_settings/", GUARDRAILS, WRITE_GUARDRAILS,
-    "/admin/guardrails/guardrailrule/", "/admin/guardrails/guardrailrule/add/",
-    "/admin/records/record/", "/admin/records/recordwritestate/", "/admin/records/writetrail/",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/admin/",
+        "/admin/guardrails/",
+        "/admin/instance_settings/",
+        GUARDRAILS,
+        WRITE_GUARDRAILS,
+        "/admin/guardrails/guardrailrule/",
+        "/admin/guardrails/guardrailrule/add/",
+        "/admin/records/record/",
+        "/admin/records/recordwritestate/",
+        "/admin/records/writetrail/",
+    ],
+)
 def test_admin_pages_render_for_a_superuser(alice, operator, path):
     _held(alice, "A")
     assert operator.get(path).status_code == 200
@@ -73,13 +86,17 @@ def test_held_deletes_cannot_be_added_or_removed_by_hand(alice, operator):
 
 
 def test_rule_form_refuses_an_unknown_record_type(operator):
-    res = operator.post("/admin/guardrails/guardrailrule/add/",
-                        {"record_type": "nope", "action": "delete", "decision": "allow"})
+    res = operator.post(
+        "/admin/guardrails/guardrailrule/add/",
+        {"record_type": "nope", "action": "delete", "decision": "allow"},
+    )
     assert res.status_code == 200
     assert "&#x27;nope&#x27; is not a record type in the catalog" in res.content.decode()
     assert GuardrailRule.objects.count() == 0
-    res = operator.post("/admin/guardrails/guardrailrule/add/",
-                        {"record_type": "customer", "action": "delete", "decision": "allow_with_audit"})
+    res = operator.post(
+        "/admin/guardrails/guardrailrule/add/",
+        {"record_type": "customer", "action": "delete", "decision": "allow_with_audit"},
+    )
     assert res.status_code == 302
     assert GuardrailRule.objects.get().decision == "allow_with_audit"
 

@@ -1,4 +1,5 @@
 """/v1/guardrails/held-deletes: administrators list, approve and reject held deletes."""
+
 from __future__ import annotations
 
 import pytest
@@ -16,8 +17,12 @@ BASE = "/v1/guardrails/held-deletes"
 
 
 def _held(user, name: str = "Acme", **actor) -> tuple[Record, HeldDelete]:
-    record = record_create(actor=Actor(user=user), record_type="customer", parent={"company_name": name}).record
-    result = record_delete(actor=Actor(user=user, **actor), record_type="customer", pg_row_id=record.pk)
+    record = record_create(
+        actor=Actor(user=user), record_type="customer", parent={"company_name": name}
+    ).record
+    result = record_delete(
+        actor=Actor(user=user, **actor), record_type="customer", pg_row_id=record.pk
+    )
     assert result.outcome == "held"
     return record, HeldDelete.objects.get(pg_row_id=record.pk)
 
@@ -35,13 +40,25 @@ def test_list_shows_pending_first_with_requester_and_run(alice, admin_user, admi
     assert res.status_code == 200
     rows = res.json()["heldDeletes"]
     assert [(r["id"], r["status"]) for r in rows] == [
-        (older.pk, "pending"), (newer.pk, "pending"), (decided.pk, "rejected")]
+        (older.pk, "pending"),
+        (newer.pk, "pending"),
+        (decided.pk, "rejected"),
+    ]
     first = rows[0]
     assert first == {
-        "id": older.pk, "recordType": "customer", "pgRowId": str(older.pg_row_id), "externalId": None,
-        "sourceSystem": "netsuite", "status": "pending", "requestedBy": "alice",
-        "requestedAt": older.requested_at.isoformat(), "processRunId": "r1", "processStep": "po",
-        "decidedBy": None, "decidedAt": None, "note": "",
+        "id": older.pk,
+        "recordType": "customer",
+        "pgRowId": str(older.pg_row_id),
+        "externalId": None,
+        "sourceSystem": "netsuite",
+        "status": "pending",
+        "requestedBy": "alice",
+        "requestedAt": older.requested_at.isoformat(),
+        "processRunId": "r1",
+        "processStep": "po",
+        "decidedBy": None,
+        "decidedAt": None,
+        "note": "",
     }
     assert rows[2]["decidedBy"] == "root"
     only_pending = admin_api.get(BASE, {"status": "pending"}).json()["heldDeletes"]
@@ -54,16 +71,21 @@ def test_list_refuses_an_unknown_status(admin_api):
     assert res.json()["rejection"]["field"] == "status"
 
 
-def test_approve_sends_the_delete_and_keeps_the_record_hidden(alice, admin_user, admin_api,
-                                                              django_capture_on_commit_callbacks):
+def test_approve_sends_the_delete_and_keeps_the_record_hidden(
+    alice, admin_user, admin_api, django_capture_on_commit_callbacks
+):
     record, held = _held(alice)
     from records.hooks import hook_register
 
     seen = []
-    unregister = hook_register(slot="after_delete", record_type="customer", hook=lambda ctx: seen.append(ctx.record))
+    unregister = hook_register(
+        slot="after_delete", record_type="customer", hook=lambda ctx: seen.append(ctx.record)
+    )
     try:
         with django_capture_on_commit_callbacks(execute=True) as callbacks:
-            res = admin_api.post(f"{BASE}/{held.pk}/approve", {"note": "ok by finance"}, format="json")
+            res = admin_api.post(
+                f"{BASE}/{held.pk}/approve", {"note": "ok by finance"}, format="json"
+            )
     finally:
         unregister()
     assert res.status_code == 200, res.content
@@ -71,13 +93,21 @@ def test_approve_sends_the_delete_and_keeps_the_record_hidden(alice, admin_user,
     assert len(callbacks) == 2
     assert [r["pgRowId"] for r in seen] == [str(record.pk)]
     body = res.json()
-    assert (body["status"], body["decidedBy"], body["note"]) == ("approved", "root", "ok by finance")
+    assert (body["status"], body["decidedBy"], body["note"]) == (
+        "approved",
+        "root",
+        "ok by finance",
+    )
     record.refresh_from_db()
     assert record.sync_state == "deleting"
     assert _visible(alice) == []
     assert RecordWriteState.reads.get(record=record, operation="delete").status == "pending"
     trail = WriteTrail.reads.order_by("-id").first()
-    assert (trail.outcome, trail.actor_id, trail.message) == ("approved", admin_user.pk, "ok by finance")
+    assert (trail.outcome, trail.actor_id, trail.message) == (
+        "approved",
+        admin_user.pk,
+        "ok by finance",
+    )
 
 
 def test_reject_brings_the_record_back(alice, admin_api):
@@ -114,15 +144,19 @@ def test_non_admin_is_refused_and_nothing_changes(alice, alice_api, verb):
 def test_non_admin_cannot_list(alice_api):
     res = alice_api.get(BASE)
     assert res.status_code == 403
-    assert res.json() == {"error": "admin_required",
-                          "message": "only an administrator may see and decide held deletes"}
+    assert res.json() == {
+        "error": "admin_required",
+        "message": "only an administrator may see and decide held deletes",
+    }
 
 
 def test_anonymous_is_401(client):
     assert client.get(BASE).status_code == 401
 
 
-@pytest.mark.parametrize("first, second", [("approve", "reject"), ("reject", "approve"), ("approve", "approve")])
+@pytest.mark.parametrize(
+    "first, second", [("approve", "reject"), ("reject", "approve"), ("approve", "approve")]
+)
 def test_already_decided_is_409(alice, admin_api, first, second):
     record, held = _held(alice)
     admin_api.post(f"{BASE}/{held.pk}/{first}", format="json")
@@ -132,10 +166,14 @@ def test_already_decided_is_409(alice, admin_api, first, second):
     res = admin_api.post(f"{BASE}/{held.pk}/{second}", format="json")
     assert res.status_code == 409
     expected = "approved" if first == "approve" else "rejected"
-    assert res.json() == {"error": "conflict", "rejection": {
-        "code": "HELD_DELETE_NOT_PENDING", "field": "id",
-        "message": f"held delete #{held.pk} is already {expected}",
-    }}
+    assert res.json() == {
+        "error": "conflict",
+        "rejection": {
+            "code": "HELD_DELETE_NOT_PENDING",
+            "field": "id",
+            "message": f"held delete #{held.pk} is already {expected}",
+        },
+    }
     record.refresh_from_db()
     assert record.sync_state == state_before
     assert WriteTrail.reads.count() == trail_rows

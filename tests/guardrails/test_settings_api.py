@@ -1,4 +1,5 @@
 """``/v1/settings``: every instance setting, changed by administrators, every bad value refused."""
+
 from __future__ import annotations
 
 import pytest
@@ -23,21 +24,31 @@ def test_get_lists_every_setting_with_its_declaration(admin_api):
     rows = _by_key(res.json())
     assert set(rows) == set(REGISTRY)
     assert rows["PROCESS_SLICE_MAX_ROWS"] == {
-        "key": "PROCESS_SLICE_MAX_ROWS", "value": 500, "default": 500, "type": "integer", "min": 1,
-        "max": 2147483647, "group": "slices",
+        "key": "PROCESS_SLICE_MAX_ROWS",
+        "value": 500,
+        "default": 500,
+        "type": "integer",
+        "min": 1,
+        "max": 2147483647,
+        "group": "slices",
         "description": "Rows one migration slice works through before it queues the next.",
-        "changedAt": None, "changedBy": None,
+        "changedAt": None,
+        "changedBy": None,
     }
     assert rows["processes.enabled"]["value"] is True
     assert rows["processes.enabled"]["type"] == "boolean"
 
 
 def test_patch_sets_and_null_restores_the_default_and_every_change_is_kept(admin_api, admin_user):
-    res = admin_api.patch("/v1/settings", {"PROCESS_SLICE_MAX_ROWS": 50, "processes.enabled": False},
-                          format="json")
+    res = admin_api.patch(
+        "/v1/settings", {"PROCESS_SLICE_MAX_ROWS": 50, "processes.enabled": False}, format="json"
+    )
     assert res.status_code == 200
     rows = _by_key(res.json())
-    assert (rows["PROCESS_SLICE_MAX_ROWS"]["value"], rows["processes.enabled"]["value"]) == (50, False)
+    assert (rows["PROCESS_SLICE_MAX_ROWS"]["value"], rows["processes.enabled"]["value"]) == (
+        50,
+        False,
+    )
     assert rows["PROCESS_SLICE_MAX_ROWS"]["changedBy"] == admin_user.username
     assert rows["PROCESS_SLICE_MAX_ROWS"]["changedAt"] is not None
     assert setting_get("PROCESS_SLICE_MAX_ROWS") == 50
@@ -45,7 +56,11 @@ def test_patch_sets_and_null_restores_the_default_and_every_change_is_kept(admin
     res = admin_api.patch("/v1/settings", {"PROCESS_SLICE_MAX_ROWS": None}, format="json")
     assert _by_key(res.json())["PROCESS_SLICE_MAX_ROWS"]["value"] == 500
     assert list(InstanceSetting.objects.values_list("key", "value")) == [("processes.enabled", 0)]
-    trail = list(AuditEvent.objects.order_by("id").values_list("actor_name", "action", "target", "before", "after"))
+    trail = list(
+        AuditEvent.objects.order_by("id").values_list(
+            "actor_name", "action", "target", "before", "after"
+        )
+    )
     assert sorted(trail[:2]) == [
         ("root", "setting.changed", "PROCESS_SLICE_MAX_ROWS", None, 50),
         ("root", "setting.changed", "processes.enabled", None, 0),
@@ -53,16 +68,31 @@ def test_patch_sets_and_null_restores_the_default_and_every_change_is_kept(admin
     assert trail[2] == ("root", "setting.changed", "PROCESS_SLICE_MAX_ROWS", 50, None)
 
 
-@pytest.mark.parametrize("body, key, message", [
-    ({"PROCESS_SLICE_MAX_ROWS": "5e"}, "PROCESS_SLICE_MAX_ROWS", "must be a whole number"),
-    ({"PROCESS_SLICE_MAX_ROWS": 0}, "PROCESS_SLICE_MAX_ROWS", "must be between 1 and 2147483647"),
-    ({"PROCESS_SLICE_MAX_ROWS": 10, "processes.slice_cap": -1}, "processes.slice_cap", "must be between"),
-    ({"processes.enabled": "perhaps"}, "processes.enabled", "must be true or false"),
-    ({"guardrails.max_everything": 1}, "guardrails.max_everything", "is not an instance setting"),
-    ({"PROCESS_SLICE_MAX_ROWS": [1]}, "PROCESS_SLICE_MAX_ROWS", "must be a whole number"),
-    ([], "body", "must be a JSON object"),
-    ({}, "body", "must be a JSON object"),
-])
+@pytest.mark.parametrize(
+    "body, key, message",
+    [
+        ({"PROCESS_SLICE_MAX_ROWS": "5e"}, "PROCESS_SLICE_MAX_ROWS", "must be a whole number"),
+        (
+            {"PROCESS_SLICE_MAX_ROWS": 0},
+            "PROCESS_SLICE_MAX_ROWS",
+            "must be between 1 and 2147483647",
+        ),
+        (
+            {"PROCESS_SLICE_MAX_ROWS": 10, "processes.slice_cap": -1},
+            "processes.slice_cap",
+            "must be between",
+        ),
+        ({"processes.enabled": "perhaps"}, "processes.enabled", "must be true or false"),
+        (
+            {"guardrails.max_everything": 1},
+            "guardrails.max_everything",
+            "is not an instance setting",
+        ),
+        ({"PROCESS_SLICE_MAX_ROWS": [1]}, "PROCESS_SLICE_MAX_ROWS", "must be a whole number"),
+        ([], "body", "must be a JSON object"),
+        ({}, "body", "must be a JSON object"),
+    ],
+)
 def test_a_bad_value_is_refused_naming_the_key_and_nothing_changes(admin_api, body, key, message):
     res = admin_api.patch("/v1/settings", body, format="json")
     assert res.status_code == 400

@@ -1,4 +1,5 @@
 """Rolling delete windows: the ordinary and the rollback window, with explicit clocks."""
+
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
@@ -36,21 +37,28 @@ def test_shipped_defaults_are_the_seeds():
 
 
 def test_unknown_or_negative_setting_refused():
-    with pytest.raises(SettingInvalid, match="'guardrails.max_everything' is not an instance setting"):
+    with pytest.raises(
+        SettingInvalid, match="'guardrails.max_everything' is not an instance setting"
+    ):
         setting_set("guardrails.max_everything", 1)
-    with pytest.raises(SettingInvalid, match="guardrails.max_deletes_per_min must be between 0 and"):
+    with pytest.raises(
+        SettingInvalid, match="guardrails.max_deletes_per_min must be between 0 and"
+    ):
         setting_set("guardrails.max_deletes_per_min", -1)
     assert not InstanceSetting.objects.exists()
 
 
-@pytest.mark.parametrize("kind, span, length", [
-    ("delete", "min", timedelta(minutes=1)),
-    ("delete", "hour", timedelta(hours=1)),
-    ("delete", "day", timedelta(days=1)),
-    ("rollback", "min", timedelta(minutes=1)),
-    ("rollback", "hour", timedelta(hours=1)),
-    ("rollback", "day", timedelta(days=1)),
-])
+@pytest.mark.parametrize(
+    "kind, span, length",
+    [
+        ("delete", "min", timedelta(minutes=1)),
+        ("delete", "hour", timedelta(hours=1)),
+        ("delete", "day", timedelta(days=1)),
+        ("rollback", "min", timedelta(minutes=1)),
+        ("rollback", "hour", timedelta(hours=1)),
+        ("rollback", "day", timedelta(days=1)),
+    ],
+)
 def test_full_window_frees_when_its_oldest_needed_charge_ages_out(kind, span, length):
     prefix = "max_deletes" if kind == "delete" else "max_rollback_deletes"
     key = f"guardrails.{prefix}_per_{span}"
@@ -84,10 +92,16 @@ def test_the_tightest_window_is_named():
     assert _admit("delete", T0).admitted
     assert _admit("delete", T0 + timedelta(minutes=10)).admitted
     blocked = _admit("delete", T0 + timedelta(minutes=20))
-    assert (blocked.cap, blocked.retry_at) == ("guardrails.max_deletes_per_hour", T0 + timedelta(hours=1))
+    assert (blocked.cap, blocked.retry_at) == (
+        "guardrails.max_deletes_per_hour",
+        T0 + timedelta(hours=1),
+    )
     assert _admit("delete", T0 + timedelta(hours=1, minutes=5)).admitted
     blocked = _admit("delete", T0 + timedelta(hours=3))
-    assert (blocked.cap, blocked.retry_at) == ("guardrails.max_deletes_per_day", T0 + timedelta(days=1))
+    assert (blocked.cap, blocked.retry_at) == (
+        "guardrails.max_deletes_per_day",
+        T0 + timedelta(days=1),
+    )
 
 
 def test_rollback_window_is_separate_from_the_ordinary_one():
@@ -100,9 +114,17 @@ def test_rollback_window_is_separate_from_the_ordinary_one():
     assert _admit("rollback", T0 + 2 * SECOND).admitted
     blocked = _admit("rollback", T0 + 3 * SECOND)
     assert (blocked.admitted, blocked.cap, blocked.retry_at) == (
-        False, "guardrails.max_rollback_deletes_per_min", T0 + SECOND + timedelta(minutes=1))
+        False,
+        "guardrails.max_rollback_deletes_per_min",
+        T0 + SECOND + timedelta(minutes=1),
+    )
     assert _admit("delete", T0 + timedelta(minutes=1)).admitted
-    assert sorted(WindowEvent.objects.values_list("kind", flat=True)) == ["delete", "delete", "rollback", "rollback"]
+    assert sorted(WindowEvent.objects.values_list("kind", flat=True)) == [
+        "delete",
+        "delete",
+        "rollback",
+        "rollback",
+    ]
 
 
 def test_windows_are_per_source_system():

@@ -1,4 +1,5 @@
 """Auth: session sign-in with CSRF, bearer tokens, and 401 without credentials."""
+
 from __future__ import annotations
 
 import hashlib
@@ -20,7 +21,9 @@ def csrf_client() -> APIClient:
 
 
 def sign_in(client: APIClient, username: str, password: str):
-    return client.post("/v1/auth/session", {"username": username, "password": password}, format="json")
+    return client.post(
+        "/v1/auth/session", {"username": username, "password": password}, format="json"
+    )
 
 
 def test_session_sign_in_answers_the_csrf_token(alice):
@@ -45,15 +48,22 @@ def test_unsafe_request_without_csrf_header_is_403_and_writes_nothing(alice):
     assert sign_in(client, "alice", "pw-alice").status_code == 200
     res = client.post("/v1/data/legacy_customer", {"parent": {"company_name": "A"}}, format="json")
     assert res.status_code == 403
-    assert res.json() == {"error": "permission_denied", "message": "CSRF Failed: CSRF token missing."}
+    assert res.json() == {
+        "error": "permission_denied",
+        "message": "CSRF Failed: CSRF token missing.",
+    }
     assert Record.reads.count() == 0
 
 
 def test_unsafe_request_with_the_answered_csrf_token_is_201(alice):
     client = csrf_client()
     token = sign_in(client, "alice", "pw-alice").json()["csrfToken"]
-    res = client.post("/v1/data/legacy_customer", {"parent": {"company_name": "A"}}, format="json",
-                      HTTP_X_CSRFTOKEN=token)
+    res = client.post(
+        "/v1/data/legacy_customer",
+        {"parent": {"company_name": "A"}},
+        format="json",
+        HTTP_X_CSRFTOKEN=token,
+    )
     assert res.status_code == 201, res.content
     record = Record.reads.get(pk=res.json()["pgRowId"])
     assert (record.owner_id, record.fields) == (alice.pk, {"company_name": "A"})
@@ -62,8 +72,12 @@ def test_unsafe_request_with_the_answered_csrf_token_is_201(alice):
 def test_wrong_csrf_token_is_403(alice):
     client = csrf_client()
     assert sign_in(client, "alice", "pw-alice").status_code == 200
-    res = client.post("/v1/data/legacy_customer", {"parent": {"company_name": "A"}}, format="json",
-                      HTTP_X_CSRFTOKEN="x" * 64)
+    res = client.post(
+        "/v1/data/legacy_customer",
+        {"parent": {"company_name": "A"}},
+        format="json",
+        HTTP_X_CSRFTOKEN="x" * 64,
+    )
     assert res.status_code == 403
     assert res.json()["error"] == "permission_denied"
     assert Record.reads.count() == 0
@@ -80,8 +94,10 @@ def test_wrong_password_is_401_and_no_session(alice):
 def test_sign_in_without_password_is_400(alice):
     res = csrf_client().post("/v1/auth/session", {"username": "alice"}, format="json")
     assert res.status_code == 400
-    assert res.json() == {"error": "invalid_request", "rejection": {
-        "code": "INVALID", "field": "password", "message": "password is required"}}
+    assert res.json() == {
+        "error": "invalid_request",
+        "rejection": {"code": "INVALID", "field": "password", "message": "password is required"},
+    }
 
 
 def test_session_get_says_who_and_sign_out_ends_it(alice):
@@ -90,7 +106,10 @@ def test_session_get_says_who_and_sign_out_ends_it(alice):
     me = client.get("/v1/auth/session")
     assert me.status_code == 200
     assert {k: v for k, v in me.json().items() if k != "csrfToken"} == {
-        "username": "alice", "isAdmin": False, "via": "session"}
+        "username": "alice",
+        "isAdmin": False,
+        "via": "session",
+    }
     assert client.delete("/v1/auth/session", HTTP_X_CSRFTOKEN=token).status_code == 204
     after = client.get("/v1/auth/session")
     assert after.status_code == 401
@@ -98,10 +117,14 @@ def test_session_get_says_who_and_sign_out_ends_it(alice):
 
 
 def test_no_credentials_is_401_not_authenticated(db):
-    res = csrf_client().post("/v1/data/legacy_customer", {"parent": {"company_name": "A"}}, format="json")
+    res = csrf_client().post(
+        "/v1/data/legacy_customer", {"parent": {"company_name": "A"}}, format="json"
+    )
     assert res.status_code == 401
-    assert res.json() == {"error": "not_authenticated",
-                          "message": "Authentication credentials were not provided."}
+    assert res.json() == {
+        "error": "not_authenticated",
+        "message": "Authentication credentials were not provided.",
+    }
     assert res["WWW-Authenticate"] == "Bearer"
     assert Record.reads.count() == 0
 
@@ -109,8 +132,12 @@ def test_no_credentials_is_401_not_authenticated(db):
 def test_bearer_token_writes_as_its_owner_without_csrf(alice):
     _, raw = token_issue(user=alice, scopes=["data:write"])
     client = csrf_client()
-    res = client.post("/v1/data/legacy_customer", {"parent": {"company_name": "T"}}, format="json",
-                      HTTP_AUTHORIZATION=f"Bearer {raw}")
+    res = client.post(
+        "/v1/data/legacy_customer",
+        {"parent": {"company_name": "T"}},
+        format="json",
+        HTTP_AUTHORIZATION=f"Bearer {raw}",
+    )
     assert res.status_code == 201, res.content
     assert Record.reads.get(pk=res.json()["pgRowId"]).owner_id == alice.pk
     assert AccessToken.objects.get().last_used_at is not None
@@ -120,8 +147,12 @@ def test_bearer_token_whoami_lists_its_scopes(admin_user):
     _, raw = token_issue(user=admin_user, scopes=["extensions:deploy", "data:read"])
     res = csrf_client().get("/v1/auth/session", HTTP_AUTHORIZATION=f"Bearer {raw}")
     assert res.status_code == 200
-    assert res.json() == {"username": "root", "isAdmin": True, "via": "token",
-                          "scopes": ["extensions:deploy", "data:read"]}
+    assert res.json() == {
+        "username": "root",
+        "isAdmin": True,
+        "via": "token",
+        "scopes": ["extensions:deploy", "data:read"],
+    }
 
 
 def test_token_is_hashed_at_rest(alice):
@@ -135,8 +166,12 @@ def test_token_is_hashed_at_rest(alice):
 
 @pytest.mark.parametrize("header", ["Bearer tbp_unknown", "Bearer "])
 def test_unknown_or_empty_token_is_401(alice, header):
-    res = csrf_client().post("/v1/data/legacy_customer", {"parent": {"company_name": "A"}}, format="json",
-                             HTTP_AUTHORIZATION=header)
+    res = csrf_client().post(
+        "/v1/data/legacy_customer",
+        {"parent": {"company_name": "A"}},
+        format="json",
+        HTTP_AUTHORIZATION=header,
+    )
     assert res.status_code == 401
     assert res.json()["error"] == "not_authenticated"
     assert Record.reads.count() == 0
@@ -145,8 +180,12 @@ def test_unknown_or_empty_token_is_401(alice, header):
 def test_revoked_token_is_401(alice):
     token, raw = token_issue(user=alice, scopes=["data:write"])
     token_revoke(token=token)
-    res = csrf_client().post("/v1/data/legacy_customer", {"parent": {"company_name": "A"}}, format="json",
-                             HTTP_AUTHORIZATION=f"Bearer {raw}")
+    res = csrf_client().post(
+        "/v1/data/legacy_customer",
+        {"parent": {"company_name": "A"}},
+        format="json",
+        HTTP_AUTHORIZATION=f"Bearer {raw}",
+    )
     assert res.status_code == 401
     assert res.json() == {"error": "not_authenticated", "message": "invalid or revoked token"}
     assert Record.reads.count() == 0
@@ -163,8 +202,10 @@ def test_token_of_an_inactive_user_is_401(alice):
 def test_malformed_bearer_header_is_401(alice):
     res = csrf_client().get("/v1/auth/session", HTTP_AUTHORIZATION="Bearer a b")
     assert res.status_code == 401
-    assert res.json() == {"error": "not_authenticated",
-                          "message": "Authorization header must be 'Bearer <token>'"}
+    assert res.json() == {
+        "error": "not_authenticated",
+        "message": "Authorization header must be 'Bearer <token>'",
+    }
 
 
 def test_scope_check_limits_tokens_not_sessions(db):
@@ -175,5 +216,8 @@ def test_scope_check_limits_tokens_not_sessions(db):
     with pytest.raises(ScopeMissing) as refused:
         scope_check(SimpleNamespace(auth=token), "extensions:deploy")
     assert refused.value.http_status == 403
-    assert refused.value.body() == {"error": "insufficient_scope", "scope": "extensions:deploy",
-                                    "message": "this access token lacks the extensions:deploy scope"}
+    assert refused.value.body() == {
+        "error": "insufficient_scope",
+        "scope": "extensions:deploy",
+        "message": "this access token lacks the extensions:deploy scope",
+    }

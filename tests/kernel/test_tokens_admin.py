@@ -1,4 +1,5 @@
 """Access tokens in the admin: listed with their prefix, never their value; revoked by an action."""
+
 from __future__ import annotations
 
 import pytest
@@ -34,9 +35,14 @@ def test_tokens_are_not_added_in_the_admin(admin_user):
 
 def test_revoke_action_makes_the_token_401(admin_user, alice):
     token, raw = token_issue(user=alice, scopes=["data:read"])
-    res = admin_client(admin_user).post("/admin/kernel/accesstoken/", {
-        "action": "revoke_selected", "_selected_action": [str(token.pk)]}, follow=True)
+    res = admin_client(admin_user).post(
+        "/admin/kernel/accesstoken/",
+        {"action": "revoke_selected", "_selected_action": [str(token.pk)]},
+        follow=True,
+    )
     assert res.status_code == 200
     assert "1 token(s) revoked" in res.content.decode()
     assert AccessToken.objects.get(pk=token.pk).revoked_at is not None
-    assert APIClient().get("/v1/auth/session", HTTP_AUTHORIZATION=f"Bearer {raw}").status_code == 401
+    assert (
+        APIClient().get("/v1/auth/session", HTTP_AUTHORIZATION=f"Bearer {raw}").status_code == 401
+    )

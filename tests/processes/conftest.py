@@ -6,6 +6,7 @@ every pending outbound write (the sandbox source answers), then performs one del
 that a worker would pick up — queued, handed back, or parked on a wait whose verdict, clock or
 budget has come — until none is left. Tests with real ``qcluster`` workers live elsewhere.
 """
+
 from __future__ import annotations
 
 import threading
@@ -82,15 +83,22 @@ def _due(now) -> Q:
 
 def _verdict_in(run: ProcessRun) -> bool:
     waiting = ProcessRunStep.objects.filter(run_id=run.pk, awaiting_verdict=True).values_list(
-        "write_state_id", flat=True)
-    return RecordWriteState.reads.filter(pk__in=list(waiting)).exclude(
-        status__in=[WriteStatus.PENDING, WriteStatus.HELD]).exists()
+        "write_state_id", flat=True
+    )
+    return (
+        RecordWriteState.reads.filter(pk__in=list(waiting))
+        .exclude(status__in=[WriteStatus.PENDING, WriteStatus.HELD])
+        .exists()
+    )
 
 
 def outbound_drain_all() -> None:
     """Let the sandbox source answer every pending write, type by type, in order."""
-    types = (RecordWriteState.reads.filter(status=WriteStatus.PENDING)
-             .values_list("record__record_type", flat=True).distinct())
+    types = (
+        RecordWriteState.reads.filter(status=WriteStatus.PENDING)
+        .values_list("record__record_type", flat=True)
+        .distinct()
+    )
     for record_type in sorted(set(types)):
         outbound_drain(record_type=record_type)
 
@@ -101,7 +109,9 @@ def drain_runs(*, max_rounds: int = 50) -> int:
     for _ in range(max_rounds):
         outbound_drain_all()
         now = timezone.now()
-        due = list(ProcessRun.objects.filter(_due(now)).order_by("created_at").values_list("pk", flat=True))
+        due = list(
+            ProcessRun.objects.filter(_due(now)).order_by("created_at").values_list("pk", flat=True)
+        )
         parked = ProcessRun.objects.filter(state=RunState.RUNNING, pending_reason="awaitingSource")
         due += [run.pk for run in parked if run.pk not in due and _verdict_in(run)]
         if not due:

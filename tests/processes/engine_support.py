@@ -1,6 +1,7 @@
 """Helpers for engine tests: deploy TypeScript through the real deploy path, and pump the
 outbound worker and run deliveries in this process until nothing moves (the same functions the
 django-q2 tasks call; the worker tests run them in real qcluster processes instead)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -17,7 +18,9 @@ from records.models import RecordWriteState, WriteStatus
 from sources.outbound import outbound_drain
 
 
-def deploy(source: str, *, by, name: str = "processes/process.ts", siblings: dict[str, str] | None = None):
+def deploy(
+    source: str, *, by, name: str = "processes/process.ts", siblings: dict[str, str] | None = None
+):
     files = {name: source, **(siblings or {})}
     return extension_deploy(entry=name, files=files, by=by)
 
@@ -28,17 +31,25 @@ def pump(*, rounds: int = 200, sources: bool = True, now=None) -> None:
     for _ in range(rounds):
         moved = False
         if sources:
-            types = set(RecordWriteState.reads.filter(status=WriteStatus.PENDING).values_list("record_type", flat=True))
+            types = set(
+                RecordWriteState.reads.filter(status=WriteStatus.PENDING).values_list(
+                    "record_type", flat=True
+                )
+            )
             for record_type in types:
                 with TestCase.captureOnCommitCallbacks(execute=True):
                     report = outbound_drain(record_type=record_type)
                 moved = moved or bool(getattr(report, "sent", 0) or getattr(report, "applied", 0))
         queued = list(ProcessRun.objects.filter(state=RunState.QUEUED).values_list("pk", flat=True))
         for run_id in queued + runs_due(now or timezone.now()):
-            before = ProcessRun.objects.values_list("state", "pending_reason", "updated_at").get(pk=run_id)
+            before = ProcessRun.objects.values_list("state", "pending_reason", "updated_at").get(
+                pk=run_id
+            )
             with TestCase.captureOnCommitCallbacks(execute=True):
                 run_deliver(str(run_id))
-            after = ProcessRun.objects.values_list("state", "pending_reason", "updated_at").get(pk=run_id)
+            after = ProcessRun.objects.values_list("state", "pending_reason", "updated_at").get(
+                pk=run_id
+            )
             moved = moved or before != after
         if not moved:
             return

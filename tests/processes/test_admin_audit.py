@@ -26,8 +26,15 @@ def events(*actions: str) -> list[tuple]:
 
 
 def test_switch_actions_audit_each_process_with_the_reason(operator, two_notes):
-    operator.post(PROCESSES, {"action": "switch_off", ACTION_CHECKBOX_NAME: [two_notes],
-                              "confirm": "yes", "reason": "vendor master cleanup"})
+    operator.post(
+        PROCESSES,
+        {
+            "action": "switch_off",
+            ACTION_CHECKBOX_NAME: [two_notes],
+            "confirm": "yes",
+            "reason": "vendor master cleanup",
+        },
+    )
     operator.post(PROCESSES, {"action": "switch_on", ACTION_CHECKBOX_NAME: [two_notes]})
     assert events("process.switched_off", "process.switched_on") == [
         (
@@ -126,5 +133,6 @@ def test_cancelling_a_process_s_queued_runs_audits_each_run(alice, admin_api, tw
     runs = [run_invoke(process_id=two_notes, body={"memo": str(n)}, user=alice) for n in range(2)]
     assert admin_api.post(f"/v1/processes/{two_notes}/cancel").json() == {"cancelled": 2}
     assert sorted(events("run.cancelled")) == sorted(
-        ("root", "run.cancelled", f"run:{run.run_id}", {"state": "queued"}, None, "") for run in runs
+        ("root", "run.cancelled", f"run:{run.run_id}", {"state": "queued"}, None, "")
+        for run in runs
     )

@@ -87,4 +87,3 @@ def test_a_date_bound_with_an_offset_postgresql_cannot_read_is_compared_in_utc(
     res = alice_api.get("/v1/processes/queue?createdAfter=1857-08-25T18:28:19.81%2B21:29")
     assert res.status_code == 200, res.content
     assert [run["processId"] for run in res.json()["runs"]] == ["acme:two-notes"]
-

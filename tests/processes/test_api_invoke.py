@@ -1,4 +1,5 @@
 """``POST /v1/processes/:id``: every answer of seed 000's invoke table, and who may invoke."""
+
 from __future__ import annotations
 
 import pytest
@@ -27,24 +28,38 @@ def assert_no_run() -> None:
     assert ProcessRun.objects.count() == 0
 
 
-def test_queued_answers_202_with_the_run_and_runs_nothing_on_the_request(alice_api, alice, two_notes):
+def test_queued_answers_202_with_the_run_and_runs_nothing_on_the_request(
+    alice_api, alice, two_notes
+):
     res = alice_api.post(URL, {"memo": "hello"}, format="json")
     assert res.status_code == 202, res.content
     run = ProcessRun.objects.get()
-    assert res.json() == {"runId": str(run.run_id), "processId": "acme:two-notes", "state": "queued"}
-    assert (run.state, run.mode, run.input, run.invoked_by) == ("queued", "async", {"memo": "hello"}, alice)
+    assert res.json() == {
+        "runId": str(run.run_id),
+        "processId": "acme:two-notes",
+        "state": "queued",
+    }
+    assert (run.state, run.mode, run.input, run.invoked_by) == (
+        "queued",
+        "async",
+        {"memo": "hello"},
+        alice,
+    )
     assert run.ledger.count() == 0
     assert Record.reads.count() == 0
 
 
 def test_the_body_is_the_input_bare_an_envelope_is_what_the_process_sees(alice_api, deploy):
-    deploy("""import { defineProcess } from '@turbobase/extensions';
+    deploy(
+        """import { defineProcess } from '@turbobase/extensions';
 export default defineProcess({
   id: 'acme:open-input',
   input: { type: 'object' },
   steps: [{ id: 'only', recordType: 'salesOrder', build: (ctx) => ({ parent: { custom: ctx.input } }) }],
 });
-""", "open-input.ts")
+""",
+        "open-input.ts",
+    )
     res = alice_api.post("/v1/processes/acme:open-input", {"input": {"batch": 7}}, format="json")
     assert res.status_code == 202, res.content
     assert ProcessRun.objects.get().input == {"input": {"batch": 7}}
@@ -124,10 +139,16 @@ def test_explicit_async_mode_is_queued_on_the_async_lane(alice_api, two_notes):
 
 
 def test_a_process_switched_off_is_409_with_its_reason(alice_api, two_notes):
-    Process.objects.filter(pk="acme:two-notes").update(is_enabled=False, disabled_reason="month-end freeze")
+    Process.objects.filter(pk="acme:two-notes").update(
+        is_enabled=False, disabled_reason="month-end freeze"
+    )
     res = alice_api.post(URL, {"memo": "x"}, format="json")
     assert res.status_code == 409
-    assert res.json() == {"error": "process_disabled", "id": "acme:two-notes", "reason": "month-end freeze"}
+    assert res.json() == {
+        "error": "process_disabled",
+        "id": "acme:two-notes",
+        "reason": "month-end freeze",
+    }
     assert_no_run()
 
 
@@ -135,22 +156,30 @@ def test_every_process_switched_off_is_409_naming_the_instance_switch(alice_api,
     setting_set("processes.enabled", 0)
     res = alice_api.post(URL, {"memo": "x"}, format="json")
     assert res.status_code == 409
-    assert res.json() == {"error": "process_disabled", "id": "acme:two-notes",
-                          "reason": "every process on the instance is switched off"}
+    assert res.json() == {
+        "error": "process_disabled",
+        "id": "acme:two-notes",
+        "reason": "every process on the instance is switched off",
+    }
     assert_no_run()
 
 
-def test_an_admin_token_with_extensions_deploy_invokes_and_the_run_is_its_owners(admin_user, two_notes):
+def test_an_admin_token_with_extensions_deploy_invokes_and_the_run_is_its_owners(
+    admin_user, two_notes
+):
     res = token_client(admin_user, ["extensions:deploy"]).post(URL, {"memo": "x"}, format="json")
     assert res.status_code == 202, res.content
     assert ProcessRun.objects.get().invoked_by == admin_user
 
 
-@pytest.mark.parametrize("owner_is_admin, scopes, error", [
-    (False, ["extensions:deploy"], "admin_required"),
-    (True, ["data:read", "data:write"], "insufficient_scope"),
-    (False, ["data:write"], "insufficient_scope"),
-])
+@pytest.mark.parametrize(
+    "owner_is_admin, scopes, error",
+    [
+        (False, ["extensions:deploy"], "admin_required"),
+        (True, ["data:read", "data:write"], "insufficient_scope"),
+        (False, ["data:write"], "insufficient_scope"),
+    ],
+)
 def test_any_other_token_is_403(owner_is_admin, scopes, error, two_notes):
     owner = make_user("tokenowner", admin=owner_is_admin)
     res = token_client(owner, scopes).post(URL, {"memo": "x"}, format="json")
@@ -174,9 +203,15 @@ def test_sync_past_the_budget_is_202_sync_budget_exceeded_and_the_run_goes_on(al
     assert res.status_code == 202
     run = ProcessRun.objects.get()
     body = res.json()
-    assert body.pop("message").startswith("the run did not settle within the synchronous budget of 150 ms")
-    assert body == {"error": "sync_budget_exceeded", "runId": str(run.run_id), "processId": "acme:two-notes",
-                    "state": "queued"}
+    assert body.pop("message").startswith(
+        "the run did not settle within the synchronous budget of 150 ms"
+    )
+    assert body == {
+        "error": "sync_budget_exceeded",
+        "runId": str(run.run_id),
+        "processId": "acme:two-notes",
+        "state": "queued",
+    }
     assert (run.mode, run.state) == ("sync", "queued")
     drain_runs()
     run.refresh_from_db()
@@ -196,17 +231,41 @@ def test_sync_answers_200_with_the_settled_run_and_its_steps(alice_api, two_note
     run = ProcessRun.objects.get()
     first, second = run.ledger.order_by("sequence")
     assert res.json() == {
-        "runId": str(run.run_id), "processId": "acme:two-notes", "state": "committed", "reason": None,
+        "runId": str(run.run_id),
+        "processId": "acme:two-notes",
+        "state": "committed",
+        "reason": None,
         "outstanding": 0,
         "steps": [
-            {"sequence": 1, "stepId": "first", "recordType": "salesOrder", "pgRowId": str(first.pg_row_id),
-             "externalId": None, "disposition": "confirmed", "rowKey": "", "slice": 1, "refusal": None},
-            {"sequence": 2, "stepId": "second", "recordType": "salesOrder", "pgRowId": str(second.pg_row_id),
-             "externalId": None, "disposition": "confirmed", "rowKey": "", "slice": 1, "refusal": None},
+            {
+                "sequence": 1,
+                "stepId": "first",
+                "recordType": "salesOrder",
+                "pgRowId": str(first.pg_row_id),
+                "externalId": None,
+                "disposition": "confirmed",
+                "rowKey": "",
+                "slice": 1,
+                "refusal": None,
+            },
+            {
+                "sequence": 2,
+                "stepId": "second",
+                "recordType": "salesOrder",
+                "pgRowId": str(second.pg_row_id),
+                "externalId": None,
+                "disposition": "confirmed",
+                "rowKey": "",
+                "slice": 1,
+                "refusal": None,
+            },
         ],
     }
     assert run.mode == "sync"
-    assert Record.reads.get(pk=second.pg_row_id).fields == {"memo": "x (2)", "pair_of": str(first.pg_row_id)}
+    assert Record.reads.get(pk=second.pg_row_id).fields == {
+        "memo": "x (2)",
+        "pair_of": str(first.pg_row_id),
+    }
 
 
 def test_sync_answers_200_for_a_failed_run_with_the_refusal(alice_api, deploy, inline_worker):
@@ -219,5 +278,8 @@ def test_sync_answers_200_for_a_failed_run_with_the_refusal(alice_api, deploy, i
     assert (body["state"], body["outstanding"]) == ("failed", 0)
     assert body["reason"] == "step 'item' failed: REQUIRED_FIELD_MISSING: legacy_id is required"
     assert [s["disposition"] for s in body["steps"]] == ["confirmed", "failed"]
-    assert body["steps"][1]["refusal"] == {"code": "REQUIRED_FIELD_MISSING", "field": "parent.legacy_id",
-                                           "message": "legacy_id is required"}
+    assert body["steps"][1]["refusal"] == {
+        "code": "REQUIRED_FIELD_MISSING",
+        "field": "parent.legacy_id",
+        "message": "legacy_id is required",
+    }

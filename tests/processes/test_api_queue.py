@@ -1,5 +1,6 @@
 """``GET /v1/processes/queue`` and ``GET /v1/processes``: all six buckets, failures with their
 runs, the lane filter, the process list's trigger, switch and last five runs — all scoped."""
+
 from __future__ import annotations
 
 import pytest
@@ -34,15 +35,42 @@ def test_the_queue_carries_each_failure_with_its_run(alice, alice_api, deploy, t
     assert body["counts"] == {**ZERO, "queued": 1, "committed": 1, "failed": 1, "cancelled": 1}
     assert body["truncated"] is False
     assert body["runs"] == [
-        {"runId": str(stopped.run_id), "processId": "acme:two-notes", "mode": "sync", "state": "cancelled",
-         "outstanding": 2, "failure": None},
-        {"runId": str(waiting.run_id), "processId": "acme:two-notes", "mode": "async", "state": "queued",
-         "outstanding": 0, "failure": None},
-        {"runId": str(bad.run_id), "processId": "acme:fails-at-second", "mode": "async", "state": "failed",
-         "outstanding": 0,
-         "failure": {"stepId": "item", "code": "REQUIRED_FIELD_MISSING", "message": "legacy_id is required"}},
-        {"runId": str(ok.run_id), "processId": "acme:two-notes", "mode": "async", "state": "committed",
-         "outstanding": 0, "failure": None},
+        {
+            "runId": str(stopped.run_id),
+            "processId": "acme:two-notes",
+            "mode": "sync",
+            "state": "cancelled",
+            "outstanding": 2,
+            "failure": None,
+        },
+        {
+            "runId": str(waiting.run_id),
+            "processId": "acme:two-notes",
+            "mode": "async",
+            "state": "queued",
+            "outstanding": 0,
+            "failure": None,
+        },
+        {
+            "runId": str(bad.run_id),
+            "processId": "acme:fails-at-second",
+            "mode": "async",
+            "state": "failed",
+            "outstanding": 0,
+            "failure": {
+                "stepId": "item",
+                "code": "REQUIRED_FIELD_MISSING",
+                "message": "legacy_id is required",
+            },
+        },
+        {
+            "runId": str(ok.run_id),
+            "processId": "acme:two-notes",
+            "mode": "async",
+            "state": "committed",
+            "outstanding": 0,
+            "failure": None,
+        },
     ]
 
 
@@ -70,11 +98,21 @@ def test_the_failure_names_the_step_that_ended_the_run_not_an_earlier_refusal_it
     run.refresh_from_db()
     assert run.state == "failed"
     assert list(run.ledger.order_by("sequence").values_list("step_id", "disposition")) == [
-        ("drop", "failed"), ("item", "failed")]
-    failure = {"stepId": "item", "code": "REQUIRED_FIELD_MISSING", "message": "legacy_id is required"}
+        ("drop", "failed"),
+        ("item", "failed"),
+    ]
+    failure = {
+        "stepId": "item",
+        "code": "REQUIRED_FIELD_MISSING",
+        "message": "legacy_id is required",
+    }
     [queued] = alice_api.get("/v1/processes/queue").json()["runs"]
     assert (queued["runId"], queued["failure"]) == (str(run.run_id), failure)
-    [listed] = [p for p in alice_api.get("/v1/processes").json()["processes"] if p["id"] == "acme:passes-then-fails"]
+    [listed] = [
+        p
+        for p in alice_api.get("/v1/processes").json()["processes"]
+        if p["id"] == "acme:passes-then-fails"
+    ]
     assert listed["lastRuns"][0]["failure"] == failure
 
 
@@ -93,7 +131,9 @@ def test_an_unknown_queue_mode_is_400_invalid_mode(alice_api):
     assert res.json()["error"] == "invalid_mode"
 
 
-def test_the_queue_is_scoped_like_the_single_run_read(alice, bob, alice_api, bob_api, admin_api, two_notes):
+def test_the_queue_is_scoped_like_the_single_run_read(
+    alice, bob, alice_api, bob_api, admin_api, two_notes
+):
     run_invoke(process_id="acme:two-notes", body={"memo": "a"}, user=alice)
     run_invoke(process_id="acme:two-notes", body={"memo": "b"}, user=alice)
     theirs = run_invoke(process_id="acme:two-notes", body={"memo": "c"}, user=bob)
@@ -106,34 +146,70 @@ def test_the_queue_is_scoped_like_the_single_run_read(alice, bob, alice_api, bob
 
 def test_the_list_is_bounded_but_the_counts_are_not(alice, alice_api, two_notes, settings):
     settings.PROCESS_QUEUE_MAX_RUNS = 2  # the shipped bound of 500 is the same code with more rows
-    runs = [run_invoke(process_id="acme:two-notes", body={"memo": str(i)}, user=alice) for i in range(3)]
+    runs = [
+        run_invoke(process_id="acme:two-notes", body={"memo": str(i)}, user=alice) for i in range(3)
+    ]
     body = alice_api.get("/v1/processes/queue").json()
     assert [r["runId"] for r in body["runs"]] == [str(runs[2].run_id), str(runs[1].run_id)]
     assert (body["counts"]["queued"], body["truncated"]) == (3, True)
 
 
 def test_processes_lists_every_deployed_process_with_trigger_switch_and_last_five_runs(
-        alice, bob, alice_api, bob_api, admin_api, deploy, two_notes):
+    alice, bob, alice_api, bob_api, admin_api, deploy, two_notes
+):
     deploy(FAILS_AT_SECOND, "fails.ts")
-    mine = [run_invoke(process_id="acme:two-notes", body={"memo": str(i)}, user=alice) for i in range(6)]
+    mine = [
+        run_invoke(process_id="acme:two-notes", body={"memo": str(i)}, user=alice) for i in range(6)
+    ]
     theirs = run_invoke(process_id="acme:two-notes", body={"memo": "b"}, user=bob)
     failed = run_invoke(process_id="acme:fails-at-second", body={}, user=alice)
     drain_runs()
-    Process.objects.filter(pk="acme:fails-at-second").update(is_enabled=False, disabled_reason="under repair")
+    Process.objects.filter(pk="acme:fails-at-second").update(
+        is_enabled=False, disabled_reason="under repair"
+    )
     res = alice_api.get("/v1/processes")
     assert res.status_code == 200
     fails, notes = res.json()["processes"]
-    assert {k: fails[k] for k in ("id", "trigger", "enabled", "disabledReason", "isMigration", "description")} == {
-        "id": "acme:fails-at-second", "trigger": {"kind": "manual"}, "enabled": False,
-        "disabledReason": "under repair", "isMigration": False, "description": ""}
+    assert {
+        k: fails[k]
+        for k in ("id", "trigger", "enabled", "disabledReason", "isMigration", "description")
+    } == {
+        "id": "acme:fails-at-second",
+        "trigger": {"kind": "manual"},
+        "enabled": False,
+        "disabledReason": "under repair",
+        "isMigration": False,
+        "description": "",
+    }
     assert [(r["runId"], r["state"], r["failure"]) for r in fails["lastRuns"]] == [
-        (str(failed.run_id), "failed",
-         {"stepId": "item", "code": "REQUIRED_FIELD_MISSING", "message": "legacy_id is required"})]
+        (
+            str(failed.run_id),
+            "failed",
+            {
+                "stepId": "item",
+                "code": "REQUIRED_FIELD_MISSING",
+                "message": "legacy_id is required",
+            },
+        )
+    ]
     assert (notes["id"], notes["enabled"], notes["disabledReason"], notes["description"]) == (
-        "acme:two-notes", True, None, "Two sales orders, the second naming the first")
+        "acme:two-notes",
+        True,
+        None,
+        "Two sales orders, the second naming the first",
+    )
     assert [r["runId"] for r in notes["lastRuns"]] == [str(r.run_id) for r in reversed(mine[1:])]
-    assert set(notes["lastRuns"][0]) == {"runId", "processId", "mode", "state", "outstanding", "failure",
-                                         "reason", "startedAt", "finishedAt"}
+    assert set(notes["lastRuns"][0]) == {
+        "runId",
+        "processId",
+        "mode",
+        "state",
+        "outstanding",
+        "failure",
+        "reason",
+        "startedAt",
+        "finishedAt",
+    }
     bob_notes = bob_api.get("/v1/processes").json()["processes"][1]
     assert [r["runId"] for r in bob_notes["lastRuns"]] == [str(theirs.run_id)]
     admin_notes = admin_api.get("/v1/processes").json()["processes"][1]
@@ -145,12 +221,18 @@ def test_processes_show_the_instance_switch(alice_api, two_notes):
     setting_set("processes.enabled", 0)
     (notes,) = alice_api.get("/v1/processes").json()["processes"]
     assert (notes["enabled"], notes["disabledReason"]) == (
-        False, "every process on the instance is switched off (processes.enabled)")
+        False,
+        "every process on the instance is switched off (processes.enabled)",
+    )
 
 
 def test_a_trigger_provider_answers_for_a_scheduled_process(alice_api, two_notes):
     def provider(process_id: str):
-        return {"kind": "schedule", "cron": "0 6 * * *", "timezone": "Europe/Paris"} if process_id == "acme:two-notes" else None
+        return (
+            {"kind": "schedule", "cron": "0 6 * * *", "timezone": "Europe/Paris"}
+            if process_id == "acme:two-notes"
+            else None
+        )
 
     reads.trigger_provider_register(provider)
     try:

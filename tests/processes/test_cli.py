@@ -1,4 +1,5 @@
 """``turbobase processes …`` and ``turbobase logs --process-run`` against a live server."""
+
 from __future__ import annotations
 
 import json
@@ -25,10 +26,15 @@ def instance(live_server, monkeypatch):
 
 
 def test_invoke_queued_prints_the_run_id_and_how_to_follow_it(instance, capsys):
-    code, out, err = cli(capsys, "processes", "invoke", "acme:two-notes", "--input", '{"memo": "hi"}')
+    code, out, err = cli(
+        capsys, "processes", "invoke", "acme:two-notes", "--input", '{"memo": "hi"}'
+    )
     run = ProcessRun.objects.get()
     assert (code, err) == (0, "")
-    assert out == f"queued {run.run_id}\nfollow it: turbobase logs --process-run {run.run_id} --follow\n"
+    assert (
+        out
+        == f"queued {run.run_id}\nfollow it: turbobase logs --process-run {run.run_id} --follow\n"
+    )
     assert (run.state, run.input, run.invoked_by) == ("queued", {"memo": "hi"}, instance)
 
 
@@ -43,20 +49,37 @@ def test_invoke_from_a_file(instance, capsys, tmp_path):
 def test_invoke_refusals_are_clear_and_create_nothing(instance, capsys, tmp_path):
     code, out, err = cli(capsys, "processes", "invoke", "acme:two-notes", "--input", '{"memo": 1}')
     assert (code, out) == (1, "")  # nothing on stdout: the refusal is on stderr
-    assert err.startswith("turbobase: POST /v1/processes/acme:two-notes answered 400 invalid_input: INPUT_INVALID (memo): ")
+    assert err.startswith(
+        "turbobase: POST /v1/processes/acme:two-notes answered 400 invalid_input: INPUT_INVALID (memo): "
+    )
     code, _, err = cli(capsys, "processes", "invoke", "acme:two-notes", "--input", "[1]")
-    assert (code, err) == (1, "turbobase: --input must hold a JSON object (the process's input), not list\n")
+    assert (code, err) == (
+        1,
+        "turbobase: --input must hold a JSON object (the process's input), not list\n",
+    )
     code, _, err = cli(capsys, "processes", "invoke", "acme:two-notes", "--input", "{nope")
     assert code == 1 and err.startswith("turbobase: --input is not JSON: ")
-    code, _, err = cli(capsys, "processes", "invoke", "acme:two-notes", "--input-file", str(tmp_path / "missing.json"))
+    code, _, err = cli(
+        capsys,
+        "processes",
+        "invoke",
+        "acme:two-notes",
+        "--input-file",
+        str(tmp_path / "missing.json"),
+    )
     assert code == 1 and "missing.json" in err
     code, _, err = cli(capsys, "processes", "invoke", "acme:nope", "--input", "{}")
-    assert (code, err) == (1, "turbobase: POST /v1/processes/acme:nope answered 404 process_not_found\n")
+    assert (code, err) == (
+        1,
+        "turbobase: POST /v1/processes/acme:nope answered 404 process_not_found\n",
+    )
     assert ProcessRun.objects.count() == 0
 
 
 def test_invoke_sync_prints_the_settled_state_and_each_step(instance, capsys, inline_worker):
-    code, out, err = cli(capsys, "processes", "invoke", "acme:two-notes", "--input", '{"memo": "s"}', "--sync")
+    code, out, err = cli(
+        capsys, "processes", "invoke", "acme:two-notes", "--input", '{"memo": "s"}', "--sync"
+    )
     run = ProcessRun.objects.get()
     first, second = run.ledger.order_by("sequence")
     assert (code, err) == (0, "")
@@ -67,36 +90,50 @@ def test_invoke_sync_prints_the_settled_state_and_each_step(instance, capsys, in
     ]
 
 
-def test_invoke_sync_of_a_failing_run_prints_the_refusal_and_exits_1(instance, capsys, inline_worker):
+def test_invoke_sync_of_a_failing_run_prints_the_refusal_and_exits_1(
+    instance, capsys, inline_worker
+):
     process_deploy(FAILS_AT_SECOND, by=instance, name="fails.ts")
-    code, out, _ = cli(capsys, "processes", "invoke", "acme:fails-at-second", "--input", "{}", "--sync")
+    code, out, _ = cli(
+        capsys, "processes", "invoke", "acme:fails-at-second", "--input", "{}", "--sync"
+    )
     assert code == 1
     lines = out.splitlines()
     assert lines[0].endswith(": failed")
     assert lines[1] == "  reason: step 'item' failed: REQUIRED_FIELD_MISSING: legacy_id is required"
-    assert lines[-1].endswith("item migration_item failed — REQUIRED_FIELD_MISSING (parent.legacy_id): legacy_id is required")
+    assert lines[-1].endswith(
+        "item migration_item failed — REQUIRED_FIELD_MISSING (parent.legacy_id): legacy_id is required"
+    )
 
 
 def test_invoke_sync_past_the_budget_says_the_run_is_still_going(instance, capsys):
     setting_set("processes.sync_budget_ms", 200)  # no worker runs here: the run cannot settle
-    code, out, _ = cli(capsys, "processes", "invoke", "acme:two-notes", "--input", '{"memo": "s"}', "--sync")
+    code, out, _ = cli(
+        capsys, "processes", "invoke", "acme:two-notes", "--input", '{"memo": "s"}', "--sync"
+    )
     run = ProcessRun.objects.get()
     assert code == 0
-    assert out == (f"acme:two-notes {run.run_id} is still going (queued): it did not settle within the "
-                   f"instance's synchronous budget\nwatch it: turbobase logs --process-run {run.run_id} --follow\n")
+    assert out == (
+        f"acme:two-notes {run.run_id} is still going (queued): it did not settle within the "
+        f"instance's synchronous budget\nwatch it: turbobase logs --process-run {run.run_id} --follow\n"
+    )
 
 
 def test_logs_follow_ends_when_the_run_does(instance, capsys, inline_worker):
     cli(capsys, "processes", "invoke", "acme:two-notes", "--input", '{"memo": "f"}')
     run = ProcessRun.objects.get()
-    code, out, err = cli(capsys, "logs", "--process-run", str(run.run_id), "--follow", "--interval", "0.05")
+    code, out, err = cli(
+        capsys, "logs", "--process-run", str(run.run_id), "--follow", "--interval", "0.05"
+    )
     run.refresh_from_db()
     first, second = run.ledger.order_by("sequence")
     assert (code, err, run.state) == (0, "", "committed")
     lines = out.splitlines()
-    assert lines[-3:] == [f"  #1 first salesOrder confirmed pgRowId={first.pg_row_id}",
-                          f"  #2 second salesOrder confirmed pgRowId={second.pg_row_id}",
-                          f"acme:two-notes {run.run_id}: committed"]
+    assert lines[-3:] == [
+        f"  #1 first salesOrder confirmed pgRowId={first.pg_row_id}",
+        f"  #2 second salesOrder confirmed pgRowId={second.pg_row_id}",
+        f"acme:two-notes {run.run_id}: committed",
+    ]
 
 
 def test_logs_without_follow_prints_once(instance, capsys):
@@ -125,7 +162,9 @@ def test_list_runs_and_run(instance, capsys):
     assert lines[0] == f"acme:two-notes {run.run_id}: committed"
     assert "  invoked by: ops" in lines
     assert [line.split(" pgRowId=")[0] for line in lines if line.startswith("  #")] == [
-        "  #1 first salesOrder confirmed", "  #2 second salesOrder confirmed"]
+        "  #1 first salesOrder confirmed",
+        "  #2 second salesOrder confirmed",
+    ]
     code, out, _ = cli(capsys, "--json", "processes", "run", str(run.run_id))
     assert json.loads(out)["run"]["runId"] == str(run.run_id)
 
@@ -141,15 +180,22 @@ def test_cancel_rollback_and_resume(instance, capsys):
     code, out, _ = cli(capsys, "processes", "cancel", str(run.run_id))
     assert (code, out) == (0, f"{run.run_id}: cancelled\n")
     code, out, _ = cli(capsys, "processes", "rollback", str(run.run_id))
-    assert (code, out) == (0, (f"rollback of {run.run_id} queued (running)\n"
-                               f"watch it: turbobase logs --process-run {run.run_id} --follow\n"))
+    assert (code, out) == (
+        0,
+        (
+            f"rollback of {run.run_id} queued (running)\n"
+            f"watch it: turbobase logs --process-run {run.run_id} --follow\n"
+        ),
+    )
     drain_runs()
     code, out, _ = cli(capsys, "processes", "rollback", str(run.run_id))
     assert (code, out) == (0, f"{run.run_id} is already rolled_back; nothing queued\n")
     code, out, err = cli(capsys, "processes", "resume", str(run.run_id))
     assert (code, out) == (1, "")
-    assert err.startswith(f"turbobase: POST /v1/processes/runs/{run.run_id}/resume answered 409 "
-                          "process_run_not_resumable: ")
+    assert err.startswith(
+        f"turbobase: POST /v1/processes/runs/{run.run_id}/resume answered 409 "
+        "process_run_not_resumable: "
+    )
     assert "rolled_back" in err
 
 
@@ -158,5 +204,7 @@ def test_a_non_admin_token_is_refused_invoke(instance, live_server, monkeypatch,
     monkeypatch.setenv("TURBOBASE_TOKEN", raw)
     code, _, err = cli(capsys, "processes", "invoke", "acme:two-notes", "--input", '{"memo": "x"}')
     assert code == 1
-    assert err.startswith("turbobase: POST /v1/processes/acme:two-notes answered 403 admin_required")
+    assert err.startswith(
+        "turbobase: POST /v1/processes/acme:two-notes answered 403 admin_required"
+    )
     assert ProcessRun.objects.count() == 0

@@ -154,7 +154,9 @@ def test_parked_and_ended_runs_are_left_to_their_wake_ups(run, settings):
 def test_a_backlog_still_waiting_in_the_broker_is_not_sent_again(admin_user, alice, settings):
     settings.PROCESS_RUN_LEASE_S = 5
     deploy(TWO_STEPS, by=admin_user)
-    async_task("sources.tasks.outbound_drain_task", "customer", cluster="tb_async")  # not a delivery
+    async_task(
+        "sources.tasks.outbound_drain_task", "customer", cluster="tb_async"
+    )  # not a delivery
     with TestCase.captureOnCommitCallbacks(execute=True):
         first, second = invoke("t:two", {}, alice), invoke("t:two", {}, alice)
     now = timezone.now()

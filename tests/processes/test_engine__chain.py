@@ -1,4 +1,5 @@
 """The step engine on a chain: creates, awaitSource, ctx.query, declines, failures, rollback."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -31,8 +32,12 @@ def test_raise_po_and_bill_links_the_bill_to_the_minted_po(admin_user, alice):
 
 def test_a_refused_await_source_rolls_the_run_back(admin_user, alice):
     deploy((FIXTURES / "raise-po-and-bill.ts").read_text(), by=admin_user)
-    sandbox_script_set("purchaseOrder", refuse_code="VENDOR_INACTIVE", refuse_field="entity_id",
-                       refuse_message="The vendor is inactive.")
+    sandbox_script_set(
+        "purchaseOrder",
+        refuse_code="VENDOR_INACTIVE",
+        refuse_field="entity_id",
+        refuse_message="The vendor is inactive.",
+    )
     run = invoke("acme:raise-po-and-bill", {"vendorId": "V-9", "amount": 250}, alice)
     pump()
     run.refresh_from_db()

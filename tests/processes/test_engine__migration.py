@@ -1,4 +1,5 @@
 """eachRow migrations: slices, row keys, visits, the slice cap, cancel and resume."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -29,9 +30,16 @@ def tracked(admin_user):
 def _items(user, count: int, batch: str = "2026-10", start: int = 0) -> list[Record]:
     actor = Actor(user=user)
     return [
-        record_create(actor=actor, record_type="migration_item", parent={
-            "legacy_id": f"L{n:05d}", "company_name": f"Company {n}", "status": "pending", "batch": batch,
-        }).record
+        record_create(
+            actor=actor,
+            record_type="migration_item",
+            parent={
+                "legacy_id": f"L{n:05d}",
+                "company_name": f"Company {n}",
+                "status": "pending",
+                "batch": batch,
+            },
+        ).record
         for n in range(start, start + count)
     ]
 
@@ -44,7 +52,9 @@ def test_slices_queue_themselves_under_one_run_until_nothing_is_outstanding(trac
     run.refresh_from_db()
     assert (run.state, run.outstanding, run.slices, run.reason) == ("committed", 0, 3, None)
     assert Record.reads.filter(record_type="customer").count() == 25
-    assert set(Record.reads.filter(record_type="migration_item").values_list("fields__status", flat=True)) == {"sent"}
+    assert set(
+        Record.reads.filter(record_type="migration_item").values_list("fields__status", flat=True)
+    ) == {"sent"}
     rows = run.ledger.filter(step_id="create")
     assert sorted(set(rows.values_list("slice", flat=True))) == [1, 2, 3]
     first = rows.get(row_key="L00000")
@@ -65,7 +75,8 @@ def test_a_slice_finishes_at_least_one_row_even_on_a_one_millisecond_budget(trac
     assert (run.state, run.outstanding, run.reason) == ("committed", 0, None)
     assert 2 <= run.slices <= 4  # the first row of every slice is finished whatever the clock says
     assert sorted(set(run.ledger.filter(step_id="create").values_list("slice", flat=True))) == list(
-        range(1, run.slices + 1))
+        range(1, run.slices + 1)
+    )
     assert Record.reads.filter(record_type="customer").count() == 4
     assert run.writes == 8
 
@@ -102,7 +113,9 @@ def test_a_new_version_deployed_between_slices_is_the_next_slices_and_the_run_re
     pump()
     run.refresh_from_db()
     assert (run.state, run.slices, run.outstanding, run.module_version) == ("committed", 2, 0, 2)
-    names = sorted(Record.reads.filter(record_type="customer").values_list("fields__company_name", flat=True))
+    names = sorted(
+        Record.reads.filter(record_type="customer").values_list("fields__company_name", flat=True)
+    )
     assert names == ["v1 Company 0", "v1 Company 1", "v2 Company 2", "v2 Company 3"]
     body = alice_api.get(f"/v1/processes/runs/{run.run_id}").json()["run"]
     assert [(s["slice"], s["moduleVersion"]) for s in body["sliceLog"]] == [(1, 1), (2, 2)]
@@ -114,16 +127,26 @@ def test_offering_a_row_again_writes_nothing_and_hands_on_the_first_record(track
     first_run = invoke(tracked, {"batch": "2026-10"}, alice)
     pump()
     for item in items:  # the rows come back into the predicate (an operator reset them)
-        record_update(actor=Actor(user=alice), record_type="migration_item", pg_row_id=item.pk,
-                      parent={"status": "pending"})
+        record_update(
+            actor=Actor(user=alice),
+            record_type="migration_item",
+            pg_row_id=item.pk,
+            parent={"status": "pending"},
+        )
     again = invoke(tracked, {"batch": "2026-10"}, alice)
     pump()
     again.refresh_from_db()
     assert again.state == "committed"
     assert Record.reads.filter(record_type="customer").count() == 3
     create = again.ledger.get(step_id="create", row_key="L00000")
-    original = ProcessRun.objects.get(pk=first_run.pk).ledger.get(step_id="create", row_key="L00000")
-    assert (create.disposition, create.pg_row_id, create.created_record) == ("skipped", original.pg_row_id, False)
+    original = ProcessRun.objects.get(pk=first_run.pk).ledger.get(
+        step_id="create", row_key="L00000"
+    )
+    assert (create.disposition, create.pg_row_id, create.created_record) == (
+        "skipped",
+        original.pg_row_id,
+        False,
+    )
     mark = again.ledger.get(step_id="mark", row_key="L00000")
     assert mark.disposition == "confirmed"
     assert Record.reads.get(pk=mark.pg_row_id).fields["target_pg_row_id"] == str(original.pg_row_id)
@@ -139,7 +162,11 @@ def test_a_predicate_that_never_excludes_done_rows_stops_at_the_slice_cap(admin_
     setting_set("processes.slice_cap", 3)
     actor = Actor(user=alice)
     for n in range(8):
-        record_create(actor=actor, record_type="legacy_customer", parent={"id": f"C{n}", "company_name": f"C {n}"})
+        record_create(
+            actor=actor,
+            record_type="legacy_customer",
+            parent={"id": f"C{n}", "company_name": f"C {n}"},
+        )
     run = invoke("acme:migrate-customers", {}, alice)
     pump()
     run.refresh_from_db()
@@ -187,7 +214,11 @@ def test_a_row_that_fails_ends_the_run_with_the_rest_outstanding(tracked, alice)
     assert (run.state, run.outstanding) == ("failed", 2)
     assert "L00001" in run.reason and "BLOCKED" in run.reason
     failed = run.ledger.get(step_id="create", row_key="L00001")
-    assert (failed.disposition, failed.refusal_code, failed.refusal_field) == ("failed", "BLOCKED", "parent.company_name")
+    assert (failed.disposition, failed.refusal_code, failed.refusal_field) == (
+        "failed",
+        "BLOCKED",
+        "parent.company_name",
+    )
     assert run.ledger.get(step_id="mark", row_key="L00001").disposition == "skipped"
     assert Record.reads.filter(record_type="customer").count() == 1
 
@@ -201,8 +232,13 @@ def test_cancel_during_a_slice_stops_after_the_row_it_is_on(tracked, alice):
 
     def cancel_on_the_third_row(ctx):
         if ctx.record["parent"].get("company_name") == "Company 2":
-            assert run_cancel(user=alice, run_id=str(run.pk)).cancel_requested  # the slice holds the run
-    unregister = hook_register(slot="before_save", record_type="customer", hook=cancel_on_the_third_row)
+            assert run_cancel(
+                user=alice, run_id=str(run.pk)
+            ).cancel_requested  # the slice holds the run
+
+    unregister = hook_register(
+        slot="before_save", record_type="customer", hook=cancel_on_the_third_row
+    )
     try:
         pump()
     finally:

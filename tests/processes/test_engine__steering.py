@@ -1,4 +1,5 @@
 """Waits, resume, cancel, switches, ceilings and rollback on request, at the service level."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -119,13 +120,19 @@ def test_cancel_of_a_parked_run_keeps_what_landed(po_and_bill, alice):
     assert Record.reads.filter(record_type="purchaseOrder").count() == 1
 
 
-def test_switching_a_process_off_refuses_invoke_and_stops_a_run_at_its_next_boundary(po_and_bill, alice):
+def test_switching_a_process_off_refuses_invoke_and_stops_a_run_at_its_next_boundary(
+    po_and_bill, alice
+):
     run = invoke(po_and_bill, BODY, alice)
     pump(sources=False)  # parked on the po's verdict
     Process.objects.filter(pk=po_and_bill).update(is_enabled=False, disabled_reason="vendor audit")
     with pytest.raises(ProcessDisabled) as refused:
         invoke(po_and_bill, BODY, alice)
-    assert refused.value.body() == {"error": "process_disabled", "id": po_and_bill, "reason": "vendor audit"}
+    assert refused.value.body() == {
+        "error": "process_disabled",
+        "id": po_and_bill,
+        "reason": "vendor audit",
+    }
     pump()
     run.refresh_from_db()
     assert (run.state, run.outstanding) == ("committed", 1)
@@ -163,7 +170,9 @@ def test_the_runtime_ceiling_counts_from_start_and_survives_resume(po_and_bill, 
     assert run.outstanding == 1
 
 
-def test_rollback_on_request_deletes_what_the_run_created_and_is_idempotent(po_and_bill, alice, bob):
+def test_rollback_on_request_deletes_what_the_run_created_and_is_idempotent(
+    po_and_bill, alice, bob
+):
     run = invoke(po_and_bill, BODY, alice)
     with pytest.raises(RunNotRollbackable):
         run_rollback(user=alice, run_id=str(run.pk))

@@ -1,4 +1,5 @@
 """The engine in real django-q2 workers: lanes, and the SIGKILL durability test."""
+
 from __future__ import annotations
 
 import pytest
@@ -23,11 +24,17 @@ STEP = """{ id: 's%d', recordType: 'legacy_customer', build: (ctx) => {
     return { parent: { run: ctx.runId, step: %d } };
   } }"""
 STEPS = 6
-FAST_LEASE = {"TURBOBASE_RUN_LEASE_S": "3", "TURBOBASE_TASK_TIMEOUT": "20", "TURBOBASE_TASK_RETRY": "8"}
+FAST_LEASE = {
+    "TURBOBASE_RUN_LEASE_S": "3",
+    "TURBOBASE_TASK_TIMEOUT": "20",
+    "TURBOBASE_TASK_RETRY": "8",
+}
 
 
 def _terminal(run_ids) -> bool:
-    return ProcessRun.objects.filter(pk__in=run_ids, state__in=["committed", "failed", "rolled_back", "cancelled"]).count() == len(run_ids)
+    return ProcessRun.objects.filter(
+        pk__in=run_ids, state__in=["committed", "failed", "rolled_back", "cancelled"]
+    ).count() == len(run_ids)
 
 
 def test_a_worker_killed_mid_run_resumes_and_writes_nothing_twice(admin_user, alice, tmp_path):
@@ -36,7 +43,11 @@ def test_a_worker_killed_mid_run_resumes_and_writes_nothing_twice(admin_user, al
     cluster = QCluster(workers=2, log_path=tmp_path / "q.log", extra_env=FAST_LEASE)
     for kill_after in (3, 10):
         cluster.start()
-        wait_until(lambda kill_after=kill_after: Record.reads.count() >= kill_after, timeout=60, message=f"{kill_after} records")
+        wait_until(
+            lambda kill_after=kill_after: Record.reads.count() >= kill_after,
+            timeout=60,
+            message=f"{kill_after} records",
+        )
         cluster.kill()
     with cluster:
         wait_until(lambda: _terminal(run_ids), timeout=120, message="every run terminal")
@@ -54,14 +65,27 @@ def test_a_worker_killed_mid_run_resumes_and_writes_nothing_twice(admin_user, al
 def test_the_seed_chain_runs_in_the_lanes_with_the_sandbox_source(admin_user, alice, tmp_path):
     from pathlib import Path
 
-    fixture = Path(__file__).parent.parent / "extensions" / "fixtures" / "processes" / "raise-po-and-bill.ts"
+    fixture = (
+        Path(__file__).parent.parent
+        / "extensions"
+        / "fixtures"
+        / "processes"
+        / "raise-po-and-bill.ts"
+    )
     deploy(fixture.read_text(), by=admin_user)
     with QCluster(workers=2, log_path=tmp_path / "q.log"):
-        sync_run = run_invoke(process_id="acme:raise-po-and-bill", body={"vendorId": "V", "amount": 1},
-                              user=alice, mode="sync")
-        async_run = run_invoke(process_id="acme:raise-po-and-bill", body={"vendorId": "W", "amount": 2},
-                               user=alice)
-        wait_until(lambda: _terminal([sync_run.pk, async_run.pk]), timeout=60, message="both runs terminal")
+        sync_run = run_invoke(
+            process_id="acme:raise-po-and-bill",
+            body={"vendorId": "V", "amount": 1},
+            user=alice,
+            mode="sync",
+        )
+        async_run = run_invoke(
+            process_id="acme:raise-po-and-bill", body={"vendorId": "W", "amount": 2}, user=alice
+        )
+        wait_until(
+            lambda: _terminal([sync_run.pk, async_run.pk]), timeout=60, message="both runs terminal"
+        )
     for run in (sync_run, async_run):
         run.refresh_from_db()
         assert run.state == "committed", run.reason
@@ -69,7 +93,9 @@ def test_the_seed_chain_runs_in_the_lanes_with_the_sandbox_source(admin_user, al
         assert Record.reads.get(pk=bill.pg_row_id).fields["created_from_id"] == po.external_id
     from django_q.models import Task
 
-    lanes = set(Task.objects.filter(func="processes.tasks.run_deliver").values_list("cluster", flat=True))
+    lanes = set(
+        Task.objects.filter(func="processes.tasks.run_deliver").values_list("cluster", flat=True)
+    )
     assert {"tb_sync", "tb_async"} <= lanes
 
 
@@ -78,13 +104,22 @@ def test_sync_invoke_over_http_is_answered_by_the_sync_lane_workers(admin_user, 
 
     from rest_framework.test import APIClient
 
-    fixture = Path(__file__).parent.parent / "extensions" / "fixtures" / "processes" / "raise-po-and-bill.ts"
+    fixture = (
+        Path(__file__).parent.parent
+        / "extensions"
+        / "fixtures"
+        / "processes"
+        / "raise-po-and-bill.ts"
+    )
     deploy(fixture.read_text(), by=admin_user)
     client = APIClient()
     client.force_authenticate(user=alice)
     with QCluster(workers=2, log_path=tmp_path / "q.log"):
-        answer = client.post("/v1/processes/acme:raise-po-and-bill?mode=sync", {"vendorId": "V-3", "amount": 5},
-                             format="json")
+        answer = client.post(
+            "/v1/processes/acme:raise-po-and-bill?mode=sync",
+            {"vendorId": "V-3", "amount": 5},
+            format="json",
+        )
     assert answer.status_code == 200, answer.content
     body = answer.json()
     assert (body["state"], body["reason"], body["outstanding"]) == ("committed", None, 0)

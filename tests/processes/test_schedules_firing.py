@@ -1,4 +1,5 @@
 """Firing schedules with the clock in the test's hands: ``schedules_fire_due(now)``."""
+
 from __future__ import annotations
 
 import threading
@@ -45,46 +46,93 @@ export default defineProcess({
 
 def module(name: str, source: str | None = None) -> dict:
     entry = f"processes/{name}"
-    return {"entry": entry, "files": {entry: source if source is not None else (FIXTURES / name).read_text()}}
+    return {
+        "entry": entry,
+        "files": {entry: source if source is not None else (FIXTURES / name).read_text()},
+    }
 
 
-def entry(process: str = TRACKED, name: str = "nightly", expr: str = "0 2 * * *", tz: str = "UTC",
-          **body) -> dict:
-    return {"name": name, "scheduleKind": "cron", "scheduleExpr": expr, "scheduleTz": tz,
-            "body": {"kind": "process", "process": process, **body}}
+def entry(
+    process: str = TRACKED, name: str = "nightly", expr: str = "0 2 * * *", tz: str = "UTC", **body
+) -> dict:
+    return {
+        "name": name,
+        "scheduleKind": "cron",
+        "scheduleExpr": expr,
+        "scheduleTz": tz,
+        "body": {"kind": "process", "process": process, **body},
+    }
 
 
-def schedule_deploy(by, *entries: dict, modules: tuple[dict, ...] = (), now: datetime = DEPLOYED_AT) -> None:
-    bundle_apply(data={"modules": [module("migrate-customers-tracked.ts"), *modules], "schedules": list(entries)},
-                 by=by, now=now)
+def schedule_deploy(
+    by, *entries: dict, modules: tuple[dict, ...] = (), now: datetime = DEPLOYED_AT
+) -> None:
+    bundle_apply(
+        data={
+            "modules": [module("migrate-customers-tracked.ts"), *modules],
+            "schedules": list(entries),
+        },
+        by=by,
+        now=now,
+    )
 
 
 def items(user, count: int) -> None:
     actor = Actor(user=user)
     for n in range(count):
-        record_create(actor=actor, record_type="migration_item", parent={
-            "legacy_id": f"L{n:05d}", "company_name": f"Company {n}", "status": "pending", "batch": "2026-10"})
+        record_create(
+            actor=actor,
+            record_type="migration_item",
+            parent={
+                "legacy_id": f"L{n:05d}",
+                "company_name": f"Company {n}",
+                "status": "pending",
+                "batch": "2026-10",
+            },
+        )
 
 
 def firings() -> list[tuple]:
-    return list(ProcessScheduleFiring.objects.order_by("due_at", "id").values_list(
-        "schedule_name", "due_at", "outcome", "field"))
+    return list(
+        ProcessScheduleFiring.objects.order_by("due_at", "id").values_list(
+            "schedule_name", "due_at", "outcome", "field"
+        )
+    )
 
 
-def test_a_due_schedule_invokes_as_the_scheduler_and_its_run_records_the_schedule(admin_user, alice):
+def test_a_due_schedule_invokes_as_the_scheduler_and_its_run_records_the_schedule(
+    admin_user, alice
+):
     items(alice, 3)
     schedule_deploy(admin_user, entry(input={"batch": "2026-10"}))
     assert schedules_fire_due(DUE - timedelta(seconds=1)) == []
     [firing] = schedules_fire_due(DUE + timedelta(seconds=20))
     run = ProcessRun.objects.get()
     # The schedule's own outcome is success the moment the run is queued.
-    assert (firing.outcome, firing.run_id, firing.due_at, run.state) == ("success", run.run_id, DUE, "queued")
-    assert (run.process_id, run.schedule_name, run.input, run.mode) == (TRACKED, "nightly", {"batch": "2026-10"}, "async")
+    assert (firing.outcome, firing.run_id, firing.due_at, run.state) == (
+        "success",
+        run.run_id,
+        DUE,
+        "queued",
+    )
+    assert (run.process_id, run.schedule_name, run.input, run.mode) == (
+        TRACKED,
+        "nightly",
+        {"batch": "2026-10"},
+        "async",
+    )
     scheduler = run.invoked_by
-    assert (scheduler.username, scheduler.is_staff, scheduler.has_usable_password()) == (SCHEDULER_USERNAME, True, False)
+    assert (scheduler.username, scheduler.is_staff, scheduler.has_usable_password()) == (
+        SCHEDULER_USERNAME,
+        True,
+        False,
+    )
     schedule = ProcessSchedule.objects.get()
     assert (schedule.next_fire_at, schedule.last_fired_at, schedule.consecutive_failures) == (
-        DUE + timedelta(days=1), DUE + timedelta(seconds=20), 0)
+        DUE + timedelta(days=1),
+        DUE + timedelta(seconds=20),
+        0,
+    )
     pump()
     run.refresh_from_db()
     assert (run.state, run.outstanding) == ("committed", 0)
@@ -116,18 +164,31 @@ def test_input_left_out_runs_with_an_empty_object(admin_user):
     assert ProcessRun.objects.get().input == {}
 
 
-@pytest.mark.parametrize(("given", "field", "message"), [
-    ([1, 2], "input", "input must be a JSON object, not list"),
-    ("2026-10", "input", "input must be a JSON object, not str"),
-    (None, "input", "input must be a JSON object, not NoneType"),
-    ({"batch": 7}, "input.batch", "7 is not of type 'string'"),
-    ({"batch": "2026-10", "extra": 1}, "input.extra",
-     "Additional properties are not allowed ('extra' was unexpected)"),
-])
-def test_input_that_fails_fails_that_firing_with_the_field_and_queues_nothing(admin_user, given, field, message):
+@pytest.mark.parametrize(
+    ("given", "field", "message"),
+    [
+        ([1, 2], "input", "input must be a JSON object, not list"),
+        ("2026-10", "input", "input must be a JSON object, not str"),
+        (None, "input", "input must be a JSON object, not NoneType"),
+        ({"batch": 7}, "input.batch", "7 is not of type 'string'"),
+        (
+            {"batch": "2026-10", "extra": 1},
+            "input.extra",
+            "Additional properties are not allowed ('extra' was unexpected)",
+        ),
+    ],
+)
+def test_input_that_fails_fails_that_firing_with_the_field_and_queues_nothing(
+    admin_user, given, field, message
+):
     schedule_deploy(admin_user, entry(input=given))
     [firing] = schedules_fire_due(DUE)
-    assert (firing.outcome, firing.field, firing.message, firing.run_id) == ("failed", field, message, None)
+    assert (firing.outcome, firing.field, firing.message, firing.run_id) == (
+        "failed",
+        field,
+        message,
+        None,
+    )
     assert ProcessRun.objects.count() == 0
     assert ProcessSchedule.objects.get().consecutive_failures == 1
 
@@ -137,21 +198,32 @@ def test_a_firing_is_skipped_not_failed_while_switched_off(admin_user, switch):
     schedule_deploy(admin_user, entry(input={"batch": "2026-10"}))
     ProcessSchedule.objects.update(consecutive_failures=2)
     if switch == "process":  # what the admin's switch does to the row
-        Process.objects.filter(pk=TRACKED).update(is_enabled=False, disabled_reason="month end freeze")
+        Process.objects.filter(pk=TRACKED).update(
+            is_enabled=False, disabled_reason="month end freeze"
+        )
     else:
         setting_set("processes.enabled", 0)
     [firing] = schedules_fire_due(DUE)
-    expected = "month end freeze" if switch == "process" else "every process on the instance is switched off"
+    expected = (
+        "month end freeze"
+        if switch == "process"
+        else "every process on the instance is switched off"
+    )
     assert (firing.outcome, firing.run_id, firing.message) == ("skipped", None, expected)
     assert ProcessRun.objects.count() == 0
     schedule = ProcessSchedule.objects.get()
-    assert (schedule.consecutive_failures, schedule.is_paused) == (2, False)  # a skip is not counted
+    assert (schedule.consecutive_failures, schedule.is_paused) == (
+        2,
+        False,
+    )  # a skip is not counted
     assert schedule.next_fire_at == DUE + timedelta(days=1)
 
 
 def test_five_failures_in_a_row_pause_the_schedule_and_a_success_resets_the_count(admin_user):
     strict, relaxed = NOTES % "'memo'", NOTES % ""
-    schedule_deploy(admin_user, entry("acme:notes", input={}), modules=(module("notes.ts", strict),))
+    schedule_deploy(
+        admin_user, entry("acme:notes", input={}), modules=(module("notes.ts", strict),)
+    )
     day = timedelta(days=1)
     for n in range(4):
         assert schedules_fire_due(DUE + n * day)[0].outcome == "failed"
@@ -165,18 +237,25 @@ def test_five_failures_in_a_row_pause_the_schedule_and_a_success_resets_the_coun
         assert schedules_fire_due(DUE + n * day)[0].outcome == "failed"
     schedule = ProcessSchedule.objects.get()
     assert (schedule.is_paused, schedule.consecutive_failures) == (True, 5)
-    assert schedule.paused_reason == ("paused after 5 failed firings in a row; the last (input.memo): "
-                                      "'memo' is a required property")
+    assert schedule.paused_reason == (
+        "paused after 5 failed firings in a row; the last (input.memo): "
+        "'memo' is a required property"
+    )
     assert schedules_fire_due(DUE + 20 * day) == []
     assert ProcessRun.objects.count() == 1
     # Resuming (the admin's action) starts a fresh count from the next due time after now.
     assert schedule_resume(name="nightly", now=DUE + 20 * day + timedelta(hours=1)) is True
     schedule.refresh_from_db()
     assert (schedule.is_paused, schedule.consecutive_failures, schedule.next_fire_at) == (
-        False, 0, DUE + 21 * day)
+        False,
+        0,
+        DUE + 21 * day,
+    )
 
 
-def test_firing_while_an_earlier_run_is_going_queues_another_and_writes_each_row_once(admin_user, alice):
+def test_firing_while_an_earlier_run_is_going_queues_another_and_writes_each_row_once(
+    admin_user, alice
+):
     items(alice, 6)
     schedule_deploy(admin_user, entry(input={"batch": "2026-10"}, expr="0 * * * *"))
     first_due = datetime(2026, 10, 1, 13, 0, tzinfo=UTC)
@@ -189,18 +268,29 @@ def test_firing_while_an_earlier_run_is_going_queues_another_and_writes_each_row
     assert Record.reads.filter(record_type="customer").count() == 6
 
 
-@pytest.mark.parametrize(("start", "expected"), [
-    # Spring forward (29 March): 02:30 does not exist; it fires once, at 03:30 CEST.
-    (datetime(2026, 3, 27, 12, tzinfo=UTC),
-     ["2026-03-28T02:30:00+01:00", "2026-03-29T03:30:00+02:00", "2026-03-30T02:30:00+02:00"]),
-    # Fall back (25 October): 02:30 happens twice; it fires at the first only.
-    (datetime(2026, 10, 23, 12, tzinfo=UTC),
-     ["2026-10-24T02:30:00+02:00", "2026-10-25T02:30:00+02:00", "2026-10-26T02:30:00+01:00"]),
-], ids=["spring-forward", "fall-back"])
+@pytest.mark.parametrize(
+    ("start", "expected"),
+    [
+        # Spring forward (29 March): 02:30 does not exist; it fires once, at 03:30 CEST.
+        (
+            datetime(2026, 3, 27, 12, tzinfo=UTC),
+            ["2026-03-28T02:30:00+01:00", "2026-03-29T03:30:00+02:00", "2026-03-30T02:30:00+02:00"],
+        ),
+        # Fall back (25 October): 02:30 happens twice; it fires at the first only.
+        (
+            datetime(2026, 10, 23, 12, tzinfo=UTC),
+            ["2026-10-24T02:30:00+02:00", "2026-10-25T02:30:00+02:00", "2026-10-26T02:30:00+01:00"],
+        ),
+    ],
+    ids=["spring-forward", "fall-back"],
+)
 def test_across_a_clock_change_a_berlin_schedule_fires_once_a_day(admin_user, start, expected):
     berlin = ZoneInfo("Europe/Berlin")
-    schedule_deploy(admin_user, entry(input={"batch": "2026-10"}, expr="30 2 * * *", tz="Europe/Berlin"),
-                    now=start)
+    schedule_deploy(
+        admin_user,
+        entry(input={"batch": "2026-10"}, expr="30 2 * * *", tz="Europe/Berlin"),
+        now=start,
+    )
     fired = []
     for step in range(72 * 6):  # a ticker every ten minutes for three days
         for firing in schedules_fire_due(start + timedelta(minutes=10 * step)):
@@ -213,7 +303,11 @@ def test_the_ticker_is_registered_with_django_q():
     system_schedules_ensure()  # what qcluster does at start
     tick = Schedule.objects.get(name="system.processes.schedules")
     assert (tick.func, tick.schedule_type, tick.minutes, tick.repeats) == (
-        "processes.schedules.firing.schedules_tick", "I", 1, -1)
+        "processes.schedules.firing.schedules_tick",
+        "I",
+        1,
+        -1,
+    )
 
 
 @pytest.mark.postgres_only
@@ -256,7 +350,9 @@ def test_the_admin_lists_schedules_and_their_firings_and_resumes_a_paused_one(ad
     listing = client.get("/admin/processes/processschedule/")
     assert listing.status_code == 200 and b"nightly" in listing.content
     assert client.get("/admin/processes/processschedulefiring/").status_code == 200
-    answer = client.post("/admin/processes/processschedule/", {"action": "resume", "_selected_action": ["nightly"]})
+    answer = client.post(
+        "/admin/processes/processschedule/", {"action": "resume", "_selected_action": ["nightly"]}
+    )
     assert answer.status_code == 302
     schedule = ProcessSchedule.objects.get()
     assert (schedule.is_paused, schedule.consecutive_failures) == (False, 0)

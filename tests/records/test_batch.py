@@ -1,4 +1,5 @@
 """POST /v1/batch: several reads in one request, as the caller, each under the batch row cap."""
+
 from __future__ import annotations
 
 import pytest
@@ -29,55 +30,98 @@ def batch(api, reads):
 
 
 def test_each_read_answers_in_order_as_the_caller(alice_api, bob_api, rows):
-    reads = ["legacy_customer?select=legacy_id&order=rank.desc", "entity?select=terms_id&entity_type=eq.vendor"]
+    reads = [
+        "legacy_customer?select=legacy_id&order=rank.desc",
+        "entity?select=terms_id&entity_type=eq.vendor",
+    ]
     res = batch(alice_api, reads)
     assert res.status_code == 200
-    assert res.json() == {"results": [
-        {"rows": [{"legacy_id": "A3"}, {"legacy_id": "A2"}, {"legacy_id": "A1"}, {"legacy_id": "A0"}],
-         "truncated": False},
-        {"rows": [{"terms_id": "NET30"}], "truncated": False},
-    ]}
-    assert batch(bob_api, reads[:1]).json() == {"results": [{"rows": [{"legacy_id": "B0"}], "truncated": False}]}
+    assert res.json() == {
+        "results": [
+            {
+                "rows": [
+                    {"legacy_id": "A3"},
+                    {"legacy_id": "A2"},
+                    {"legacy_id": "A1"},
+                    {"legacy_id": "A0"},
+                ],
+                "truncated": False,
+            },
+            {"rows": [{"terms_id": "NET30"}], "truncated": False},
+        ]
+    }
+    assert batch(bob_api, reads[:1]).json() == {
+        "results": [{"rows": [{"legacy_id": "B0"}], "truncated": False}]
+    }
 
 
 def test_each_read_is_capped_and_says_it_was_truncated(alice_api, rows):
     setting_set("processes.batch_max_rows", 3)
-    res = batch(alice_api, ["legacy_customer?select=legacy_id&order=rank", "legacy_customer?select=legacy_id&limit=2",
-                            "legacy_customer?select=legacy_id&rank=gte.1&order=rank"])
-    assert res.json() == {"results": [
-        {"rows": [{"legacy_id": "A0"}, {"legacy_id": "A1"}, {"legacy_id": "A2"}], "truncated": True},
-        {"rows": [{"legacy_id": "A0"}, {"legacy_id": "A1"}], "truncated": False},
-        {"rows": [{"legacy_id": "A1"}, {"legacy_id": "A2"}, {"legacy_id": "A3"}], "truncated": False},
-    ]}
+    res = batch(
+        alice_api,
+        [
+            "legacy_customer?select=legacy_id&order=rank",
+            "legacy_customer?select=legacy_id&limit=2",
+            "legacy_customer?select=legacy_id&rank=gte.1&order=rank",
+        ],
+    )
+    assert res.json() == {
+        "results": [
+            {
+                "rows": [{"legacy_id": "A0"}, {"legacy_id": "A1"}, {"legacy_id": "A2"}],
+                "truncated": True,
+            },
+            {"rows": [{"legacy_id": "A0"}, {"legacy_id": "A1"}], "truncated": False},
+            {
+                "rows": [{"legacy_id": "A1"}, {"legacy_id": "A2"}, {"legacy_id": "A3"}],
+                "truncated": False,
+            },
+        ]
+    }
 
 
 def test_a_limit_above_the_cap_is_still_capped(alice_api, rows):
     setting_set("processes.batch_max_rows", 2)
     res = batch(alice_api, ["legacy_customer?select=legacy_id&order=rank&limit=10&offset=1"])
-    assert res.json()["results"] == [{"rows": [{"legacy_id": "A1"}, {"legacy_id": "A2"}], "truncated": True}]
+    assert res.json()["results"] == [
+        {"rows": [{"legacy_id": "A1"}, {"legacy_id": "A2"}], "truncated": True}
+    ]
 
 
 def test_one_bad_read_is_its_own_entry_and_the_others_answer(alice_api, rows):
-    res = batch(alice_api, ["legacy_customer?limit=many", "rpc/do_it", "unknownType?select=a",
-                            "entity?select=terms_id"])
+    res = batch(
+        alice_api,
+        [
+            "legacy_customer?limit=many",
+            "rpc/do_it",
+            "unknownType?select=a",
+            "entity?select=terms_id",
+        ],
+    )
     assert res.status_code == 200
     bad_column, rpc, unknown, good = res.json()["results"]
     assert bad_column["error"]["status"] == 400
-    assert (bad_column["error"]["error"], bad_column["error"]["rejection"]["field"]) == ("invalid_query", "limit")
+    assert (bad_column["error"]["error"], bad_column["error"]["rejection"]["field"]) == (
+        "invalid_query",
+        "limit",
+    )
     assert (rpc["error"]["status"], rpc["error"]["error"]) == (400, "rpc_not_supported")
     assert unknown["error"]["status"] == 404
     assert good == {"rows": [{"terms_id": "NET30"}], "truncated": False}
 
 
-@pytest.mark.parametrize("body, field", [
-    ([], "body"),
-    ({}, "reads"),
-    ({"reads": []}, "reads"),
-    ({"reads": "entity"}, "reads"),
-    ({"reads": ["entity", 3]}, "reads[1]"),
-    ({"reads": ["entity", "  "]}, "reads[1]"),
-    ({"reads": ["entity"], "extra": 1}, "extra"),
-])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ([], "body"),
+        ({}, "reads"),
+        ({"reads": []}, "reads"),
+        ({"reads": "entity"}, "reads"),
+        ({"reads": ["entity", 3]}, "reads[1]"),
+        ({"reads": ["entity", "  "]}, "reads[1]"),
+        ({"reads": ["entity"], "extra": 1}, "extra"),
+    ],
+)
 def test_a_bad_body_is_400_naming_the_field(alice_api, body, field):
     res = alice_api.post("/v1/batch", body, format="json")
     assert res.status_code == 400

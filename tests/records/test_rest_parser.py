@@ -1,4 +1,5 @@
 """records.rest.parser: PostgREST syntax into a typed query; refusals name the parameter."""
+
 from __future__ import annotations
 
 import pytest
@@ -29,7 +30,10 @@ def test_full_query_parses():
 
 def test_value_keeps_its_dots_and_plus_is_a_space():
     q = query_parse("entity?external_id=eq.a.b.c&name=eq.A+B")
-    assert q.filters == (Filter("external_id", Operator.EQ, "a.b.c"), Filter("name", Operator.EQ, "A B"))
+    assert q.filters == (
+        Filter("external_id", Operator.EQ, "a.b.c"),
+        Filter("name", Operator.EQ, "A B"),
+    )
 
 
 def test_empty_in_list_and_quoted_escape():
@@ -75,7 +79,8 @@ def test_rpc_path_is_refused():
     assert info.value.body() == {
         "error": "rpc_not_supported",
         "rejection": {
-            "code": "RPC_NOT_SUPPORTED", "field": "path",
+            "code": "RPC_NOT_SUPPORTED",
+            "field": "path",
             "message": "rpc/ paths name stored procedures, which this read never calls; read a resource instead",
         },
     }

@@ -1,4 +1,5 @@
 """The write trail: one row per boundary decision, with actor, record, outcome, code and run/step."""
+
 from __future__ import annotations
 
 import pytest
@@ -21,10 +22,18 @@ def _rows() -> list[tuple]:
 
 def test_every_decision_leaves_one_row_with_its_run_and_step(alice, admin_user):
     actor = Actor(user=alice, process_run_id="r1", process_step="po")
-    first = record_create(actor=actor, record_type="customer", parent={"company_name": "A"},
-                          idempotency_key="run:r1:po").record
-    duplicate = record_create(actor=actor, record_type="customer", parent={"company_name": "A"},
-                              idempotency_key="run:r1:po").record
+    first = record_create(
+        actor=actor,
+        record_type="customer",
+        parent={"company_name": "A"},
+        idempotency_key="run:r1:po",
+    ).record
+    duplicate = record_create(
+        actor=actor,
+        record_type="customer",
+        parent={"company_name": "A"},
+        idempotency_key="run:r1:po",
+    ).record
     assert duplicate.pk == first.pk
     with pytest.raises(RequiredFieldMissing):
         record_create(actor=actor, record_type="migration_item", parent={})
@@ -52,12 +61,24 @@ def test_every_decision_leaves_one_row_with_its_run_and_step(alice, admin_user):
         ("delete", "customer", "rejected", "", admin_user.pk, "", ""),
     ]
     pg_row_ids = list(WriteTrail.reads.order_by("id").values_list("pg_row_id", flat=True))
-    assert pg_row_ids == [first.pk, first.pk, None, first.pk, first.pk, second.pk, second.pk, first.pk, second.pk]
+    assert pg_row_ids == [
+        first.pk,
+        first.pk,
+        None,
+        first.pk,
+        first.pk,
+        second.pk,
+        second.pk,
+        first.pk,
+        second.pk,
+    ]
 
 
 def test_refusal_row_carries_field_and_message(alice):
     with pytest.raises(RequiredFieldMissing):
-        record_create(actor=Actor(user=alice), record_type="migration_item", parent={"note": "no legacy_id"})
+        record_create(
+            actor=Actor(user=alice), record_type="migration_item", parent={"note": "no legacy_id"}
+        )
     row = WriteTrail.reads.get()
     assert (row.field, row.message) == ("parent.legacy_id", "legacy_id is required")
 
@@ -65,13 +86,29 @@ def test_refusal_row_carries_field_and_message(alice):
 def test_an_app_write_has_no_run_or_step(alice_api, alice):
     alice_api.post("/v1/data/customer", {"parent": {"company_name": "A"}}, format="json")
     row = WriteTrail.reads.get()
-    assert (row.actor_id, row.process_run_id, row.process_step, row.outcome) == (alice.pk, "", "", "allowed")
+    assert (row.actor_id, row.process_run_id, row.process_step, row.outcome) == (
+        alice.pk,
+        "",
+        "",
+        "allowed",
+    )
 
 
 def test_an_app_idempotency_key_is_namespaced_and_its_duplicate_trailed(alice_api):
-    first = alice_api.post("/v1/data/customer", {"parent": {"company_name": "A"}},
-                           HTTP_IDEMPOTENCY_KEY="k", format="json")
-    again = alice_api.post("/v1/data/customer", {"parent": {"company_name": "A"}},
-                           HTTP_IDEMPOTENCY_KEY="k", format="json")
+    first = alice_api.post(
+        "/v1/data/customer",
+        {"parent": {"company_name": "A"}},
+        HTTP_IDEMPOTENCY_KEY="k",
+        format="json",
+    )
+    again = alice_api.post(
+        "/v1/data/customer",
+        {"parent": {"company_name": "A"}},
+        HTTP_IDEMPOTENCY_KEY="k",
+        format="json",
+    )
     assert (first.status_code, again.status_code) == (201, 200)
-    assert list(WriteTrail.reads.order_by("id").values_list("outcome", flat=True)) == ["allowed", "duplicate"]
+    assert list(WriteTrail.reads.order_by("id").values_list("outcome", flat=True)) == [
+        "allowed",
+        "duplicate",
+    ]

@@ -1,4 +1,5 @@
 """Fixtures of the sources tests: fast retries, a drain helper, real worker processes, HTTP catalogs."""
+
 from __future__ import annotations
 
 import json

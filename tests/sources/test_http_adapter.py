@@ -1,4 +1,5 @@
 """The ``http`` adapter against a real HTTP server on 127.0.0.1 that the test starts and scripts."""
+
 from __future__ import annotations
 
 import json
@@ -36,15 +37,28 @@ def _handler(erp: FakeErp):
         def _serve(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
-            erp.requests.append({"method": self.command, "path": self.path,
-                                 "body": json.loads(raw) if raw else None,
-                                 "idempotencyKey": self.headers.get("Idempotency-Key")})
-            status, body, delay = erp.answers.pop(0) if erp.answers else (500, {"message": "unscripted"}, 0)
+            erp.requests.append(
+                {
+                    "method": self.command,
+                    "path": self.path,
+                    "body": json.loads(raw) if raw else None,
+                    "idempotencyKey": self.headers.get("Idempotency-Key"),
+                }
+            )
+            status, body, delay = (
+                erp.answers.pop(0) if erp.answers else (500, {"message": "unscripted"}, 0)
+            )
             if delay:
                 time.sleep(delay)
-            payload = body.encode() if isinstance(body, str) else (json.dumps(body).encode() if body is not None else b"")
+            payload = (
+                body.encode()
+                if isinstance(body, str)
+                else (json.dumps(body).encode() if body is not None else b"")
+            )
             self.send_response(status)
-            self.send_header("Content-Type", "application/json" if not isinstance(body, str) else "text/plain")
+            self.send_header(
+                "Content-Type", "application/json" if not isinstance(body, str) else "text/plain"
+            )
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
             self.wfile.write(payload)
@@ -72,9 +86,13 @@ def erp(use_catalog, settings):
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     use_catalog(
-        sources={"erp": {"adapter": "http", "url": f"http://127.0.0.1:{fake.port}", "timeout": 0.5}},
-        types={"order": {"source": "erp", "sourceRequired": ["customer"], "idPrefix": "ORD"},
-               "vendor": {"source": "erp"}},
+        sources={
+            "erp": {"adapter": "http", "url": f"http://127.0.0.1:{fake.port}", "timeout": 0.5}
+        },
+        types={
+            "order": {"source": "erp", "sourceRequired": ["customer"], "idPrefix": "ORD"},
+            "vendor": {"source": "erp"},
+        },
     )
     # One retry at a time in these tests: each drain makes one attempt and schedules the next.
     settings.SOURCES_RETRY_BASE_SECONDS, settings.SOURCES_RETRY_CAP_SECONDS = 60, 300
@@ -85,7 +103,9 @@ def erp(use_catalog, settings):
 
 
 def _order(actor) -> Record:
-    return record_create(actor=actor, record_type="order", parent={"customer": "C1"}, lines=[{"sku": "A"}]).record
+    return record_create(
+        actor=actor, record_type="order", parent={"customer": "C1"}, lines=[{"sku": "A"}]
+    ).record
 
 
 def _state(record: Record, operation: str = "create") -> RecordWriteState:
@@ -105,8 +125,18 @@ def test_2xx_with_external_id_confirms(erp, alice_actor):
 
     drain("order")
 
-    assert erp.requests == [{"method": "POST", "path": "/order", "idempotencyKey": f"turbobase-write-{_state(record).pk}",
-                             "body": {"pgRowId": str(record.pk), "parent": {"customer": "C1"}, "lines": [{"sku": "A"}]}}]
+    assert erp.requests == [
+        {
+            "method": "POST",
+            "path": "/order",
+            "idempotencyKey": f"turbobase-write-{_state(record).pk}",
+            "body": {
+                "pgRowId": str(record.pk),
+                "parent": {"customer": "C1"},
+                "lines": [{"sku": "A"}],
+            },
+        }
+    ]
     record.refresh_from_db()
     assert (record.external_id, record.sync_state) == ("ORD-77", "synced")
     assert record.synced_at is not None
@@ -114,14 +144,25 @@ def test_2xx_with_external_id_confirms(erp, alice_actor):
 
 
 def test_4xx_refusal_is_parked_with_the_sources_sentence(erp, alice_actor):
-    erp.answer(422, {"code": "CREDIT_HOLD", "field": "parent.customer", "message": "Customer C1 is on credit hold"})
+    erp.answer(
+        422,
+        {
+            "code": "CREDIT_HOLD",
+            "field": "parent.customer",
+            "message": "Customer C1 is on credit hold",
+        },
+    )
     record = _order(alice_actor)
 
     drain("order")
 
     state = _state(record)
     assert (state.status, state.reason_code, state.field, state.message) == (
-        "refused", "CREDIT_HOLD", "parent.customer", "Customer C1 is on credit hold")
+        "refused",
+        "CREDIT_HOLD",
+        "parent.customer",
+        "Customer C1 is on credit hold",
+    )
     record.refresh_from_db()
     assert record.sync_state == "parked"
 
@@ -133,7 +174,12 @@ def test_4xx_in_plain_text_is_still_the_sources_sentence(erp, alice_actor):
     drain("order")
 
     state = _state(record)
-    assert (state.status, state.reason_code, state.field, state.message) == ("refused", "SOURCE_REFUSED", "", "Bad customer")
+    assert (state.status, state.reason_code, state.field, state.message) == (
+        "refused",
+        "SOURCE_REFUSED",
+        "",
+        "Bad customer",
+    )
 
 
 def test_5xx_is_transient_then_retried_and_synced(erp, alice_actor):
@@ -144,7 +190,12 @@ def test_5xx_is_transient_then_retried_and_synced(erp, alice_actor):
     drain("order")
 
     state = _state(record)
-    assert (state.status, state.attempts, state.reason_code, state.message) == ("pending", 1, "TRANSIENT", "erp answered HTTP 503")
+    assert (state.status, state.attempts, state.reason_code, state.message) == (
+        "pending",
+        1,
+        "TRANSIENT",
+        "erp answered HTTP 503",
+    )
     record.refresh_from_db()
     assert record.sync_state == "pending"
 
@@ -153,7 +204,12 @@ def test_5xx_is_transient_then_retried_and_synced(erp, alice_actor):
 
     state.refresh_from_db()
     record.refresh_from_db()
-    assert (state.status, state.attempts, record.external_id, record.sync_state) == ("confirmed", 1, "ORD-78", "synced")
+    assert (state.status, state.attempts, record.external_id, record.sync_state) == (
+        "confirmed",
+        1,
+        "ORD-78",
+        "synced",
+    )
     assert [r["idempotencyKey"] for r in erp.requests] == [f"turbobase-write-{state.pk}"] * 2
 
 
@@ -164,7 +220,11 @@ def test_a_timeout_is_transient(erp, alice_actor):
     drain("order")
 
     state = _state(record)
-    assert (state.status, state.attempts, state.message) == ("pending", 1, "erp did not answer within 0.5s")
+    assert (state.status, state.attempts, state.message) == (
+        "pending",
+        1,
+        "erp did not answer within 0.5s",
+    )
 
 
 def test_a_connection_error_is_transient(use_catalog, alice_actor, settings):
@@ -172,8 +232,10 @@ def test_a_connection_error_is_transient(use_catalog, alice_actor, settings):
     with socket.socket() as probe:  # a port nobody listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    use_catalog(sources={"erp": {"adapter": "http", "url": f"http://127.0.0.1:{port}"}},
-                types={"order": {"source": "erp"}})
+    use_catalog(
+        sources={"erp": {"adapter": "http", "url": f"http://127.0.0.1:{port}"}},
+        types={"order": {"source": "erp"}},
+    )
     record = record_create(actor=alice_actor, record_type="order", parent={"customer": "C1"}).record
 
     drain("order")
@@ -190,20 +252,28 @@ def test_update_patches_and_delete_deletes_by_external_id(erp, alice_actor):
     erp.answer(204)
     record = _order(alice_actor)
     drain("order")
-    record_update(actor=alice_actor, record_type="order", pg_row_id=record.pk, parent={"memo": "rush"})
+    record_update(
+        actor=alice_actor, record_type="order", pg_row_id=record.pk, parent={"memo": "rush"}
+    )
     drain("order")
     record_delete(actor=alice_actor, record_type="order", pg_row_id=record.pk)
 
     drain("order")
 
     assert [(r["method"], r["path"], r["body"]) for r in erp.requests] == [
-        ("POST", "/order", {"pgRowId": str(record.pk), "parent": {"customer": "C1"}, "lines": [{"sku": "A"}]}),
+        (
+            "POST",
+            "/order",
+            {"pgRowId": str(record.pk), "parent": {"customer": "C1"}, "lines": [{"sku": "A"}]},
+        ),
         ("PATCH", "/order/ORD%2080%2FA", {"pgRowId": str(record.pk), "parent": {"memo": "rush"}}),
         ("DELETE", "/order/ORD%2080%2FA", None),
     ]
     record.refresh_from_db()
     assert record.sync_state == "deleted"
-    assert [s.status for s in RecordWriteState.reads.filter(record=record).order_by("id")] == ["confirmed"] * 3
+    assert [s.status for s in RecordWriteState.reads.filter(record=record).order_by("id")] == [
+        "confirmed"
+    ] * 3
 
 
 def test_a_create_answered_without_an_id_is_parked_not_resent(erp, alice_actor):
@@ -214,7 +284,11 @@ def test_a_create_answered_without_an_id_is_parked_not_resent(erp, alice_actor):
 
     state = _state(record)
     assert (state.status, state.reason_code, state.field, state.message) == (
-        "refused", "SOURCE_ANSWER_INVALID", "externalId", "erp accepted the create but answered no externalId")
+        "refused",
+        "SOURCE_ANSWER_INVALID",
+        "externalId",
+        "erp accepted the create but answered no externalId",
+    )
     assert len(erp.requests) == 1
 
 
@@ -225,4 +299,7 @@ def test_a_type_without_an_url_stays_queued(use_catalog, alice_actor, settings):
 
     drain("order")
 
-    assert (_state(record).status, _state(record).message) == ("pending", "source 'erp' has no url in the catalog")
+    assert (_state(record).status, _state(record).message) == (
+        "pending",
+        "source 'erp' has no url in the catalog",
+    )

@@ -1,4 +1,5 @@
 """Waking drains: a committed write queues one, a held lane stands it down, the sweep finds strays."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -19,21 +20,28 @@ pytestmark = pytest.mark.django_db
 
 
 def _queued() -> list[tuple[str, tuple]]:
-    return [(task["func"], task["args"]) for task in (SignedPackage.loads(q.payload) for q in OrmQ.objects.order_by("id"))]
+    return [
+        (task["func"], task["args"])
+        for task in (SignedPackage.loads(q.payload) for q in OrmQ.objects.order_by("id"))
+    ]
 
 
 def _customer(actor, name: str = "Acme"):
     return record_create(actor=actor, record_type="customer", parent={"company_name": name}).record
 
 
-def test_a_committed_write_queues_a_drain_of_its_type(alice_actor, django_capture_on_commit_callbacks):
+def test_a_committed_write_queues_a_drain_of_its_type(
+    alice_actor, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=True):
         _customer(alice_actor)
 
     assert _queued() == [("sources.tasks.outbound_drain_task", ("customer",))]
 
 
-def test_no_drain_is_queued_while_one_holds_the_lane(alice_actor, django_capture_on_commit_callbacks):
+def test_no_drain_is_queued_while_one_holds_the_lane(
+    alice_actor, django_capture_on_commit_callbacks
+):
     assert lane_acquire(record_type="customer", token="busy", seconds=60)
 
     with django_capture_on_commit_callbacks(execute=True):
@@ -47,7 +55,9 @@ def test_sweep_wakes_due_lanes_that_nobody_drains(alice_actor):
     record_create(actor=alice_actor, record_type="salesOrder", parent={})
     later = record_create(actor=alice_actor, record_type="entity", parent={}).record
     with door_open():
-        RecordWriteState.objects.filter(record=later).update(next_attempt_at=timezone.now() + timedelta(minutes=5))
+        RecordWriteState.objects.filter(record=later).update(
+            next_attempt_at=timezone.now() + timedelta(minutes=5)
+        )
     assert lane_acquire(record_type="salesOrder", token="busy", seconds=60)
 
     assert outbound_sweep_task() == ["customer"]

@@ -4,6 +4,7 @@
 one at a time, in commit order, each exactly once; another type written in the middle is not
 held up behind them.
 """
+
 from __future__ import annotations
 
 from itertools import pairwise
@@ -23,28 +24,50 @@ pytestmark = [pytest.mark.workers, pytest.mark.django_db(transaction=True)]
 WRITES = 50
 
 
-def test_fifty_writes_of_one_type_reach_the_source_in_commit_order_never_two_in_flight(qcluster, alice, bob):
-    sandbox_script_set("purchaseOrder", latency_ms=30)  # long enough for two workers to collide, if they could
+def test_fifty_writes_of_one_type_reach_the_source_in_commit_order_never_two_in_flight(
+    qcluster, alice, bob
+):
+    sandbox_script_set(
+        "purchaseOrder", latency_ms=30
+    )  # long enough for two workers to collide, if they could
     writers = [Actor(user=alice), Actor(user=bob)]
     orders = []
     for i in range(WRITES):
-        orders.append(record_create(actor=writers[i % 2], record_type="purchaseOrder",
-                                    parent={"entity_id": f"V{i}"}, lines=[{"item": "widget", "line": i}]).record)
+        orders.append(
+            record_create(
+                actor=writers[i % 2],
+                record_type="purchaseOrder",
+                parent={"entity_id": f"V{i}"},
+                lines=[{"item": "widget", "line": i}],
+            ).record
+        )
         if i == 10:
-            customer = record_create(actor=writers[0], record_type="customer", parent={"company_name": "Quick"}).record
+            customer = record_create(
+                actor=writers[0], record_type="customer", parent={"company_name": "Quick"}
+            ).record
     for _ in range(6):  # extra drains of the busy type: every worker is tempted to take its lane
         outbound_enqueue(record_type="purchaseOrder")
 
-    wait_until(lambda: not RecordWriteState.reads.filter(status="pending").exists(), timeout=45,
-               message=f"every write to be sent; worker log:\n{qcluster.log_text()}")
+    wait_until(
+        lambda: not RecordWriteState.reads.filter(status="pending").exists(),
+        timeout=45,
+        message=f"every write to be sent; worker log:\n{qcluster.log_text()}",
+    )
 
-    write_ids = list(RecordWriteState.reads.filter(record_type="purchaseOrder").order_by("id")
-                     .values_list("id", flat=True))
-    sends = list(SandboxSend.objects.filter(record_type="purchaseOrder").order_by("started_at", "id"))
+    write_ids = list(
+        RecordWriteState.reads.filter(record_type="purchaseOrder")
+        .order_by("id")
+        .values_list("id", flat=True)
+    )
+    sends = list(
+        SandboxSend.objects.filter(record_type="purchaseOrder").order_by("started_at", "id")
+    )
     assert [s.write_state_id for s in sends] == write_ids  # commit order, each exactly once
     assert {s.in_flight for s in sends} == {1}
     for before, after in pairwise(sends):
-        assert after.started_at >= before.finished_at, "two writes of one type were in flight together"
+        assert after.started_at >= before.finished_at, (
+            "two writes of one type were in flight together"
+        )
     for i, order in enumerate(orders):
         order.refresh_from_db()
         assert (order.external_id, order.sync_state) == (f"PO-{1041 + i}", "synced")

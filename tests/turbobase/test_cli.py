@@ -1,4 +1,5 @@
 """The ``turbobase`` CLI against a real running server (pytest-django's live_server)."""
+
 from __future__ import annotations
 
 import json
@@ -39,7 +40,12 @@ def test_whoami_names_the_token_owner(instance, live_server, capsys):
 def test_whoami_json(instance, capsys):
     code, out, _ = cli(capsys, "--json", "whoami")
     assert code == 0
-    assert json.loads(out) == {"isAdmin": True, "scopes": ["extensions:deploy"], "username": "ops", "via": "token"}
+    assert json.loads(out) == {
+        "isAdmin": True,
+        "scopes": ["extensions:deploy"],
+        "username": "ops",
+        "via": "token",
+    }
 
 
 def test_bad_token_is_a_clear_error(instance, monkeypatch, capsys):
@@ -69,7 +75,10 @@ def test_unreachable_instance_is_a_clear_error(db, monkeypatch, capsys):
     monkeypatch.setenv("TURBOBASE_URL", "http://127.0.0.1:9")
     code, _, err = cli(capsys, "health")
     assert code == 1
-    assert err == "turbobase: cannot reach Turbobase at http://127.0.0.1:9: is it running (make run)?\n"
+    assert (
+        err
+        == "turbobase: cannot reach Turbobase at http://127.0.0.1:9: is it running (make run)?\n"
+    )
 
 
 def writer_token(owner, monkeypatch) -> None:
@@ -78,25 +87,31 @@ def writer_token(owner, monkeypatch) -> None:
 
 
 def test_data_settle_with_the_deploy_token_is_insufficient_scope(instance, capsys):
-    record = record_create(actor=Actor(user=instance), record_type="customer",
-                           parent={"company_name": "Initech"}).record
+    record = record_create(
+        actor=Actor(user=instance), record_type="customer", parent={"company_name": "Initech"}
+    ).record
     code, out, err = cli(capsys, "data", "settle", "customer", str(record.pk))
     assert (code, out) == (1, "")
     assert err.startswith(
-        "turbobase: POST /v1/data/customer/settle answered 403 insufficient_scope")
+        "turbobase: POST /v1/data/customer/settle answered 403 insufficient_scope"
+    )
     assert "data:write" in err
 
 
 def test_data_settle_links_a_settle_conflict(instance, monkeypatch, capsys):
     writer_token(instance, monkeypatch)
-    record = record_create(actor=Actor(user=instance), record_type="customer",
-                           parent={"company_name": "Initech"}).record
+    record = record_create(
+        actor=Actor(user=instance), record_type="customer", parent={"company_name": "Initech"}
+    ).record
     # Fake the upstream state the outbound worker leaves: created upstream, link back failed.
     with door_open():
         Record.objects.filter(pk=record.pk).update(sync_state=SyncState.SETTLE_CONFLICT)
     with door_open():
         RecordWriteState.objects.filter(record=record).update(
-            status=WriteStatus.SETTLE_CONFLICT, reason_code="write_settle_conflict", external_id="CUS-1041")
+            status=WriteStatus.SETTLE_CONFLICT,
+            reason_code="write_settle_conflict",
+            external_id="CUS-1041",
+        )
     code, out, err = cli(capsys, "data", "settle", "customer", str(record.pk))
     assert (code, err) == (0, "")
     assert out == f"settled customer {record.pk} → externalId CUS-1041 (synced)\n"
@@ -107,12 +122,15 @@ def test_data_settle_links_a_settle_conflict(instance, monkeypatch, capsys):
 
 def test_data_settle_of_a_row_not_in_conflict_is_409(instance, monkeypatch, capsys):
     writer_token(instance, monkeypatch)
-    record = record_create(actor=Actor(user=instance), record_type="customer",
-                           parent={"company_name": "Initech"}).record
+    record = record_create(
+        actor=Actor(user=instance), record_type="customer", parent={"company_name": "Initech"}
+    ).record
     code, out, err = cli(capsys, "data", "settle", "customer", str(record.pk))
     assert (code, out) == (1, "")
-    assert err == (f"turbobase: POST /v1/data/customer/settle answered 409 conflict: NOT_SETTLE_CONFLICT "
-                   f"(pgRowId): customer {record.pk} is pending, not waiting to be settled\n")
+    assert err == (
+        f"turbobase: POST /v1/data/customer/settle answered 409 conflict: NOT_SETTLE_CONFLICT "
+        f"(pgRowId): customer {record.pk} is pending, not waiting to be settled\n"
+    )
     record.refresh_from_db()
     assert (record.external_id, record.sync_state) == (None, "pending")
 

@@ -1,4 +1,5 @@
 """``turbobase ext plan|deploy --to <env>``: a project folder as one plan, against a live server."""
+
 from __future__ import annotations
 
 import json
@@ -16,9 +17,13 @@ from tests.conftest import cli, make_user
 
 FIXTURES = Path(__file__).parent.parent / "extensions" / "fixtures"
 TRACKED = "acme:migrate-customers-tracked"
-NIGHTLY = {"name": "migrate-customers-nightly", "scheduleKind": "cron", "scheduleExpr": "0 2 * * *",
-           "scheduleTz": "Europe/Berlin",
-           "body": {"kind": "process", "process": TRACKED, "input": {"batch": "2026-10"}}}
+NIGHTLY = {
+    "name": "migrate-customers-nightly",
+    "scheduleKind": "cron",
+    "scheduleExpr": "0 2 * * *",
+    "scheduleTz": "Europe/Berlin",
+    "body": {"kind": "process", "process": TRACKED, "input": {"batch": "2026-10"}},
+}
 
 
 @pytest.fixture
@@ -26,15 +31,26 @@ def project(tmp_path, live_server, monkeypatch) -> Iterator[Path]:
     """A project folder whose ``staging`` environment is the live server, and its token."""
     owner = make_user("ops", admin=True)
     _, raw = token_issue(user=owner, scopes=["extensions:deploy"])
-    for name in ("processes/migrate-customers-tracked.ts", "processes/raise-po-and-bill.ts",
-                 "hooks/require-memo.ts", "hooks/shared-rule.ts"):
+    for name in (
+        "processes/migrate-customers-tracked.ts",
+        "processes/raise-po-and-bill.ts",
+        "hooks/require-memo.ts",
+        "hooks/shared-rule.ts",
+    ):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(FIXTURES / name, tmp_path / name)
     (tmp_path / "turbobase").mkdir()
     schedules_write(tmp_path, [NIGHTLY])
-    (tmp_path / "turbobase.config.json").write_text(json.dumps({"environments": {
-        "staging": {"url": live_server.url, "tokenEnv": "TB_TOKEN_STAGING"},
-        "prod": {"url": "http://127.0.0.1:9"}}}))
+    (tmp_path / "turbobase.config.json").write_text(
+        json.dumps(
+            {
+                "environments": {
+                    "staging": {"url": live_server.url, "tokenEnv": "TB_TOKEN_STAGING"},
+                    "prod": {"url": "http://127.0.0.1:9"},
+                }
+            }
+        )
+    )
     monkeypatch.setenv("TB_TOKEN_STAGING", raw)
     for name in ("TURBOBASE_URL", "TURBOBASE_TOKEN", "TURBOBASE_TOKEN_PROD"):
         monkeypatch.delenv(name, raising=False)
@@ -49,7 +65,9 @@ def schedules_write(root: Path, entries: list) -> None:
 
 
 def active() -> list[str]:
-    return sorted(ExtensionModule.objects.filter(status=ExtensionStatus.ACTIVE).values_list("id", flat=True))
+    return sorted(
+        ExtensionModule.objects.filter(status=ExtensionStatus.ACTIVE).values_list("id", flat=True)
+    )
 
 
 def test_plan_then_deploy_then_plan_again(project, live_server, capsys):
@@ -75,7 +93,9 @@ def test_plan_then_deploy_then_plan_again(project, live_server, capsys):
     ]
     assert active() == [TRACKED, "acme:raise-po-and-bill", "acme:require-memo"]
     assert sorted(ExtensionVersion.objects.get(module_id="acme:require-memo").source) == [
-        "hooks/require-memo.ts", "hooks/shared-rule.ts"]
+        "hooks/require-memo.ts",
+        "hooks/shared-rule.ts",
+    ]
     assert ProcessSchedule.objects.get().schedule_tz == "Europe/Berlin"
 
     code, out, _ = cli(capsys, "ext", "plan", "--to", "staging")
@@ -88,16 +108,21 @@ def test_the_plan_lists_what_is_deployed_that_the_project_does_not_declare(proje
     (project / "processes" / "raise-po-and-bill.ts").unlink()
     code, out, _ = cli(capsys, "ext", "plan", "--to", "staging")
     assert code == 0
-    assert out.splitlines()[-1] == ("undeclared acme:raise-po-and-bill (process v1) — deployed, not in this project; "
-                                    "remove it with: turbobase ext remove acme:raise-po-and-bill")
+    assert out.splitlines()[-1] == (
+        "undeclared acme:raise-po-and-bill (process v1) — deployed, not in this project; "
+        "remove it with: turbobase ext remove acme:raise-po-and-bill"
+    )
     code, out, _ = cli(capsys, "--json", "ext", "plan", "--to", "staging")
-    assert json.loads(out)["undeclared"] == [{"id": "acme:raise-po-and-bill", "kind": "process", "version": 1}]
+    assert json.loads(out)["undeclared"] == [
+        {"id": "acme:raise-po-and-bill", "kind": "process", "version": 1}
+    ]
 
 
 def test_an_id_mismatch_refuses_the_whole_deploy(project, capsys):
     source = (project / "processes" / "raise-po-and-bill.ts").read_text()
     (project / "processes" / "raise-po-and-bill.ts").write_text(
-        source.replace("export default", "// id: 'acme:old-name'\nexport default", 1))
+        source.replace("export default", "// id: 'acme:old-name'\nexport default", 1)
+    )
     code, out, err = cli(capsys, "ext", "deploy", "--to", "staging")
     assert (code, out) == (1, "")
     assert "extension_id_mismatch" in err and "(modules[1].id)" in err and "'acme:old-name'" in err
@@ -114,7 +139,9 @@ def test_a_schedule_keeps_its_process_until_both_go_in_one_deploy(project, capsy
     schedules_write(project, [])
     code, out, _ = cli(capsys, "ext", "plan", "--to", "staging", "--remove", TRACKED)
     assert code == 0
-    assert f"removed {TRACKED} (process) with schedule migrate-customers-nightly" in out.splitlines()
+    assert (
+        f"removed {TRACKED} (process) with schedule migrate-customers-nightly" in out.splitlines()
+    )
     code, out, err = cli(capsys, "ext", "deploy", "--to", "staging", "--remove", TRACKED)
     assert (code, err) == (0, "")
     assert "schedule migrate-customers-nightly → removed" in out.splitlines()

@@ -1,4 +1,5 @@
 """tb_user, tb_token and tb_demo: what operators and make run call."""
+
 from __future__ import annotations
 
 from io import StringIO
@@ -65,7 +66,10 @@ def test_tb_token_prints_the_token_once_and_stores_its_hash():
 def test_tb_token_unknown_user_is_a_clear_error():
     with pytest.raises(CommandError) as refused:
         run("tb_token", "nobody", "--scope", "extensions:deploy")
-    assert str(refused.value) == "no user named 'nobody'; create one with: manage.py tb_user nobody --password …"
+    assert (
+        str(refused.value)
+        == "no user named 'nobody'; create one with: manage.py tb_user nobody --password …"
+    )
     assert AccessToken.objects.count() == 0
 
 
@@ -74,7 +78,8 @@ def test_tb_token_unknown_scope_is_a_clear_error():
     with pytest.raises(CommandError) as refused:
         run("tb_token", "ops", "--scope", "everything")
     assert str(refused.value) == (
-        "unknown scope(s): everything; known: extensions:deploy, data:read, data:write")
+        "unknown scope(s): everything; known: extensions:deploy, data:read, data:write"
+    )
     assert AccessToken.objects.count() == 0
 
 
@@ -98,8 +103,12 @@ def test_tb_demo_loads_logins_and_records_once():
     assert batch.count() == 200
     assert Record.reads.filter(owner=demo).exclude(pk__in=batch).count() == 5
     states = dict(Record.reads.values_list("record_type", "sync_state").order_by("record_type"))
-    assert states == {"customer": "pending", "legacy_customer": "local", "migration_item": "local",
-                      "purchaseOrder": "pending"}
+    assert states == {
+        "customer": "pending",
+        "legacy_customer": "local",
+        "migration_item": "local",
+        "purchaseOrder": "pending",
+    }
     assert RecordWriteState.reads.filter(operation="create", status="pending").count() == 2
 
     again, _ = run("tb_demo")

@@ -1,4 +1,5 @@
 """What every ``turbobase`` subcommand shares: its error type and how it prints results."""
+
 from __future__ import annotations
 
 import argparse

@@ -4,6 +4,7 @@ It reads ``TURBOBASE_URL`` (the instance, e.g. ``http://127.0.0.1:8000``) and ``
 (a personal access token from ``manage.py tb_token``) and turns every failure into an ``ApiError``
 or ``ClientConfigError`` whose message says what to do, never a traceback.
 """
+
 from __future__ import annotations
 
 import os
@@ -74,27 +75,46 @@ class Client:
         environ = os.environ if environ is None else environ
         return cls(url=environ.get("TURBOBASE_URL"), token=environ.get("TURBOBASE_TOKEN"))
 
-    def request(self, method: str, path: str, *, json: Any = None, params: Mapping[str, Any] | None = None,
-                authenticated: bool = True) -> Any:
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: Mapping[str, Any] | None = None,
+        authenticated: bool = True,
+    ) -> Any:
         """Send one request; answer the decoded JSON body (``None`` for an empty one)."""
         if not self.url:
             raise ClientConfigError(
                 "TURBOBASE_URL is not set; point it at the instance, e.g. export TURBOBASE_URL=http://127.0.0.1:8000"
             )
         if not self.url.startswith(("http://", "https://")):
-            raise ClientConfigError(f"TURBOBASE_URL must start with http:// or https:// (got {self.url!r})")
+            raise ClientConfigError(
+                f"TURBOBASE_URL must start with http:// or https:// (got {self.url!r})"
+            )
         headers = {"Accept": "application/json"}
         if authenticated:
             if not self.token:
                 raise ClientConfigError("TURBOBASE_TOKEN is not set; " + TOKEN_HINT)
             headers["Authorization"] = f"Bearer {self.token}"
         try:
-            response = self._session.request(method, self.url + path, json=json, params=params,
-                                             headers=headers, timeout=self.timeout)
+            response = self._session.request(
+                method,
+                self.url + path,
+                json=json,
+                params=params,
+                headers=headers,
+                timeout=self.timeout,
+            )
         except requests.ConnectionError as exc:
-            raise ClientError(f"cannot reach Turbobase at {self.url}: is it running (make run)?") from exc
+            raise ClientError(
+                f"cannot reach Turbobase at {self.url}: is it running (make run)?"
+            ) from exc
         except requests.Timeout as exc:
-            raise ClientError(f"{method} {path}: no answer from {self.url} within {self.timeout:.0f}s") from exc
+            raise ClientError(
+                f"{method} {path}: no answer from {self.url} within {self.timeout:.0f}s"
+            ) from exc
         body = _json_or_none(response)
         if response.status_code >= 400:
             raise ApiError(response.status_code, body, method=method, path=path)

@@ -8,6 +8,7 @@ An extension's files are the file named and every ``.ts``/``.js`` file below its
 ``<directory name>/<path>`` (``processes/po.ts``, ``processes/shared-rule.ts``): the instance folds
 in the siblings the entry imports and refuses any import outside that directory.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,49 +41,95 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     new = verbs.add_parser("new", help="scaffold an extension file")
     new_kinds = new.add_subparsers(dest="ext_kind", metavar="KIND")
-    process = new_kinds.add_parser("process", help="a process: a record, optionally then another from it")
-    process.add_argument("--record", required=True, metavar="RECORD_TYPE",
-                         help="the first step's record type")
-    process.add_argument("--then", metavar="RECORD_TYPE", help="a second record raised from the first")
+    process = new_kinds.add_parser(
+        "process", help="a process: a record, optionally then another from it"
+    )
+    process.add_argument(
+        "--record", required=True, metavar="RECORD_TYPE", help="the first step's record type"
+    )
+    process.add_argument(
+        "--then", metavar="RECORD_TYPE", help="a second record raised from the first"
+    )
     process.add_argument("--on-failure", choices=("stop", "rollback"), default="stop")
-    process.add_argument("--scope", default="app", help="the id's scope: <scope>:<name> (default: app)")
-    process.add_argument("--dir", help="where to write it (default: processes/ of the project the working "
-                         "directory is in, found by its turbobase.config.json; else ./processes)")
+    process.add_argument(
+        "--scope", default="app", help="the id's scope: <scope>:<name> (default: app)"
+    )
+    process.add_argument(
+        "--dir",
+        help="where to write it (default: processes/ of the project the working "
+        "directory is in, found by its turbobase.config.json; else ./processes)",
+    )
     process.add_argument("--force", action="store_true", help="overwrite an existing file")
     process.set_defaults(handler=ext_new_process)
-    hook = new_kinds.add_parser("hook", help="a before_save hook that refuses a write missing a field")
-    hook.add_argument("--record", required=True, metavar="RECORD_TYPE", help="the record type it guards")
-    hook.add_argument("--require", required=True, metavar="FIELD", help="the parent field it requires")
-    hook.add_argument("--scope", default="app", help="the id's scope: <scope>:<name> (default: app)")
-    hook.add_argument("--dir", help="where to write it (default: hooks/ of the project, as for process)")
+    hook = new_kinds.add_parser(
+        "hook", help="a before_save hook that refuses a write missing a field"
+    )
+    hook.add_argument(
+        "--record", required=True, metavar="RECORD_TYPE", help="the record type it guards"
+    )
+    hook.add_argument(
+        "--require", required=True, metavar="FIELD", help="the parent field it requires"
+    )
+    hook.add_argument(
+        "--scope", default="app", help="the id's scope: <scope>:<name> (default: app)"
+    )
+    hook.add_argument(
+        "--dir", help="where to write it (default: hooks/ of the project, as for process)"
+    )
     hook.add_argument("--force", action="store_true", help="overwrite an existing file")
     hook.set_defaults(handler=ext_new_hook)
 
-    lint = verbs.add_parser("lint", help="offline checks (the id-literal trap); exits 1 on an error")
+    lint = verbs.add_parser(
+        "lint", help="offline checks (the id-literal trap); exits 1 on an error"
+    )
     lint.add_argument("files", nargs="+", metavar="FILE")
     lint.add_argument("--ci", action="store_true", help="exit non-zero on a warning too")
     lint.set_defaults(handler=ext_lint)
 
     test = verbs.add_parser("test", help="run a hook's run() here, in the sandbox, on a sample")
     test.add_argument("file", metavar="FILE")
-    test.add_argument("--sample", required=True, metavar="JSON",
-                      help="a record ({parent, lines?}), a list of them, or @file.json")
+    test.add_argument(
+        "--sample",
+        required=True,
+        metavar="JSON",
+        help="a record ({parent, lines?}), a list of them, or @file.json",
+    )
     test.set_defaults(handler=ext_test)
 
-    deploy = verbs.add_parser("deploy", help="deploy each FILE (with its sibling files) to the instance, "
-                              "or with --to ENV the whole project as one plan")
+    deploy = verbs.add_parser(
+        "deploy",
+        help="deploy each FILE (with its sibling files) to the instance, "
+        "or with --to ENV the whole project as one plan",
+    )
     deploy.add_argument("files", nargs="*", metavar="FILE")
-    deploy.add_argument("--to", metavar="ENV", help="deploy the project (processes/, hooks/, "
-                        "turbobase/schedules.json) to ENV from turbobase.config.json, all or nothing")
-    deploy.add_argument("--remove", action="append", default=[], metavar="ID",
-                        help="with --to: also remove this deployed extension in the same plan (repeatable)")
+    deploy.add_argument(
+        "--to",
+        metavar="ENV",
+        help="deploy the project (processes/, hooks/, "
+        "turbobase/schedules.json) to ENV from turbobase.config.json, all or nothing",
+    )
+    deploy.add_argument(
+        "--remove",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="with --to: also remove this deployed extension in the same plan (repeatable)",
+    )
     deploy.set_defaults(handler=ext_deploy)
 
-    plan = verbs.add_parser("plan", help="list what is deployed that processes/ and hooks/ do not declare; "
-                            "with --to ENV, everything a deploy there would change")
+    plan = verbs.add_parser(
+        "plan",
+        help="list what is deployed that processes/ and hooks/ do not declare; "
+        "with --to ENV, everything a deploy there would change",
+    )
     plan.add_argument("--to", metavar="ENV", help="an environment from turbobase.config.json")
-    plan.add_argument("--remove", action="append", default=[], metavar="ID",
-                      help="with --to: plan removing this deployed extension too (repeatable)")
+    plan.add_argument(
+        "--remove",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="with --to: plan removing this deployed extension too (repeatable)",
+    )
     plan.set_defaults(handler=ext_plan)
 
     remove = verbs.add_parser("remove", help="stop serving one deployed extension")
@@ -109,7 +156,9 @@ def process_scaffold(*, record: str, then: str | None, on_failure: str, process_
         f"      recordType: '{record}',",
     ]
     if then:
-        steps.append("      awaitSource: true,  // the next step reads the id the source mints for this one")
+        steps.append(
+            "      awaitSource: true,  // the next step reads the id the source mints for this one"
+        )
     steps += [
         "      // A transaction create sends its lines in the same write (ATOMIC_WRITE_REQUIRED).",
         "      build: (ctx) => ({ parent: { entity_id: ctx.input.entityId }, lines: ctx.input.lines }),",
@@ -126,27 +175,29 @@ def process_scaffold(*, record: str, then: str | None, on_failure: str, process_
             "entity_id: ctx.input.entityId } }),",
             "    },",
         ]
-    return "\n".join([
-        "import { defineProcess } from '@turbobase/extensions';",
-        "",
-        "export default defineProcess({",
-        "  // Keep this the FIRST `id:` literal in the file: the store keys the module on it.",
-        f"  id: '{process_id}',",
-        "  input: {",
-        "    type: 'object',",
-        "    properties: {",
-        "      entityId: { type: 'string' },",
-        "      lines: { type: 'array', items: { type: 'object' }, minItems: 1 },",
-        "    },",
-        "    required: ['entityId', 'lines'],",
-        "  },",
-        "  steps: [",
-        *steps,
-        "  ],",
-        f"  onFailure: '{on_failure}',",
-        "});",
-        "",
-    ])
+    return "\n".join(
+        [
+            "import { defineProcess } from '@turbobase/extensions';",
+            "",
+            "export default defineProcess({",
+            "  // Keep this the FIRST `id:` literal in the file: the store keys the module on it.",
+            f"  id: '{process_id}',",
+            "  input: {",
+            "    type: 'object',",
+            "    properties: {",
+            "      entityId: { type: 'string' },",
+            "      lines: { type: 'array', items: { type: 'object' }, minItems: 1 },",
+            "    },",
+            "    required: ['entityId', 'lines'],",
+            "  },",
+            "  steps: [",
+            *steps,
+            "  ],",
+            f"  onFailure: '{on_failure}',",
+            "});",
+            "",
+        ]
+    )
 
 
 def _project_or_cwd() -> Path:
@@ -185,46 +236,60 @@ def ext_new_process(args: argparse.Namespace, client: Client) -> int:
         raise CliError(f"{target} already exists (use --force to overwrite it)")
     target.parent.mkdir(parents=True, exist_ok=True)
     process_id = f"{args.scope}:{name}"
-    target.write_text(process_scaffold(record=args.record, then=args.then, on_failure=args.on_failure,
-                                       process_id=process_id), encoding="utf-8")
-    emit(args, {"file": target.as_posix(), "id": process_id}, f"wrote {target.as_posix()} ({process_id})")
+    target.write_text(
+        process_scaffold(
+            record=args.record, then=args.then, on_failure=args.on_failure, process_id=process_id
+        ),
+        encoding="utf-8",
+    )
+    emit(
+        args,
+        {"file": target.as_posix(), "id": process_id},
+        f"wrote {target.as_posix()} ({process_id})",
+    )
     return 0
 
 
 def hook_scaffold(*, record: str, field: str, hook_id: str) -> str:
     """A hook that deploys as written and refuses a ``record`` write whose ``field`` is empty."""
-    return "\n".join([
-        "import { defineHook } from '@turbobase/extensions';",
-        "",
-        "export default defineHook({",
-        "  // Keep this the FIRST `id:` literal in the file: the store keys the module on it.",
-        f"  id: '{hook_id}',",
-        f"  recordType: '{record}',",
-        "  on: 'before_save',",
-        "  run(ctx) {",
-        f"    const value = ctx.record.parent['{field}'];",
-        "    if (value === undefined || value === null || value === '') {",
-        f"      return {{ reject: {{ code: '{field.upper()}_REQUIRED', field: 'parent.{field}', "
-        f"message: 'a {field} is required on every {record}' }} }};",
-        "    }",
-        "  },",
-        "});",
-        "",
-    ])
+    return "\n".join(
+        [
+            "import { defineHook } from '@turbobase/extensions';",
+            "",
+            "export default defineHook({",
+            "  // Keep this the FIRST `id:` literal in the file: the store keys the module on it.",
+            f"  id: '{hook_id}',",
+            f"  recordType: '{record}',",
+            "  on: 'before_save',",
+            "  run(ctx) {",
+            f"    const value = ctx.record.parent['{field}'];",
+            "    if (value === undefined || value === null || value === '') {",
+            f"      return {{ reject: {{ code: '{field.upper()}_REQUIRED', field: 'parent.{field}', "
+            f"message: 'a {field} is required on every {record}' }} }};",
+            "    }",
+            "  },",
+            "});",
+            "",
+        ]
+    )
 
 
 def ext_new_hook(args: argparse.Namespace, client: Client) -> int:
     for option, value in (("--record", args.record), ("--require", args.require)):
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
-            raise CliError(f"{option} must be a field or record type name (letters, digits, _): {value!r}",
-                           exit_code=2)
+            raise CliError(
+                f"{option} must be a field or record type name (letters, digits, _): {value!r}",
+                exit_code=2,
+            )
     name = f"require-{_kebab(args.require)}"
     target = new_file_target(args.dir, f"{name}.ts", default_folder="hooks")
     if target.exists() and not args.force:
         raise CliError(f"{target} already exists (use --force to overwrite it)")
     target.parent.mkdir(parents=True, exist_ok=True)
     hook_id = f"{args.scope}:{name}"
-    target.write_text(hook_scaffold(record=args.record, field=args.require, hook_id=hook_id), encoding="utf-8")
+    target.write_text(
+        hook_scaffold(record=args.record, field=args.require, hook_id=hook_id), encoding="utf-8"
+    )
     emit(args, {"file": target.as_posix(), "id": hook_id}, f"wrote {target.as_posix()} ({hook_id})")
     return 0
 
@@ -263,8 +328,14 @@ def ext_lint(args: argparse.Namespace, client: Client) -> int:
             print(f"skipped {path}: no defineProcess/defineHook default export (a sibling module)")
         elif not report.warnings and not args.json:
             print(f"ok {path} ({report.kind} {report.defined_id})")
-        results.append({"file": path, "kind": report.kind, "id": report.defined_id,
-                        "warnings": [w.as_dict() for w in report.warnings]})
+        results.append(
+            {
+                "file": path,
+                "kind": report.kind,
+                "id": report.defined_id,
+                "warnings": [w.as_dict() for w in report.warnings],
+            }
+        )
     if args.json:
         emit(args, results, "")
     return 1 if failed or (warned and args.ci) else 0
@@ -284,13 +355,26 @@ def _samples(raw: str) -> list[Any]:
 def _hook_context(definition: dict, sample: Any) -> dict[str, Any]:
     sample = sample if isinstance(sample, dict) else {}
     if isinstance(sample.get("record"), dict):  # a whole hook context
-        return {"slot": definition.get("on"), "recordType": definition.get("recordType"),
-                "operation": "create", "changes": sample["record"].get("parent") or {}, **sample}
+        return {
+            "slot": definition.get("on"),
+            "recordType": definition.get("recordType"),
+            "operation": "create",
+            "changes": sample["record"].get("parent") or {},
+            **sample,
+        }
     parent = sample.get("parent") if isinstance(sample.get("parent"), dict) else sample
-    return {"slot": definition.get("on"), "recordType": definition.get("recordType"), "operation": "create",
-            "record": {"pgRowId": None, "externalId": None, "parent": parent,
-                       "lines": sample.get("lines") or []},
-            "changes": parent}
+    return {
+        "slot": definition.get("on"),
+        "recordType": definition.get("recordType"),
+        "operation": "create",
+        "record": {
+            "pgRowId": None,
+            "externalId": None,
+            "parent": parent,
+            "lines": sample.get("lines") or [],
+        },
+        "changes": parent,
+    }
 
 
 def _verdict_line(result: Any) -> tuple[str, dict[str, Any]]:
@@ -298,10 +382,15 @@ def _verdict_line(result: Any) -> tuple[str, dict[str, Any]]:
     if reject is None:
         return "passed", {"outcome": "passed"}
     if not isinstance(reject, dict) or not isinstance(reject.get("code"), str):
-        return "failed: the rejection has no code", {"outcome": "failed", "error": "rejection without a code"}
+        return "failed: the rejection has no code", {
+            "outcome": "failed",
+            "error": "rejection without a code",
+        }
     field = f" ({reject['field']})" if reject.get("field") else ""
-    return (f"rejected {reject['code']}{field}: {reject.get('message', '')}",
-            {"outcome": "rejected", "rejection": reject})
+    return (
+        f"rejected {reject['code']}{field}: {reject.get('message', '')}",
+        {"outcome": "rejected", "rejection": reject},
+    )
 
 
 def ext_test(args: argparse.Namespace, client: Client) -> int:
@@ -376,8 +465,11 @@ def ext_plan(args: argparse.Namespace, client: Client) -> int:
     declared = declared_ids(_project_or_cwd())
     stray = [e for e in active if e["id"] not in declared]
     missing = sorted(set(declared) - {e["id"] for e in active})
-    lines = [f"undeclared {e['id']} ({e['kind']} v{e['version']}) — remove it with: "
-             f"turbobase ext remove {e['id']}" for e in stray]
+    lines = [
+        f"undeclared {e['id']} ({e['kind']} v{e['version']}) — remove it with: "
+        f"turbobase ext remove {e['id']}"
+        for e in stray
+    ]
     lines += [f"not deployed {i} ({declared[i]})" for i in missing]
     if not stray:
         lines.insert(0, "nothing is deployed that the project does not declare")
@@ -407,16 +499,26 @@ def _bundle_target(args: argparse.Namespace) -> tuple[Any, Client, dict[str, Any
 
 def plan_lines(plan: dict[str, Any]) -> list[str]:
     """A person's reading of ``/v1/extensions/bundle/plan``."""
-    lines = [f"{m['change']} {m['id']} ({m['kind']}, {m['entry']})" for m in plan.get("modules", [])]
+    lines = [
+        f"{m['change']} {m['id']} ({m['kind']}, {m['entry']})" for m in plan.get("modules", [])
+    ]
     for item in plan.get("schedules", []):
-        lines.append(f"{item['change']} schedule {item['name']} → {item['process']} "
-                     f"({item['cron']} {item['tz']})")
+        lines.append(
+            f"{item['change']} schedule {item['name']} → {item['process']} "
+            f"({item['cron']} {item['tz']})"
+        )
     for item in plan.get("removes", []):
-        alongside = ", ".join(a.replace("schedules:", "schedule ") for a in item.get("alongside", []))
-        lines.append(f"removed {item['id']} ({item['kind']})" + (f" with {alongside}" if alongside else ""))
+        alongside = ", ".join(
+            a.replace("schedules:", "schedule ") for a in item.get("alongside", [])
+        )
+        lines.append(
+            f"removed {item['id']} ({item['kind']})" + (f" with {alongside}" if alongside else "")
+        )
     for item in plan.get("undeclared", []):
-        lines.append(f"undeclared {item['id']} ({item['kind']} v{item['version']}) — deployed, not in this "
-                     f"project; remove it with: turbobase ext remove {item['id']}")
+        lines.append(
+            f"undeclared {item['id']} ({item['kind']} v{item['version']}) — deployed, not in this "
+            f"project; remove it with: turbobase ext remove {item['id']}"
+        )
     return lines
 
 
@@ -432,12 +534,17 @@ def bundle_deploy(args: argparse.Namespace) -> int:
     environment, client, body = _bundle_target(args)
     applied = client.post("/v1/extensions/bundle/apply", body)
     how = {"written": "new", "duplicate": "replaced existing", "unchanged": "unchanged"}
-    lines = [f"deployed {m['id']} → status={m['status']} ({how.get(m['outcome'], m['outcome'])})"
-             for m in applied.get("modules", [])]
+    lines = [
+        f"deployed {m['id']} → status={m['status']} ({how.get(m['outcome'], m['outcome'])})"
+        for m in applied.get("modules", [])
+    ]
     lines += [f"schedule {s['name']} → {s['change']}" for s in applied.get("schedules", [])]
     lines += [f"removed {m['id']} → status={m['status']}" for m in applied.get("removed", [])]
-    lines += [f"undeclared {m['id']} ({m['kind']} v{m['version']}) — left deployed; remove it with: "
-              f"turbobase ext remove {m['id']}" for m in applied.get("undeclared", [])]
+    lines += [
+        f"undeclared {m['id']} ({m['kind']} v{m['version']}) — left deployed; remove it with: "
+        f"turbobase ext remove {m['id']}"
+        for m in applied.get("undeclared", [])
+    ]
     lines.append(f"applied to {environment.name} ({environment.url})")
     emit(args, applied, "\n".join(lines))
     return 0

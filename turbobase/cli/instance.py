@@ -1,4 +1,5 @@
 """``turbobase health`` and ``turbobase whoami``: is the instance up, and who does my token say I am."""
+
 from __future__ import annotations
 
 import argparse
@@ -8,7 +9,9 @@ from turbobase.cli.client import Client
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    health = subparsers.add_parser("health", help="check that the instance answers (no token needed)")
+    health = subparsers.add_parser(
+        "health", help="check that the instance answers (no token needed)"
+    )
     health.set_defaults(handler=health_show)
     whoami = subparsers.add_parser("whoami", help="show the user and scopes behind TURBOBASE_TOKEN")
     whoami.set_defaults(handler=whoami_show)

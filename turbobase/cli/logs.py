@@ -4,6 +4,7 @@
 Following a run ends by itself (unlike a conduit's log): a run always reaches committed, failed,
 rolled_back or cancelled, so ``--follow`` returns there instead of polling until interrupted.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,11 +21,20 @@ TERMINAL = ("committed", "failed", "rolled_back", "cancelled")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    logs = subparsers.add_parser("logs", help="logs: a process run's ledger (--process-run ID [--follow])")
-    logs.add_argument("--process-run", required=True, metavar="RUN_ID", dest="process_run",
-                      help="the run to print")
+    logs = subparsers.add_parser(
+        "logs", help="logs: a process run's ledger (--process-run ID [--follow])"
+    )
+    logs.add_argument(
+        "--process-run",
+        required=True,
+        metavar="RUN_ID",
+        dest="process_run",
+        help="the run to print",
+    )
     logs.add_argument("--follow", action="store_true", help="keep printing until the run ends")
-    logs.add_argument("--interval", type=float, default=1.0, metavar="SECONDS", help=argparse.SUPPRESS)
+    logs.add_argument(
+        "--interval", type=float, default=1.0, metavar="SECONDS", help=argparse.SUPPRESS
+    )
     logs.set_defaults(handler=logs_process_run)
 
 

@@ -5,6 +5,7 @@ Subcommands live in sibling modules, one per concept (``data.py``, ``instance.py
 ``register(subparsers)``, which adds its parsers and sets ``handler=`` on each leaf: a function
 ``(args, client) -> exit code``. Nothing here names them, so adding a verb never edits this file.
 """
+
 from __future__ import annotations
 
 import argparse

@@ -5,6 +5,7 @@ request body, exactly as an app does. Queued, it prints the run id and the ``tur
 line that follows it; ``--sync`` prints the settled state, anything outstanding and each step,
 or — past the instance's budget — that the run is still going and how to watch it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,12 +24,15 @@ SYNC_TIMEOUT_S = 15 * 60.0
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    group = subparsers.add_parser("processes", help="processes: list, runs, run, invoke, cancel, resume, rollback")
+    group = subparsers.add_parser(
+        "processes", help="processes: list, runs, run, invoke, cancel, resume, rollback"
+    )
     group.set_defaults(group_parser=group)
     verbs = group.add_subparsers(dest="processes_command", metavar="VERB")
 
     verbs.add_parser("list", help="what is deployed, how it fires, and its last runs").set_defaults(
-        handler=processes_list)
+        handler=processes_list
+    )
 
     runs = verbs.add_parser("runs", help="one process's whole history (your runs; an admin's: all)")
     runs.add_argument("process_id", metavar="ID")
@@ -41,14 +45,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     invoke = verbs.add_parser("invoke", help="start a run (queued), or wait for it with --sync")
     invoke.add_argument("process_id", metavar="ID")
     source = invoke.add_mutually_exclusive_group(required=True)
-    source.add_argument("--input", metavar="JSON", help="the input, a JSON object, sent as the body")
+    source.add_argument(
+        "--input", metavar="JSON", help="the input, a JSON object, sent as the body"
+    )
     source.add_argument("--input-file", metavar="FILE", help="a file holding the input JSON object")
     invoke.add_argument("--sync", action="store_true", help="wait for the run to settle (bounded)")
     invoke.set_defaults(handler=processes_invoke)
 
-    for verb, text in (("cancel", "stop a run, queued or running"),
-                       ("resume", "carry on a run that stopped on a wait"),
-                       ("rollback", "undo what a finished run created")):
+    for verb, text in (
+        ("cancel", "stop a run, queued or running"),
+        ("resume", "carry on a run that stopped on a wait"),
+        ("rollback", "undo what a finished run created"),
+    ):
         steer = verbs.add_parser(verb, help=text)
         steer.add_argument("run_id", metavar="RUN_ID")
         steer.set_defaults(handler=processes_steer, verb=verb)
@@ -81,7 +89,11 @@ def run_lines(run: dict[str, Any], steps: list[dict[str, Any]]) -> list[str]:
         lines.append(f"  outstanding: {run['outstanding']}")
     if run.get("pendingReason") and run["pendingReason"] not in ("queued", "running"):
         lines.append(f"  waiting: {run['pendingReason']}")
-    for key, label in (("invokedBy", "invoked by"), ("startedAt", "started"), ("finishedAt", "finished")):
+    for key, label in (
+        ("invokedBy", "invoked by"),
+        ("startedAt", "started"),
+        ("finishedAt", "finished"),
+    ):
         if run.get(key):
             lines.append(f"  {label}: {run[key]}")
     lines.extend(step_line(step) for step in steps)
@@ -112,7 +124,9 @@ def processes_list(args: argparse.Namespace, client: Client) -> int:
             lines.append(f"  {process['description']}")
         for run in process["lastRuns"]:
             failure = run.get("failure")
-            why = f"  {failure['stepId']}: {failure['code']}: {failure['message']}" if failure else ""
+            why = (
+                f"  {failure['stepId']}: {failure['code']}: {failure['message']}" if failure else ""
+            )
             lines.append(f"  {run['runId']}  {run['state']}  outstanding={run['outstanding']}{why}")
     emit(args, body, "\n".join(lines) if lines else "no processes are deployed")
     return 0
@@ -122,18 +136,28 @@ def processes_runs(args: argparse.Namespace, client: Client) -> int:
     runs: list[dict[str, Any]] = []
     offset = 0
     while True:  # the whole history, a page at a time, through the scoped process_run resource
-        page = client.get("/v1/rest/process_run", params={
-            "select": "run_id,mode,state,outstanding,reason,started_at,finished_at",
-            "process_id": f"eq.{args.process_id}", "order": "created_at.desc",
-            "limit": HISTORY_PAGE, "offset": offset})
+        page = client.get(
+            "/v1/rest/process_run",
+            params={
+                "select": "run_id,mode,state,outstanding,reason,started_at,finished_at",
+                "process_id": f"eq.{args.process_id}",
+                "order": "created_at.desc",
+                "limit": HISTORY_PAGE,
+                "offset": offset,
+            },
+        )
         runs.extend(page)
         if len(page) < HISTORY_PAGE:
             break
         offset += HISTORY_PAGE
-    lines = [f"{run['run_id']}  {run['mode']}  {run['state']}  outstanding={run['outstanding']}  "
-             f"started={run['started_at'] or '-'}" + (f"  {run['reason']}" if run.get("reason") else "")
-             for run in runs]
-    emit(args, runs, "\n".join(lines) if lines else f"no runs of {args.process_id} that you can see")
+    lines = [
+        f"{run['run_id']}  {run['mode']}  {run['state']}  outstanding={run['outstanding']}  "
+        f"started={run['started_at'] or '-'}" + (f"  {run['reason']}" if run.get("reason") else "")
+        for run in runs
+    ]
+    emit(
+        args, runs, "\n".join(lines) if lines else f"no runs of {args.process_id} that you can see"
+    )
     return 0
 
 
@@ -157,7 +181,9 @@ def input_read(args: argparse.Namespace) -> Any:
     except ValueError as exc:
         raise CliError(f"{origin} is not JSON: {exc}") from exc
     if not isinstance(value, dict):
-        raise CliError(f"{origin} must hold a JSON object (the process's input), not {type(value).__name__}")
+        raise CliError(
+            f"{origin} must hold a JSON object (the process's input), not {type(value).__name__}"
+        )
     return value
 
 
@@ -171,9 +197,13 @@ def processes_invoke(args: argparse.Namespace, client: Client) -> int:
     client.timeout = max(client.timeout, SYNC_TIMEOUT_S)
     answer = client.post(path, body, params={"mode": "sync"})
     if answer.get("error") == "sync_budget_exceeded":
-        emit(args, answer, f"{answer['processId']} {answer['runId']} is still going ({answer['state']}): "
-                           f"it did not settle within the instance's synchronous budget\n"
-                           f"watch it: {follow_hint(answer['runId'])}")
+        emit(
+            args,
+            answer,
+            f"{answer['processId']} {answer['runId']} is still going ({answer['state']}): "
+            f"it did not settle within the instance's synchronous budget\n"
+            f"watch it: {follow_hint(answer['runId'])}",
+        )
         return 0
     emit(args, answer, "\n".join(run_lines(answer, answer.get("steps") or [])))
     return 0 if answer["state"] == "committed" else 1

@@ -17,6 +17,7 @@ is one module; the others are siblings it may import) and ``turbobase/schedules.
 schedules; ``extensions.project`` reads them into the bundle. The config is found from the working
 directory upwards, as git finds ``.git``.
 """
+
 from __future__ import annotations
 
 import json
@@ -44,8 +45,11 @@ class Environment:
         environ = os.environ if environ is None else environ
         token = environ.get(self.token_env)
         if not token:
-            raise CliError(f"{self.token_env} is not set: export the {self.name} instance's token in it "
-                           "(python manage.py tb_token <admin> --scope extensions:deploy)", exit_code=2)
+            raise CliError(
+                f"{self.token_env} is not set: export the {self.name} instance's token in it "
+                "(python manage.py tb_token <admin> --scope extensions:deploy)",
+                exit_code=2,
+            )
         return Client(url=self.url, token=token)
 
 
@@ -64,8 +68,11 @@ def project_root(start: Path | None = None) -> Path:
     if found is not None:
         return found
     here = (start or Path.cwd()).resolve()
-    raise CliError(f"no {CONFIG_NAME} in {here} or above it; create one naming your environments, "
-                   'e.g. {"environments": {"prod": {"url": "https://…"}}}', exit_code=2)
+    raise CliError(
+        f"no {CONFIG_NAME} in {here} or above it; create one naming your environments, "
+        'e.g. {"environments": {"prod": {"url": "https://…"}}}',
+        exit_code=2,
+    )
 
 
 def _config_read(root: Path) -> dict[str, Any]:
@@ -85,12 +92,18 @@ def environment_get(root: Path, name: str) -> Environment:
     entry = environments.get(name)
     if not isinstance(entry, dict):
         known = ", ".join(sorted(environments)) or "none"
-        raise CliError(f"{CONFIG_NAME} names no environment {name!r} (it has: {known})", exit_code=2)
+        raise CliError(
+            f"{CONFIG_NAME} names no environment {name!r} (it has: {known})", exit_code=2
+        )
     url = entry.get("url")
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-        raise CliError(f'{CONFIG_NAME}: environments.{name}.url must be an http(s) URL', exit_code=2)
+        raise CliError(
+            f"{CONFIG_NAME}: environments.{name}.url must be an http(s) URL", exit_code=2
+        )
     default_env = "TURBOBASE_TOKEN_" + re.sub(r"[^A-Za-z0-9]", "_", name).upper()
     token_env = entry.get("tokenEnv", default_env)
     if not isinstance(token_env, str) or not token_env:
-        raise CliError(f"{CONFIG_NAME}: environments.{name}.tokenEnv must name a variable", exit_code=2)
+        raise CliError(
+            f"{CONFIG_NAME}: environments.{name}.tokenEnv must name a variable", exit_code=2
+        )
     return Environment(name=name, url=url.rstrip("/"), token_env=token_env)

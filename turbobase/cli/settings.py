@@ -4,6 +4,7 @@
 ``set KEY VALUE`` stores an override (the instance checks type and bounds and names the key it
 refuses); ``unset KEY`` puts the default back. Every change is kept in the audit trail.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -15,7 +16,9 @@ from turbobase.cli.client import Client
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    group = subparsers.add_parser("settings", help="instance settings (administrators): list, get, set, unset")
+    group = subparsers.add_parser(
+        "settings", help="instance settings (administrators): list, get, set, unset"
+    )
     group.set_defaults(group_parser=group)
     verbs = group.add_subparsers(dest="settings_command", metavar="VERB")
     verbs.add_parser("list", help="every setting, its value in force and its default").set_defaults(
@@ -24,7 +27,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     get = verbs.add_parser("get", help="one setting")
     get.add_argument("key")
     get.set_defaults(handler=settings_get)
-    put = verbs.add_parser("set", help="store an override (checked against the setting's type and bounds)")
+    put = verbs.add_parser(
+        "set", help="store an override (checked against the setting's type and bounds)"
+    )
     put.add_argument("key")
     put.add_argument("value", help="a whole number, or true/false for a switch")
     put.set_defaults(handler=settings_set)
@@ -55,7 +60,11 @@ def settings_list(args: argparse.Namespace, client: Client) -> int:
 def settings_get(args: argparse.Namespace, client: Client) -> int:
     row = _one(client.get("/v1/settings")["settings"], args.key)
     changed = f"\nchanged {row['changedAt']} by {row['changedBy']}" if row.get("changedAt") else ""
-    emit(args, row, f"{_line(row)}\n{row['description']} [{row['type']}, {row['min']}–{row['max']}]{changed}")
+    emit(
+        args,
+        row,
+        f"{_line(row)}\n{row['description']} [{row['type']}, {row['min']}–{row['max']}]{changed}",
+    )
     return 0
 
 
@@ -66,7 +75,9 @@ def _patch(args: argparse.Namespace, client: Client, value: Any) -> int:
 
 
 def settings_set(args: argparse.Namespace, client: Client) -> int:
-    return _patch(args, client, args.value)  # sent as text: the instance parses it by the setting's type
+    return _patch(
+        args, client, args.value
+    )  # sent as text: the instance parses it by the setting's type
 
 
 def settings_unset(args: argparse.Namespace, client: Client) -> int:

@@ -8,6 +8,7 @@ cluster; a run lane's cluster also runs the watch that sends lost deliveries aga
 run lanes, on the one connection it holds anyway. Each child dies with this process
 (PR_SET_PDEATHSIG), so a SIGKILL leaves no orphans.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -52,8 +53,11 @@ class Command(DjangoQCommand):
         # The run lanes' redelivery watch runs here, on this process's one connection.
         lane_env = {**os.environ, WATCH_ENV: "parent"}
         children = [
-            subprocess.Popen([sys.executable, str(manage), "qcluster"], env={**lane_env, "Q_CLUSTER_NAME": lane},
-                             preexec_fn=_die_with_parent)
+            subprocess.Popen(
+                [sys.executable, str(manage), "qcluster"],
+                env={**lane_env, "Q_CLUSTER_NAME": lane},
+                preexec_fn=_die_with_parent,
+            )
             for lane in LANES
         ]
         look_at = wake_look_at = time.monotonic()

@@ -6,6 +6,7 @@ left alone) and each record carries a demo idempotency key, so nothing is writte
 Rooms add their own demo data without touching this command: a ``<room>/demo.py`` that defines
 ``demo_load(*, admin, user, write)`` is found and called after the users and records exist.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -30,12 +31,31 @@ DEMO_LOGINS: tuple[tuple[str, str, bool], ...] = (("admin", "admin", True), ("de
 # (idempotency key, record type, parent, lines): app-owned rows stay here; connected rows are queued
 # for the sandbox source and confirmed by the workers.
 DEMO_RECORDS: tuple[tuple[str, str, dict[str, Any], list[dict[str, Any]] | None], ...] = (
-    ("demo:legacy_customer:1", "legacy_customer", {"id": "L-100", "company_name": "Acme Wholesale", "legacy_id": "L-100"}, None),
-    ("demo:legacy_customer:2", "legacy_customer", {"id": "L-101", "company_name": "Globex Retail", "legacy_id": "L-101"}, None),
-    ("demo:migration_item:1", "migration_item", {"legacy_id": "L-100", "company_name": "Acme Wholesale"}, None),
+    (
+        "demo:legacy_customer:1",
+        "legacy_customer",
+        {"id": "L-100", "company_name": "Acme Wholesale", "legacy_id": "L-100"},
+        None,
+    ),
+    (
+        "demo:legacy_customer:2",
+        "legacy_customer",
+        {"id": "L-101", "company_name": "Globex Retail", "legacy_id": "L-101"},
+        None,
+    ),
+    (
+        "demo:migration_item:1",
+        "migration_item",
+        {"legacy_id": "L-100", "company_name": "Acme Wholesale"},
+        None,
+    ),
     ("demo:customer:1", "customer", {"company_name": "Initech"}, None),
-    ("demo:purchaseOrder:1", "purchaseOrder", {"entity_id": "V-1001", "memo": "demo order"},
-     [{"item": "widget", "quantity": 10, "rate": 2.5}]),
+    (
+        "demo:purchaseOrder:1",
+        "purchaseOrder",
+        {"entity_id": "V-1001", "memo": "demo order"},
+        [{"item": "widget", "quantity": 10, "rate": 2.5}],
+    ),
 )
 
 
@@ -49,7 +69,9 @@ def demo_logins_ensure(*, write: Callable[[str], Any]) -> dict[str, Any]:
             user = User.objects.create_user(**{User.USERNAME_FIELD: username}, password=password)
             user.is_staff = user.is_superuser = is_admin
             user.save()
-            write(f"demo {'administrator' if is_admin else 'user'} created: {username} / {password}")
+            write(
+                f"demo {'administrator' if is_admin else 'user'} created: {username} / {password}"
+            )
         users[username] = user
     return users
 
@@ -61,8 +83,13 @@ def demo_records_load(*, user: Any, write: Callable[[str], Any]) -> int:
     for key, record_type, parent, lines in DEMO_RECORDS:
         if Record.reads.filter(idempotency_key=key).exists():
             continue
-        result = record_create(actor=actor, record_type=record_type, parent=dict(parent), lines=lines,
-                               idempotency_key=key)
+        result = record_create(
+            actor=actor,
+            record_type=record_type,
+            parent=dict(parent),
+            lines=lines,
+            idempotency_key=key,
+        )
         created += result.is_new
     if created:
         write(f"demo records created: {created}")

@@ -7,6 +7,7 @@ child's process group when STOP_SECONDS have passed, so everything has exited wi
 the whole group instead would reach every django-q2 process at once and race their shutdowns.) If
 any child dies on its own, the others are stopped too: a half-up instance is worse than a stopped one.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -83,12 +84,16 @@ def children_stop(children: list[Child], *, write: Callable[[str], object]) -> N
             child.kill()
 
 
-def port_wait(host: str, port: int, *, web: Child, stop: Callable[[], bool], timeout: float = 60.0) -> bool:
+def port_wait(
+    host: str, port: int, *, web: Child, stop: Callable[[], bool], timeout: float = 60.0
+) -> bool:
     """Wait until the web server accepts connections (False if it died, never did, or we stop)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and web.is_running and not stop():
         try:
-            with socket.create_connection((host if host != "0.0.0.0" else "127.0.0.1", port), timeout=1):
+            with socket.create_connection(
+                (host if host != "0.0.0.0" else "127.0.0.1", port), timeout=1
+            ):
                 return True
         except OSError:
             time.sleep(0.2)
@@ -96,7 +101,9 @@ def port_wait(host: str, port: int, *, web: Child, stop: Callable[[], bool], tim
 
 
 class Command(BaseCommand):
-    help = "Start the web server (gunicorn) and the django-q2 workers; Ctrl-C or SIGTERM stops both."
+    help = (
+        "Start the web server (gunicorn) and the django-q2 workers; Ctrl-C or SIGTERM stops both."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
@@ -106,8 +113,18 @@ class Command(BaseCommand):
     def handle(self, *args, host: str, port: int, no_workers: bool, **options) -> None:
         static_collect()  # WhiteNoise serves STATIC_ROOT; a fresh checkout may not have collected yet
         base = Path(settings.BASE_DIR)
-        web = [sys.executable, "-m", "gunicorn", "--config", str(base / "turbobase" / "gunicorn_conf.py"),
-               "--chdir", str(base), "--bind", f"{host}:{port}", "turbobase.wsgi"]
+        web = [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "--config",
+            str(base / "turbobase" / "gunicorn_conf.py"),
+            "--chdir",
+            str(base),
+            "--bind",
+            f"{host}:{port}",
+            "turbobase.wsgi",
+        ]
         children = [Child("web", web)]
         if not no_workers:
             children.append(Child("workers", [sys.executable, str(base / "manage.py"), "qcluster"]))

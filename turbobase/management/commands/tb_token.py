@@ -1,4 +1,5 @@
 """``manage.py tb_token NAME --scope extensions:deploy``: issue a personal access token."""
+
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
@@ -16,7 +17,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name", help="the username that owns the token")
         parser.add_argument(
-            "--scope", action="append", dest="scopes", default=[], metavar="SCOPE",
+            "--scope",
+            action="append",
+            dest="scopes",
+            default=[],
+            metavar="SCOPE",
             help=f"a scope the token carries (repeatable): {', '.join(SCOPES)}",
         )
         parser.add_argument("--label", default="", help="a note to tell tokens apart in the admin")
@@ -25,7 +30,9 @@ class Command(BaseCommand):
         User = get_user_model()
         user = User.objects.filter(**{User.USERNAME_FIELD: name}).first()
         if user is None:
-            raise CommandError(f"no user named {name!r}; create one with: manage.py tb_user {name} --password …")
+            raise CommandError(
+                f"no user named {name!r}; create one with: manage.py tb_user {name} --password …"
+            )
         if not user.is_active:
             raise CommandError(f"user {name!r} is inactive")
         if not scopes:

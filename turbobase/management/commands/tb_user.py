@@ -1,4 +1,5 @@
 """``manage.py tb_user NAME --password P [--admin]``: create or update a user."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -15,7 +16,8 @@ class Command(BaseCommand):
         parser.add_argument("name", help="username")
         parser.add_argument("--password", required=True, help="the user's password")
         parser.add_argument(
-            "--admin", action="store_true",
+            "--admin",
+            action="store_true",
             help="make the user an administrator (is_staff and is_superuser); without it, a plain user",
         )
         parser.add_argument("--email", default="", help="optional e-mail address")
