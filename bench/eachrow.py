@@ -29,6 +29,8 @@ from records.boundary import record_create
 from records.models import Record
 from records.trail import Actor
 
+from support import items_make
+
 PROCESS_ID = "bench:eachrow-create"
 SOURCE = """import { defineProcess } from '@turbobase/extensions';
 
@@ -49,22 +51,6 @@ export default defineProcess({
   ],
 });
 """.replace("__ID__", PROCESS_ID)
-
-
-def items_make(actor: Actor, batch: str, rows: int) -> list[Record]:
-    return [
-        record_create(
-            actor=actor,
-            record_type="migration_item",
-            parent={
-                "legacy_id": f"{batch}-{n:06d}",
-                "company_name": f"Company {n}",
-                "status": "pending",
-                "batch": batch,
-            },
-        ).record
-        for n in range(rows)
-    ]
 
 
 def migrate(user, batch: str) -> ProcessRun:

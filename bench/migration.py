@@ -15,7 +15,7 @@ import argparse
 import sys
 
 # support sets up Django first: the imports below need it.
-from support import ROOT, bench_database, ratio_line, timed
+from support import ROOT, bench_database, items_make, ratio_line, timed
 
 # isort: split
 
@@ -30,22 +30,6 @@ from records.trail import Actor  # noqa: E402
 
 TARGET = 2.0
 FIXTURE = ROOT / "tests" / "extensions" / "fixtures" / "processes" / "migrate-customers-tracked.ts"
-
-
-def items_make(actor: Actor, batch: str, rows: int) -> list:
-    return [
-        record_create(
-            actor=actor,
-            record_type="migration_item",
-            parent={
-                "legacy_id": f"{batch}-{n:06d}",
-                "company_name": f"Company {n}",
-                "status": "pending",
-                "batch": batch,
-            },
-        ).record
-        for n in range(rows)
-    ]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,7 +20,9 @@ django.setup()
 
 from django.db import connection  # noqa: E402
 
+from records.boundary import record_create  # noqa: E402
 from records.signals import outbound_write_queued  # noqa: E402
+from records.trail import Actor  # noqa: E402
 
 
 def bench_db_name() -> str:
@@ -71,3 +73,20 @@ def ratio_line(
         f"{label}: engine {units / engine_s:8.1f} {unit}/s, bare boundary {units / base_s:8.1f} {unit}/s, "
         f"engine/bare time ratio {ratio:.2f} (target <= {target:g}x: {verdict})"
     )
+
+
+def items_make(actor: Actor, batch: str, rows: int) -> list:
+    """``rows`` pending ``migration_item`` rows of ``batch``, made through the boundary."""
+    return [
+        record_create(
+            actor=actor,
+            record_type="migration_item",
+            parent={
+                "legacy_id": f"{batch}-{n:06d}",
+                "company_name": f"Company {n}",
+                "status": "pending",
+                "batch": batch,
+            },
+        ).record
+        for n in range(rows)
+    ]
