@@ -61,3 +61,25 @@ def invoke(process_id: str, body: Any, user, **kwargs) -> ProcessRun:
 
 def ledger(run: ProcessRun) -> list[tuple]:
     return [(r.step_id, r.disposition, r.refusal_code) for r in run.ledger.order_by("sequence")]
+
+
+def slow_chain(process_id: str, *, steps: int, step_ms: int, numbered: bool = False) -> str:
+    """A chain of ``steps`` legacy_customer creates, each busy for ``step_ms`` before it builds:
+    a run that is surely in a worker's hands when a test looks. ``numbered`` adds ``step: n``."""
+    step_field = ", step: %d" if numbered else ""
+    step = (
+        "{ id: 's%d', recordType: 'legacy_customer', build: (ctx) => {\n"
+        f"    const until = Date.now() + {step_ms}; "
+        "while (Date.now() < until) { /* a step that takes a while */ }\n"
+        f"    return {{ parent: {{ run: ctx.runId{step_field} }} }};\n"
+        "  } }"
+    )
+    body = ",".join(step % ((n, n) if numbered else n) for n in range(steps))
+    return (
+        "import { defineProcess } from '@turbobase/extensions';\n"
+        "export default defineProcess({\n"
+        f"  id: '{process_id}',\n"
+        "  input: { type: 'object' },\n"
+        f"  steps: [{body}],\n"
+        "});\n"
+    )

@@ -11,22 +11,11 @@ from guardrails.settings import setting_set
 from processes.models import ProcessRun, RunState
 from records.models import Record
 from tests.processes.engine_support import deploy
+from tests.processes.engine_support import slow_chain as slow_chain_source
 from tests.workers import QCluster, wait_until
 
 pytestmark = [pytest.mark.workers, pytest.mark.django_db(transaction=True)]
 
-# Six steps of ~500 ms each: a run that is surely running when the caller looks.
-SLOW_CHAIN = """import { defineProcess } from '@turbobase/extensions';
-export default defineProcess({
-  id: 't:slow-steps',
-  input: { type: 'object' },
-  steps: [%s],
-});
-"""
-STEP = """{ id: 's%d', recordType: 'legacy_customer', build: (ctx) => {
-    const until = Date.now() + 500; while (Date.now() < until) { /* a step that takes a while */ }
-    return { parent: { run: ctx.runId } };
-  } }"""
 STEPS = 6
 TERMINAL = [
     state.value
@@ -36,7 +25,8 @@ TERMINAL = [
 
 @pytest.fixture
 def slow_chain(admin_user):
-    deploy(SLOW_CHAIN % ",".join(STEP % n for n in range(STEPS)), by=admin_user)
+    # Six steps of ~500 ms each: a run that is surely running when the caller looks.
+    deploy(slow_chain_source("t:slow-steps", steps=STEPS, step_ms=500), by=admin_user)
 
 
 @pytest.fixture

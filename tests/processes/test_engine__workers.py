@@ -7,22 +7,11 @@ import pytest
 from processes.invoke import run_invoke
 from processes.models import ProcessRun
 from records.models import Record
-from tests.processes.engine_support import deploy
+from tests.processes.engine_support import deploy, slow_chain
 from tests.workers import QCluster, wait_until
 
 pytestmark = [pytest.mark.workers, pytest.mark.django_db(transaction=True)]
 
-SLOW_CHAIN = """import { defineProcess } from '@turbobase/extensions';
-export default defineProcess({
-  id: 't:slow-chain',
-  input: { type: 'object' },
-  steps: [%s],
-});
-"""
-STEP = """{ id: 's%d', recordType: 'legacy_customer', build: (ctx) => {
-    const until = Date.now() + 120; while (Date.now() < until) { /* a step that takes a while */ }
-    return { parent: { run: ctx.runId, step: %d } };
-  } }"""
 STEPS = 6
 FAST_LEASE = {
     "TURBOBASE_RUN_LEASE_S": "3",
@@ -38,7 +27,7 @@ def _terminal(run_ids) -> bool:
 
 
 def test_a_worker_killed_mid_run_resumes_and_writes_nothing_twice(admin_user, alice, tmp_path):
-    deploy(SLOW_CHAIN % ",".join(STEP % (n, n) for n in range(STEPS)), by=admin_user)
+    deploy(slow_chain("t:slow-chain", steps=STEPS, step_ms=120, numbered=True), by=admin_user)
     run_ids = [run_invoke(process_id="t:slow-chain", body={}, user=alice).pk for _ in range(4)]
     cluster = QCluster(workers=2, log_path=tmp_path / "q.log", extra_env=FAST_LEASE)
     for kill_after in (3, 10):
