@@ -6,12 +6,8 @@ a Barrier lines the writers up so they hit the boundary at the same moment.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
-from typing import Any
-
 import pytest
-from django.db import connection, connections
+from django.db import connection
 
 from guardrails.models import HeldDelete, WindowEvent
 from guardrails.settings import setting_set
@@ -19,6 +15,7 @@ from records.boundary import record_create, record_delete
 from records.errors import DeleteCapExceeded
 from records.models import Record, RecordWriteState, WriteTrail
 from records.trail import Actor
+from tests.concurrency import race
 
 pytestmark = [
     pytest.mark.postgres_only,
@@ -32,34 +29,11 @@ pytestmark = [
 ROUNDS = 20
 
 
-def _race(workers: int, fn: Callable[[int], Any]) -> list[Any]:
-    """Run ``fn(i)`` in ``workers`` threads released together; answers results or exceptions, in order."""
-    barrier = threading.Barrier(workers)
-    results: list[Any] = [None] * workers
-
-    def run(i: int) -> None:
-        try:
-            barrier.wait(timeout=10)
-            results[i] = fn(i)
-        except Exception as exc:  # the test asserts on it
-            results[i] = exc
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(workers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
-    assert not any(thread.is_alive() for thread in threads)
-    return results
-
-
 def test_two_writers_with_one_key_make_one_record(alice):
     actor = Actor(user=alice)
     for round_ in range(ROUNDS):
         key = f"race:{round_}"
-        results = _race(
+        results = race(
             2,
             lambda i, key=key: record_create(
                 actor=actor,
@@ -86,7 +60,7 @@ def test_two_deletes_at_a_cap_of_one_admit_exactly_one(alice):
         record_create(actor=actor, record_type="customer", parent={"company_name": n}).record
         for n in ("A", "B")
     ]
-    results = _race(
+    results = race(
         2, lambda i: record_delete(actor=actor, record_type="customer", pg_row_id=records[i].pk)
     )
     held = [r for r in results if not isinstance(r, Exception)]
@@ -107,7 +81,7 @@ def test_many_deletes_at_a_cap_admit_exactly_the_cap(alice):
         record_create(actor=actor, record_type="customer", parent={"company_name": str(n)}).record
         for n in range(8)
     ]
-    results = _race(
+    results = race(
         8, lambda i: record_delete(actor=actor, record_type="customer", pg_row_id=records[i].pk)
     )
     assert sum(not isinstance(r, Exception) for r in results) == 3
