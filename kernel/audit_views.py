@@ -20,19 +20,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from kernel.audit import AuditEvent
-from kernel.errors import Forbidden
 from kernel.filters import FilterInvalid, InstantFilter, filter_apply, filter_parameters
 from kernel.openapi import error_responses
 from kernel.scopes import DATA_READ
+from kernel.users import admin_check
 
 LIMIT_DEFAULT = 100
 LIMIT_MAX = 1000
-
-
-class AuditAdminRequired(Forbidden):
-    """Only an administrator may read the audit trail."""
-
-    error = "admin_required"
 
 
 class AuditEventFilter(django_filters.FilterSet):
@@ -117,7 +111,6 @@ class AuditEventListView(APIView):
         responses={200: AuditEventListOut, **error_responses(400, 401, 403)},
     )
     def get(self, request: Request) -> Response:
-        if not getattr(request.user, "is_staff", False):
-            raise AuditAdminRequired("only an administrator may read the audit trail")
+        admin_check(request, "only an administrator may read the audit trail")
         events = audit_events_list(params=request.query_params)
         return Response({"events": [audit_event_out(e) for e in events]})

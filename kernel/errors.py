@@ -83,6 +83,12 @@ class Forbidden(TurbobaseError):
     http_status = 403
 
 
+class AdminRequired(Forbidden):
+    """Only an administrator may do that."""
+
+    error = "admin_required"
+
+
 class InvalidRequest(Refusal):
     """The request is not valid."""
 

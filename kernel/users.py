@@ -13,6 +13,8 @@ from django.http import HttpRequest
 from rest_framework.exceptions import NotAuthenticated
 from rest_framework.request import Request
 
+from kernel.errors import AdminRequired
+
 
 def acting_user(request: HttpRequest | Request) -> User:
     """``request.user`` once authentication has passed; 401 if a view let an anonymous one through."""
@@ -20,3 +22,9 @@ def acting_user(request: HttpRequest | Request) -> User:
     if not isinstance(user, User) or not user.is_authenticated:
         raise NotAuthenticated()
     return user
+
+
+def admin_check(request: HttpRequest | Request, message: str) -> None:
+    """Refuse (403 ``admin_required``, saying ``message``) a request whose user is not staff."""
+    if not getattr(request.user, "is_staff", False):
+        raise AdminRequired(message)

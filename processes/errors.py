@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernel.errors import Conflict, Forbidden, InvalidRequest, NotFound, TurbobaseError
+from kernel.errors import (
+    AdminRequired,
+    Conflict,
+    InvalidRequest,
+    NotFound,
+    TurbobaseError,
+)
 from processes.codes import ProcessCode
 
 
@@ -72,10 +78,8 @@ class RunNotRollbackable(RunStateConflict):
     code = ProcessCode.PROCESS_RUN_NOT_ROLLBACKABLE
 
 
-class InvokeForbidden(Forbidden):
+class InvokeForbidden(AdminRequired):
     """A token may invoke only with extensions:deploy and an administrator owner."""
-
-    error = "admin_required"
 
 
 class IllegalTransition(TurbobaseError):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from kernel.errors import Conflict, Forbidden, InvalidRequest, NotFound, Refusal
+from kernel.errors import Conflict, InvalidRequest, NotFound, Refusal
 from records.codes import RefusalCode
 
 
@@ -102,9 +102,3 @@ class HookRejection(Refusal):
     """A hook rejected the write."""
 
     code = RefusalCode.HOOK_REJECTED
-
-
-class AdminRequired(Forbidden):
-    """Only an administrator may do that."""
-
-    error = "admin_required"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from extensions.errors import ExtensionInUse
-from kernel.errors import Forbidden, InvalidRequest
+from kernel.errors import AdminRequired, InvalidRequest
 from processes.codes import ProcessCode
 
 
@@ -28,10 +28,8 @@ class ScheduleNameReserved(InvalidRequest):
     code = ProcessCode.SCHEDULE_NAME_RESERVED
 
 
-class ScheduleForbidden(Forbidden):
+class ScheduleForbidden(AdminRequired):
     """Only an administrator deploys a schedule."""
-
-    error = "admin_required"
 
 
 class ProcessScheduled(ExtensionInUse):

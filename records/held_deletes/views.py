@@ -10,8 +10,7 @@ from rest_framework.views import APIView
 from kernel.filters import filter_parameters
 from kernel.openapi import error_responses
 from kernel.scopes import DATA_READ, EXTENSIONS_DEPLOY
-from kernel.users import acting_user
-from records.errors import AdminRequired
+from kernel.users import acting_user, admin_check
 from records.held_deletes.filters import HeldDeleteFilter, held_deletes_list
 from records.held_deletes.serializers import (
     DecisionIn,
@@ -21,11 +20,6 @@ from records.held_deletes.serializers import (
     held_delete_out,
 )
 from records.verdicts import held_delete_decide
-
-
-def _admin_check(request: Request) -> None:
-    if not getattr(request.user, "is_staff", False):
-        raise AdminRequired("only an administrator may see and decide held deletes")
 
 
 class HeldDeleteListView(APIView):
@@ -38,7 +32,7 @@ class HeldDeleteListView(APIView):
         responses={200: HeldDeleteListOut, **error_responses(400, 401, 403)},
     )
     def get(self, request: Request) -> Response:
-        _admin_check(request)
+        admin_check(request, "only an administrator may see and decide held deletes")
         held = held_deletes_list(params=request.query_params)
         return Response({"heldDeletes": [held_delete_out(h) for h in held]})
 
@@ -56,7 +50,7 @@ class HeldDeleteDecideView(APIView):
         responses={200: HeldDeleteOut, **error_responses(400, 401, 403, 404, 409)},
     )
     def post(self, request: Request, held_id: int) -> Response:
-        _admin_check(request)
+        admin_check(request, "only an administrator may see and decide held deletes")
         note = decision_note_in(request.data)
         held = held_delete_decide(
             held_id=held_id, approve=self.approve, by=acting_user(request), note=note
