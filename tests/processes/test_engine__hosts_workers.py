@@ -76,7 +76,9 @@ def test_two_worker_hosts_one_killed_every_run_once_and_one_type_in_order(
             run_invoke(process_id="t:one-customer", body={}, user=alice).pk for _ in range(RUNS)
         ]
         wait_until(
-            lambda: _terminal(run_ids) >= RUNS // 3 and SandboxSend.objects.count() >= RUNS // 6,
+            # Sends lag runs (one at a time per type), so wait for the first send only: waiting for
+            # more let every run finish before the kill on a quiet machine.
+            lambda: _terminal(run_ids) >= RUNS // 3 and SandboxSend.objects.exists(),
             timeout=120,
             interval=0.05,
             message="runs and sends under way",
