@@ -39,6 +39,12 @@ class ProcessDisabled(TurbobaseError):
 
     error = "process_disabled"
     http_status = 409
+    code = ProcessCode.PROCESS_DISABLED
+
+    def __init__(self, message: str, *, switch: str, **extra: Any) -> None:
+        super().__init__(message, **extra)
+        # The switch that says no (``processes.enabled``, or ``<id>.enabled``): a refused run's field.
+        self.switch = switch
 
     def body(self) -> dict[str, Any]:
         return {"error": self.error, **self.extra}

@@ -1,4 +1,9 @@
-"""Invoking a process: validate, check the switches, write a queued run, enqueue it. 202."""
+"""Invoking a process: validate, check the switches, write a queued run, enqueue it. 202.
+
+Two doors: ``run_invoke`` (a person asked over HTTP: a failed check raises, the answer is 4xx and
+no run is written) and ``run_start`` (a trigger or a schedule, where nobody is waiting on an
+answer: a failed check is recorded as a run in state ``refused`` naming the field or switch).
+"""
 
 from __future__ import annotations
 
@@ -7,13 +12,17 @@ from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.db.models import JSONField, Value
+from django.utils import timezone
 from jsonschema import Draft202012Validator
 
 from guardrails.settings import setting_get
 from processes.catalog import process_module_get
+from processes.codes import ProcessCode
 from processes.errors import InputInvalid, ModeInvalid, ProcessDisabled
 from processes.lanes import lane_enqueue
-from processes.models import Process, ProcessRun, RunMode
+from processes.models import PendingReason, Process, ProcessRun, RunMode
+from processes.status import MOVES, RunMove
 
 
 def access_fingerprint(user: User) -> str:
@@ -28,13 +37,19 @@ def switch_check(process_id: str) -> None:
     if not setting_get("processes.enabled"):
         raise ProcessDisabled(
             "every process on this instance is switched off (processes.enabled)",
+            switch="processes.enabled",
             id=process_id,
             reason="every process on the instance is switched off",
         )
     process = Process.objects.filter(pk=process_id).only("is_enabled", "disabled_reason").first()
     if process is not None and not process.is_enabled:
         reason = process.disabled_reason or f"an administrator switched {process_id} off"
-        raise ProcessDisabled(f"{process_id} is switched off", id=process_id, reason=reason)
+        raise ProcessDisabled(
+            f"{process_id} is switched off",
+            switch=f"{process_id}.enabled",
+            id=process_id,
+            reason=reason,
+        )
 
 
 def input_check(schema: dict, body: Any) -> None:
@@ -89,4 +104,86 @@ def run_invoke(
             access_fingerprint=access_fingerprint(user),
         )
         lane_enqueue(run_id=run.run_id, delivery=1, mode=mode)
+    return run
+
+
+def run_start(
+    *,
+    process_id: str,
+    body: Any,
+    user: User,
+    schedule_name: str = "",
+) -> ProcessRun:
+    """Start a run nobody waits on (a trigger, a schedule): queued, or refused with the reason.
+
+    A switch that is off or an input the schema refuses does not raise: it is recorded as a run
+    in state ``refused`` whose reason names the switch or the field, so whoever fired it can see
+    why nothing ran. A process that is not deployed still raises ``ProcessNotFound``.
+    """
+    try:
+        return run_invoke(process_id=process_id, body=body, user=user, schedule_name=schedule_name)
+    except ProcessDisabled as exc:
+        return run_refuse(
+            process_id=process_id,
+            body=body,
+            user=user,
+            schedule_name=schedule_name,
+            code=exc.code,
+            field=exc.switch,
+            message=str(exc.extra.get("reason") or exc.message),
+        )
+    except InputInvalid as exc:
+        field = "input" if exc.field in (None, "", "body") else f"input.{exc.field}"
+        return run_refuse(
+            process_id=process_id,
+            body=body,
+            user=user,
+            schedule_name=schedule_name,
+            code=exc.code,
+            field=field,
+            message=exc.message,
+        )
+
+
+def refusal_prefix(code: str, field: str) -> str:
+    """How a refused run's reason begins: the switch or the field it names."""
+    if code == ProcessCode.PROCESS_DISABLED:
+        return f"switched off ({field}): "
+    return f"{field}: "
+
+
+def run_refuse(
+    *,
+    process_id: str,
+    body: Any,
+    user: User,
+    code: str,
+    field: str,
+    message: str,
+    schedule_name: str = "",
+) -> ProcessRun:
+    """Write a run that a check refused before its first step: ended, never queued, never run.
+
+    Its reason is ``message`` after the field or switch (``refusal_prefix``)."""
+    module = process_module_get(process_id)
+    now = timezone.now()
+    with transaction.atomic():
+        Process.objects.get_or_create(pk=process_id)
+        run = ProcessRun.objects.create(
+            process_id=process_id,
+            mode=RunMode.ASYNC,
+            state=MOVES[RunMove.REFUSE].target,
+            pending_reason=PendingReason.NONE,
+            reason=refusal_prefix(code, field) + message,
+            refusal_code=code,
+            refusal_field=field,
+            # A JSON null input is kept as JSON null, not as SQL NULL (the column is not nullable).
+            input=Value(None, JSONField()) if body is None else body,
+            invoked_by=user,
+            module_version=module.version,
+            schedule_name=schedule_name,
+            finished_at=now,
+            access_fingerprint=access_fingerprint(user),
+        )
+    run.input = body
     return run

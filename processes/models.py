@@ -33,9 +33,18 @@ class RunState(models.TextChoices):
     FAILED = "failed"
     ROLLED_BACK = "rolled_back"
     CANCELLED = "cancelled"
+    # A triggered or scheduled run whose check failed before its first step (its input does not
+    # fit the schema, the process is switched off): kept so the refusal is seen, never run.
+    REFUSED = "refused"
 
 
-TERMINAL_STATES = (RunState.COMMITTED, RunState.FAILED, RunState.ROLLED_BACK, RunState.CANCELLED)
+TERMINAL_STATES = (
+    RunState.COMMITTED,
+    RunState.FAILED,
+    RunState.ROLLED_BACK,
+    RunState.CANCELLED,
+    RunState.REFUSED,
+)
 
 
 class PendingReason(models.TextChoices):
@@ -101,6 +110,10 @@ class ProcessRun(models.Model):
     # The ledger row (its sequence) whose refusal ended the run — not an earlier refused delete
     # the process let pass (onRefused: 'continue'). The queue's failure names this step.
     failed_sequence = models.PositiveIntegerField(null=True, blank=True)
+    # A refused run's check: its code (``invalid_input``, ``process_disabled``) and the field or
+    # switch it names; blank on every other run.
+    refusal_code = models.CharField(max_length=64, blank=True, default="")
+    refusal_field = models.CharField(max_length=255, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -118,6 +131,17 @@ class ProcessRun(models.Model):
     @property
     def is_terminal(self) -> bool:
         return self.state in TERMINAL_STATES
+
+    @property
+    def refusal(self) -> dict | None:
+        """A refused run's check, as ``{code, field, message}``; None for every other run."""
+        if self.state != RunState.REFUSED:
+            return None
+        return {
+            "code": self.refusal_code,
+            "field": self.refusal_field or None,
+            "message": self.reason,
+        }
 
 
 class Disposition(models.TextChoices):

@@ -32,6 +32,8 @@ RUN_COLUMNS = (
     Column("finished_at", "finished_at", K.DATETIME),
     Column("slices", "slices", K.INTEGER),
     Column("writes", "writes", K.INTEGER),
+    Column("refusal_code", "refusal_code", K.TEXT),
+    Column("refusal_field", "refusal_field", K.TEXT),
     Column("created_at", "created_at", K.DATETIME),
     Column("updated_at", "updated_at", K.DATETIME),
 )

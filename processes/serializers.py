@@ -66,6 +66,8 @@ class RunSerializer(serializers.ModelSerializer):
     moduleVersion = serializers.IntegerField(source="module_version")
     # A migration's slices, each with the version it ran (a deploy is picked up at the next slice).
     sliceLog = SliceSerializer(source="slice_log", many=True, read_only=True)
+    # A refused run's check (the field or the switch it names); null on every other run.
+    refusal = RefusalSerializer(allow_null=True, read_only=True)
 
     class Meta:
         model = ProcessRun
@@ -85,6 +87,7 @@ class RunSerializer(serializers.ModelSerializer):
             "writes",
             "moduleVersion",
             "sliceLog",
+            "refusal",
         )
 
     def get_pendingReason(self, run: ProcessRun) -> str | None:

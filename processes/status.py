@@ -2,7 +2,9 @@
 
 Each move names where it may start and where it lands (viewflow's ``@transition(source, target)``):
 a delivery claims a run, an operator resumes or rolls one back, and a run ends committed, failed,
-cancelled or rolled back. Whoever changes ``ProcessRun.state`` asks this table first:
+cancelled or rolled back. ``refuse`` starts from nowhere: a triggered or scheduled run whose check
+fails before its first step is written ``refused`` and never moves again. Whoever changes
+``ProcessRun.state`` asks this table first:
 
 - a change made on a row in hand calls ``move_check`` (an illegal move raises ``IllegalTransition``);
 - a change made by one conditional UPDATE (two steerings racing, a claim) filters on
@@ -32,6 +34,7 @@ class RunMove(StrEnum):
     FAIL = "fail"  # a step failed; or a rollback delete was refused after the run rolled back
     CANCEL = "cancel"  # stopped on request before it finished
     ROLL_BACK = "roll_back"  # the undo finished: what the run created is gone again
+    REFUSE = "refuse"  # a check failed before the first step: the run is born refused, and ends
 
 
 @dataclass(frozen=True)
@@ -48,8 +51,11 @@ MOVES: dict[RunMove, Move] = {
     RunMove.COMMIT: Move(frozenset({S.QUEUED, S.RUNNING}), S.COMMITTED),
     RunMove.CANCEL: Move(frozenset({S.QUEUED, S.RUNNING}), S.CANCELLED),
     # A rolled-back run fails afterwards when the source refuses one of its rollback deletes.
-    RunMove.FAIL: Move(frozenset(RunState), S.FAILED),
+    # A refused run never ran, so nothing can fail after it.
+    RunMove.FAIL: Move(frozenset(RunState) - {S.REFUSED}, S.FAILED),
     RunMove.ROLL_BACK: Move(frozenset({S.RUNNING}) | _STOPPED, S.ROLLED_BACK),
+    # No source: the run row is created in this state (``processes.invoke.run_start``).
+    RunMove.REFUSE: Move(frozenset(), S.REFUSED),
 }
 
 # The move that ends a run in each final state (``run_end`` is given the state).
@@ -58,6 +64,7 @@ ENDING_MOVES: dict[RunState, RunMove] = {
     S.FAILED: RunMove.FAIL,
     S.CANCELLED: RunMove.CANCEL,
     S.ROLLED_BACK: RunMove.ROLL_BACK,
+    S.REFUSED: RunMove.REFUSE,
 }
 
 TRANSITIONS: dict[str, frozenset[str]] = {

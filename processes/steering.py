@@ -174,7 +174,9 @@ def run_rollback(*, user: User, run_id: str) -> tuple[ProcessRun, bool]:
         run.refresh_from_db()
         if not updated:
             raise RunNotRollbackable(
-                f"a run still {run.state} cannot be rolled back: cancel it first",
+                "a refused run never ran: there is nothing to roll back"
+                if run.state == RunState.REFUSED
+                else f"a run still {run.state} cannot be rolled back: cancel it first",
                 runId=str(run.pk),
                 state=run.state,
             )

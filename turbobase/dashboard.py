@@ -1,6 +1,6 @@
 """The admin index's dashboard: what an operator should look at first, each a link to its list.
 
-Held deletes waiting for a decision, runs that failed in the last 24 hours, and the queue's six
+Held deletes waiting for a decision, runs that failed in the last 24 hours, and the queue's
 counts (every run by state). Each tile is shown only to someone who may view the list it links
 to. There are no tasks yet (no task model exists), so the dashboard has no "open tasks" tile.
 """

@@ -56,7 +56,8 @@ class QueueRead:
 
 
 def run_failures(runs: list[ProcessRun]) -> dict[Any, dict[str, Any]]:
-    """For each failed or rolled-back run, the ledger row that ended it (or, lacking one, the reason).
+    """For each failed or rolled-back run, the ledger row that ended it (or, lacking one, the
+    reason); for each refused run, the check that refused it.
 
     That is the row the engine named when it ended the run (``failed_sequence``) — an earlier
     delete refused under ``onRefused: 'continue'`` is on the ledger but did not end anything.
@@ -84,6 +85,10 @@ def run_failures(runs: list[ProcessRun]) -> dict[Any, dict[str, Any]]:
         # A run that failed before any step (a forEach over its cap, an engine fault) says why.
         if run.pk not in failures and run.state == RunState.FAILED:
             failures[run.pk] = {"stepId": None, "code": None, "message": run.reason}
+    for run in runs:
+        # A refused run never reached a step: its check is the failure.
+        if run.state == RunState.REFUSED:
+            failures[run.pk] = {"stepId": None, "code": run.refusal_code, "message": run.reason}
     return failures
 
 

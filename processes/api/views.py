@@ -237,7 +237,7 @@ class RunResumeView(APIView):
 
 
 class QueueView(APIView):
-    """``GET /v1/processes/queue[?mode=async]``: the newest runs and all six state counts."""
+    """``GET /v1/processes/queue[?mode=async]``: the newest runs and all seven state counts."""
 
     required_scopes = {"get": DATA_READ}
 

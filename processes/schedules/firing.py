@@ -23,6 +23,8 @@ What a firing does (seed 000, "Keeping a long run going"):
 - ``failed`` when the input is not an object or fails the process's schema (checked on every
   firing), naming the field, with no run queued; five failures in a row pause the schedule and a
   success resets the count;
+- either way the firing is recorded as a run in state ``refused`` (seed 004), its reason naming
+  the switch or the field, and the firing names that run: it never runs, but it is seen;
 - firing while an earlier run is still going just queues another run: rows are keyed, so two runs
   that reach one row write it once.
 """
@@ -41,9 +43,10 @@ from django.utils import timezone
 
 from kernel.audit import audit_record
 from processes.audit import ProcessAuditAction
-from processes.errors import InputInvalid, ProcessDisabled, ProcessNotFound
-from processes.invoke import run_invoke
-from processes.models import RunMode
+from processes.codes import ProcessCode
+from processes.errors import ProcessNotFound
+from processes.invoke import refusal_prefix, run_refuse, run_start
+from processes.models import RunState
 from processes.schedules.cron import CronInvalid, cron_next
 from processes.schedules.models import FiringOutcome, ProcessSchedule, ProcessScheduleFiring
 
@@ -80,32 +83,39 @@ class Attempt:
 
 def _invoke(schedule: ProcessSchedule, *, user: Any) -> Attempt:
     body = schedule.body.get("input", {}) if schedule.is_input_given else {}
-    if not isinstance(body, dict):
-        return Attempt(
-            FiringOutcome.FAILED,
-            field="input",
-            message=f"input must be a JSON object, not {type(body).__name__}",
-        )
     try:
-        with transaction.atomic():  # a savepoint: a refusal leaves the claim in place
-            run = run_invoke(
-                process_id=schedule.process_id,
-                body=body,
-                user=user,
-                mode=RunMode.ASYNC,
-                schedule_name=schedule.name,
-            )
-    except ProcessDisabled as exc:
-        return Attempt(FiringOutcome.SKIPPED, message=str(exc.extra.get("reason") or exc.message))
-    except InputInvalid as exc:
-        field = f"input.{exc.field}" if exc.field and exc.field != "body" else "input"
-        return Attempt(FiringOutcome.FAILED, field=field, message=exc.message)
+        with transaction.atomic():  # a savepoint: a fault leaves the claim in place
+            if isinstance(body, dict):
+                run = run_start(
+                    process_id=schedule.process_id,
+                    body=body,
+                    user=user,
+                    schedule_name=schedule.name,
+                )
+            else:
+                run = run_refuse(
+                    process_id=schedule.process_id,
+                    body=body,
+                    user=user,
+                    schedule_name=schedule.name,
+                    code=ProcessCode.INPUT_INVALID,
+                    field="input",
+                    message=f"must be a JSON object, not {type(body).__name__}",
+                )
     except ProcessNotFound as exc:
         return Attempt(FiringOutcome.FAILED, field="body.process", message=exc.message)
     except Exception as exc:  # noqa: BLE001 — a fault counts as a failure, so five in a row pause it
         logger.exception("schedule %s: invoking %s failed", schedule.name, schedule.process_id)
         return Attempt(FiringOutcome.FAILED, message=f"{type(exc).__name__}: {exc}")
-    return Attempt(FiringOutcome.SUCCESS, run_id=run.run_id)
+    if run.state != RunState.REFUSED:
+        return Attempt(FiringOutcome.SUCCESS, run_id=run.run_id)
+    # A refused run is kept (it says why nothing ran); the firing names it but queued nothing.
+    message = (run.reason or "").removeprefix(refusal_prefix(run.refusal_code, run.refusal_field))
+    if run.refusal_code == ProcessCode.PROCESS_DISABLED:
+        return Attempt(FiringOutcome.SKIPPED, run_id=run.run_id, message=message)
+    return Attempt(
+        FiringOutcome.FAILED, run_id=run.run_id, field=run.refusal_field, message=message
+    )
 
 
 def _count(schedule: ProcessSchedule, attempt: Attempt) -> None:

@@ -1,4 +1,4 @@
-"""``GET /v1/processes/queue`` and ``GET /v1/processes``: all six buckets, failures with their
+"""``GET /v1/processes/queue`` and ``GET /v1/processes``: all seven buckets, failures with their
 runs, the lane filter, the process list's trigger, switch and last five runs — all scoped."""
 
 from __future__ import annotations
@@ -14,7 +14,15 @@ from tests.processes.conftest import FAILS_AT_SECOND, drain_runs
 
 pytestmark = pytest.mark.django_db
 
-ZERO = {"queued": 0, "running": 0, "committed": 0, "failed": 0, "rolled_back": 0, "cancelled": 0}
+ZERO = {
+    "queued": 0,
+    "running": 0,
+    "committed": 0,
+    "failed": 0,
+    "rolled_back": 0,
+    "cancelled": 0,
+    "refused": 0,
+}
 
 
 def test_an_empty_queue_reports_every_bucket(alice_api):

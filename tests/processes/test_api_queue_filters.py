@@ -17,7 +17,15 @@ from tests.processes.conftest import FAILS_AT_SECOND, drain_runs
 
 pytestmark = pytest.mark.django_db
 
-ZERO = {"queued": 0, "running": 0, "committed": 0, "failed": 0, "rolled_back": 0, "cancelled": 0}
+ZERO = {
+    "queued": 0,
+    "running": 0,
+    "committed": 0,
+    "failed": 0,
+    "rolled_back": 0,
+    "cancelled": 0,
+    "refused": 0,
+}
 QUEUE = "/v1/processes/queue"
 
 

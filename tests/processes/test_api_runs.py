@@ -48,6 +48,7 @@ def test_a_run_reads_in_exactly_the_seed_shape(alice_api, alice, two_notes):
             "writes": 2,
             "moduleVersion": 1,
             "sliceLog": [],
+            "refusal": None,
         },
         "steps": [
             {

@@ -167,9 +167,9 @@ def test_input_left_out_runs_with_an_empty_object(admin_user):
 @pytest.mark.parametrize(
     ("given", "field", "message"),
     [
-        ([1, 2], "input", "input must be a JSON object, not list"),
-        ("2026-10", "input", "input must be a JSON object, not str"),
-        (None, "input", "input must be a JSON object, not NoneType"),
+        ([1, 2], "input", "must be a JSON object, not list"),
+        ("2026-10", "input", "must be a JSON object, not str"),
+        (None, "input", "must be a JSON object, not NoneType"),
         ({"batch": 7}, "input.batch", "7 is not of type 'string'"),
         (
             {"batch": "2026-10", "extra": 1},
@@ -183,13 +183,22 @@ def test_input_that_fails_fails_that_firing_with_the_field_and_queues_nothing(
 ):
     schedule_deploy(admin_user, entry(input=given))
     [firing] = schedules_fire_due(DUE)
-    assert (firing.outcome, firing.field, firing.message, firing.run_id) == (
-        "failed",
+    assert (firing.outcome, firing.field, firing.message) == ("failed", field, message)
+    # Nothing is queued; the firing is kept as a refused run naming the field (seed 004).
+    run = ProcessRun.objects.get()
+    assert (run.run_id, run.state, run.refusal_code, run.refusal_field, run.reason) == (
+        firing.run_id,
+        "refused",
+        "INPUT_INVALID",
         field,
-        message,
-        None,
+        f"{field}: {message}",
     )
-    assert ProcessRun.objects.count() == 0
+    assert (run.started_at, run.delivery, run.enqueued_at, run.schedule_name) == (
+        None,
+        0,
+        None,
+        "nightly",
+    )
     assert ProcessSchedule.objects.get().consecutive_failures == 1
 
 
@@ -209,8 +218,16 @@ def test_a_firing_is_skipped_not_failed_while_switched_off(admin_user, switch):
         if switch == "process"
         else "every process on the instance is switched off"
     )
-    assert (firing.outcome, firing.run_id, firing.message) == ("skipped", None, expected)
-    assert ProcessRun.objects.count() == 0
+    switch_name = f"{TRACKED}.enabled" if switch == "process" else "processes.enabled"
+    run = ProcessRun.objects.get()  # recorded refused, naming the switch; never queued
+    assert (firing.outcome, firing.run_id, firing.message) == ("skipped", run.run_id, expected)
+    assert (run.state, run.refusal_code, run.refusal_field, run.reason, run.delivery) == (
+        "refused",
+        "PROCESS_DISABLED",
+        switch_name,
+        f"switched off ({switch_name}): {expected}",
+        0,
+    )
     schedule = ProcessSchedule.objects.get()
     assert (schedule.consecutive_failures, schedule.is_paused) == (
         2,
@@ -242,7 +259,10 @@ def test_five_failures_in_a_row_pause_the_schedule_and_a_success_resets_the_coun
         "'memo' is a required property"
     )
     assert schedules_fire_due(DUE + 20 * day) == []
-    assert ProcessRun.objects.count() == 1
+    # One run was queued; each of the nine failed firings is a refused run.
+    assert (
+        sorted(ProcessRun.objects.values_list("state", flat=True)) == ["queued"] + ["refused"] * 9
+    )
     # Resuming (the admin's action) starts a fresh count from the next due time after now.
     assert schedule_resume(name="nightly", now=DUE + 20 * day + timedelta(hours=1)) is True
     schedule.refresh_from_db()

@@ -32,6 +32,7 @@ def test_the_table_allows_exactly_these_moves():
         S.FAILED: {S.RUNNING, S.FAILED, S.ROLLED_BACK},
         S.CANCELLED: {S.RUNNING, S.FAILED, S.ROLLED_BACK},
         S.ROLLED_BACK: {S.FAILED},
+        S.REFUSED: set(),  # born refused (RunMove.REFUSE has no source), it never moves
     } == TRANSITIONS
 
 
@@ -59,6 +60,15 @@ def test_the_conditional_updates_filter_on_the_tables_from_states():
         (RunMove.COMMIT, S.ROLLED_BACK),
         (RunMove.COMMIT, S.FAILED),
         (RunMove.ROLL_BACK, S.QUEUED),
+        # A refused run never ran: nothing claims, resumes, rolls back, cancels or fails it.
+        (RunMove.CLAIM, S.REFUSED),
+        (RunMove.RESUME, S.REFUSED),
+        (RunMove.ROLLBACK, S.REFUSED),
+        (RunMove.CANCEL, S.REFUSED),
+        (RunMove.FAIL, S.REFUSED),
+        # ...and no run becomes refused once it exists.
+        (RunMove.REFUSE, S.QUEUED),
+        (RunMove.REFUSE, S.RUNNING),
     ],
 )
 def test_an_illegal_move_raises(move, current):
@@ -112,7 +122,7 @@ def test_ending_a_rolled_back_run_committed_is_refused_and_changes_nothing(run):
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("state", [S.COMMITTED, S.FAILED, S.CANCELLED, S.ROLLED_BACK])
+@pytest.mark.parametrize("state", [S.COMMITTED, S.FAILED, S.CANCELLED, S.ROLLED_BACK, S.REFUSED])
 def test_a_delivery_never_claims_a_run_the_table_does_not_let_it_claim(run, state):
     ProcessRun.objects.filter(pk=run.pk).update(state=state, pending_reason="")
     assert run_claim(str(run.pk)) is None

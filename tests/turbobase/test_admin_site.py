@@ -68,6 +68,7 @@ def test_the_dashboard_counts_what_needs_an_operator_each_a_link_to_its_list(ope
         "runs failed",
         "runs rolled back",
         "runs cancelled",
+        "runs refused",
     ]
     assert {label: count for label, (count, _) in tiles.items()} == {
         "held deletes pending": 2,
@@ -78,6 +79,7 @@ def test_the_dashboard_counts_what_needs_an_operator_each_a_link_to_its_list(ope
         "runs failed": 2,
         "runs rolled back": 0,
         "runs cancelled": 0,
+        "runs refused": 0,
     }
     assert tiles["held deletes pending"][1] == "/admin/guardrails/guardrail/?status__exact=pending"
     # Every link opens its list filtered to exactly what the tile counted.

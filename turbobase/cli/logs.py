@@ -2,7 +2,7 @@
 ``--follow`` keeps polling and prints each change until the run reaches a terminal state.
 
 Following a run ends by itself (unlike a conduit's log): a run always reaches committed, failed,
-rolled_back or cancelled, so ``--follow`` returns there instead of polling until interrupted.
+rolled_back, cancelled or refused, so ``--follow`` returns there instead of polling until interrupted.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from urllib.parse import quote
 from turbobase.cli.client import Client
 from turbobase.cli.processes import step_line
 
-TERMINAL = ("committed", "failed", "rolled_back", "cancelled")
+TERMINAL = ("committed", "failed", "rolled_back", "cancelled", "refused")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
