@@ -71,13 +71,21 @@ def run_migration(args: argparse.Namespace) -> None:
 
 
 def run_queue(args: argparse.Namespace) -> None:
-    from queue_reads import queue_bench
+    from queue_reads import READS, queue_bench
 
-    res = queue_bench(small=args.runs_small, large=args.runs_large, calls=args.calls)
+    bench = queue_bench(small=args.runs_small, large=args.runs_large, calls=args.calls)
+    res = bench.result()
     print(f"queue — GET /v1/processes/queue as an administrator, median of {args.calls} calls")
     row(f"at {args.runs_small:,} runs", f"{res['ms_1k']:10.1f} ms")
     row(f"at {args.runs_large:,} runs", f"{res['ms_100k']:10.1f} ms")
     row("ratio", f"{res['ratio_100k_over_1k']:10.2f}×")
+    print(
+        f"  reads at {args.runs_small:,} → {args.runs_large:,} runs (ms, median of {args.calls}; "
+        f"CLI pages: {' → '.join(str(n) for n in bench.cli_pages)})"
+    )
+    for key, label in READS:
+        small, large = bench.ms[key]
+        row(label, f"{small:8.1f} → {large:8.1f}   {large / small:5.2f}×")
     result_print(res)
 
 

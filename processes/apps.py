@@ -13,13 +13,13 @@ class ProcessesConfig(AppConfig):
         from extensions.kinds import kind_register
         from extensions.signals import extension_deployed, extension_removing
         from kernel.system_schedules import system_schedule_declare
-        from processes.api.reads import trigger_provider_register
+        from processes.api.reads import triggers_provider_register
         from processes.contract import process_contract_check
         from processes.engine.wakeups import on_source_verdict
         from processes.registry import process_sync_from_module
         from processes.schedules.bundle_part import SchedulesPart
         from processes.schedules.receivers import schedule_remove_guard
-        from processes.schedules.service import schedule_trigger_for
+        from processes.schedules.service import schedule_triggers_for
         from records.verdicts import source_verdict
 
         kind_register("process", process_contract_check)
@@ -28,7 +28,7 @@ class ProcessesConfig(AppConfig):
             schedule_remove_guard, dispatch_uid="processes.schedules.remove_guard"
         )
         source_verdict.connect(on_source_verdict, dispatch_uid="processes.wake_on_verdict")
-        trigger_provider_register(schedule_trigger_for)
+        triggers_provider_register(schedule_triggers_for)
         bundle_part_register(SchedulesPart())
         # Every minute: re-queue parked runs that are due and runs whose worker died; fire the
         # bundle schedules that are due.

@@ -120,9 +120,13 @@ class ProcessRun(models.Model):
     class Meta:
         db_table = "process_run"
         indexes = [
+            # The reads walk these newest first and stop at their LIMIT (processes.api.reads):
+            # one process's runs, a person's runs, one lane's runs, and every run (the queue).
             models.Index(fields=["process_id", "created_at"]),
             models.Index(fields=["state", "pending_reason"]),
             models.Index(fields=["invoked_by", "created_at"]),
+            models.Index(fields=["mode", "created_at"], name="process_run_mode_newest"),
+            models.Index(fields=["created_at", "run_id"], name="process_run_newest"),
         ]
 
     def __str__(self) -> str:

@@ -7,13 +7,13 @@ The admin Processes screen and ``turbobase processes list`` read the same ``proc
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db.models import Count
+from django.db.models import Count, F, QuerySet
 from django.http import QueryDict
 
 from extensions.models import ExtensionKind, ExtensionModule, ExtensionStatus
@@ -26,11 +26,17 @@ from processes.steering import runs_visible
 DEFAULT_QUEUE_MAX_RUNS = 500
 QUEUE_OWN_PARAMETERS = ("mode",)  # read by the view itself (the seed's lane filter)
 LAST_RUNS = 5
+# Newest first; the run id breaks a tie of created_at, so an order (and a keyset page) is total.
+NEWEST = (F("created_at").desc(), F("pk").desc())
 
 # How a process fires. Every process can be invoked by hand; issue 5's schedules register a
-# provider here that answers ``{kind: 'schedule', cron, timezone}`` for a scheduled one.
+# provider here that answers ``{kind: 'schedule', cron, timezone}`` for a scheduled one. A batch
+# provider answers for a whole list of processes in one go (the process list reads it once for every
+# process); a single provider is asked per process, so it costs the list a query per process.
 TriggerProvider = Callable[[str], "dict[str, Any] | None"]
+TriggersProvider = Callable[[Sequence[str]], Mapping[str, dict[str, Any]]]
 _trigger_providers: list[TriggerProvider] = []
+_triggers_providers: list[TriggersProvider] = []
 
 
 def trigger_provider_register(provider: TriggerProvider) -> None:
@@ -39,12 +45,63 @@ def trigger_provider_register(provider: TriggerProvider) -> None:
         _trigger_providers.append(provider)
 
 
+def triggers_provider_register(provider: TriggersProvider) -> None:
+    """Add a batch provider (ids → {id: trigger}, leaving out the ids it has nothing for).
+
+    Batch providers are asked before single ones; the first answer for an id wins."""
+    if provider not in _triggers_providers:
+        _triggers_providers.append(provider)
+
+
+def process_triggers(process_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Each process's trigger: a batch provider's, else a single provider's, else manual."""
+    triggers: dict[str, dict[str, Any]] = {}
+    for batch in _triggers_providers:
+        missing = [process_id for process_id in process_ids if process_id not in triggers]
+        if not missing:
+            break
+        for process_id, trigger in batch(missing).items():
+            triggers.setdefault(process_id, trigger)
+    for process_id in process_ids:
+        if process_id in triggers:
+            continue
+        for provider in _trigger_providers:
+            answer = provider(process_id)
+            if answer is not None:
+                triggers[process_id] = answer
+                break
+        else:
+            triggers[process_id] = {"kind": "manual"}
+    return triggers
+
+
 def process_trigger(process_id: str) -> dict[str, Any]:
-    for provider in _trigger_providers:
-        trigger = provider(process_id)
-        if trigger is not None:
-            return trigger
-    return {"kind": "manual"}
+    return process_triggers([process_id])[process_id]
+
+
+def runs_newest_by_process(
+    runs: QuerySet[ProcessRun], process_ids: Iterable[str], *, per_process: int = LAST_RUNS
+) -> dict[str, list[ProcessRun]]:
+    """Each process's newest ``per_process`` runs of ``runs`` (newest first), in one query.
+
+    One ``LIMIT`` subquery per process, glued with ``UNION ALL``: each walks the
+    ``(process_id, created_at)`` index backwards and stops after ``per_process`` rows, so the
+    read costs the same however long the processes' history (a window over every run of the
+    processes, ``ROW_NUMBER() OVER (PARTITION BY process_id)``, read all of it)."""
+    ids = list(dict.fromkeys(process_ids))
+    by_process: dict[str, list[ProcessRun]] = {process_id: [] for process_id in ids}
+    if not ids:
+        return by_process
+    parts = [
+        ProcessRun.objects.filter(
+            pk__in=runs.filter(process_id=process_id).order_by(*NEWEST).values("pk")[:per_process]
+        ).values("pk")
+        for process_id in ids
+    ]
+    newest = parts[0].union(*parts[1:], all=True) if len(parts) > 1 else parts[0]
+    for run in runs.filter(pk__in=newest).order_by("process_id", *NEWEST):
+        by_process[run.process_id].append(run)
+    return by_process
 
 
 @dataclass(frozen=True)
@@ -120,7 +177,9 @@ def queue_read(
     counts = {state: 0 for state in RunState.values}
     for row in window.order_by().values("state").annotate(n=Count("pk")):
         counts[row["state"]] = row["n"]
-    runs = list(listed.order_by("-created_at", "-pk")[: queue_max_runs()])
+    # Walks the (created_at, run_id) index backwards (or (mode, created_at), (process_id, …),
+    # (invoked_by, …) when narrowed): the newest runs cost the same at any history.
+    runs = list(listed.defer("input").order_by(*NEWEST)[: queue_max_runs()])
     states = params.getlist(STATE) or RunState.values
     return QueueRead(
         runs=runs,
@@ -155,36 +214,43 @@ def process_switch(process: Process | None, *, is_instance_on: bool) -> tuple[bo
 
 
 def processes_list(*, user: User) -> list[ProcessListing]:
-    """Every deployed process with its trigger, its switch and the caller's last five runs."""
-    modules = ExtensionModule.objects.filter(
-        kind=ExtensionKind.PROCESS, status=ExtensionStatus.ACTIVE
-    ).order_by("id")
-    switches = {p.id: p for p in Process.objects.filter(pk__in=[m.id for m in modules])}
+    """Every deployed process with its trigger, its switch and the caller's last five runs.
+
+    A fixed number of queries however many processes: the modules, the switches, the instance
+    setting, the triggers (batch providers), the last runs of all (``runs_newest_by_process``)
+    and their failures."""
+    modules = list(
+        ExtensionModule.objects.filter(
+            kind=ExtensionKind.PROCESS, status=ExtensionStatus.ACTIVE
+        ).order_by("id")
+    )
+    ids = [module.id for module in modules]
+    switches = {p.id: p for p in Process.objects.filter(pk__in=ids)}
     is_instance_on = bool(setting_get("processes.enabled"))
-    visible = runs_visible(user)
+    triggers = process_triggers(ids)
+    last_runs = runs_newest_by_process(runs_visible(user).defer("input"), ids)
+    failures = run_failures([run for runs in last_runs.values() for run in runs])
     listings: list[ProcessListing] = []
     for module in modules:
         process = switches.get(module.id)
         is_enabled, reason = process_switch(process, is_instance_on=is_instance_on)
         definition = module.definition if isinstance(module.definition, dict) else {}
-        last_runs = list(
-            visible.filter(process_id=module.id).order_by("-created_at", "-pk")[:LAST_RUNS]
-        )
+        runs = last_runs[module.id]
         listings.append(
             ProcessListing(
                 id=module.id,
                 description=(process.description if process else "")
                 or definition.get("description")
                 or "",
-                trigger=process_trigger(module.id),
+                trigger=triggers[module.id],
                 is_enabled=is_enabled,
                 disabled_reason=reason,
                 is_migration=process.is_migration
                 if process
                 else definition.get("eachRow") is not None,
                 version=module.version,
-                last_runs=last_runs,
-                failures=run_failures(last_runs),
+                last_runs=runs,
+                failures={run.pk: failures[run.pk] for run in runs if run.pk in failures},
             )
         )
     return listings

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+from datetime import timedelta
 from types import SimpleNamespace
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from kernel.models import AccessToken, token_issue, token_revoke
@@ -141,6 +144,28 @@ def test_bearer_token_writes_as_its_owner_without_csrf(alice):
     assert res.status_code == 201, res.content
     assert Record.reads.get(pk=res.json()["pgRowId"]).owner_id == alice.pk
     assert AccessToken.objects.get().last_used_at is not None
+
+
+def test_a_token_notes_its_use_at_most_once_a_minute(alice):
+    token, raw = token_issue(user=alice, scopes=["data:read"])
+    client = csrf_client()
+
+    def whoami() -> list[str]:
+        """The statements of one bearer request that write the token row."""
+        with CaptureQueriesContext(connection) as queries:
+            res = client.get("/v1/auth/session", HTTP_AUTHORIZATION=f"Bearer {raw}")
+        assert res.status_code == 200, res.content
+        return [q["sql"] for q in queries if q["sql"].startswith('UPDATE "access_token"')]
+
+    assert len(whoami()) == 1  # never used: the first request notes it
+    first = AccessToken.objects.get().last_used_at
+    assert first is not None
+    assert whoami() == []  # within the minute: a read does not write
+    assert AccessToken.objects.get().last_used_at == first
+    an_hour_ago = first - timedelta(hours=1)
+    AccessToken.objects.filter(pk=token.pk).update(last_used_at=an_hour_ago)
+    assert len(whoami()) == 1  # older than the minute: noted again
+    assert AccessToken.objects.get().last_used_at > an_hour_ago
 
 
 def test_bearer_token_whoami_lists_its_scopes(admin_user):

@@ -3,12 +3,19 @@ runs, the lane filter, the process list's trigger, switch and last five runs —
 
 from __future__ import annotations
 
-import pytest
+from datetime import timedelta
 
-from guardrails.settings import setting_set
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from extensions.models import ExtensionKind, ExtensionModule
+from guardrails.settings import _rows, setting_set
 from processes.api import reads
 from processes.invoke import run_invoke
-from processes.models import Process
+from processes.models import Process, ProcessRun, ProcessRunStep, RunState
+from processes.schedules.models import ProcessSchedule
 from processes.steering import run_cancel
 from tests.processes.conftest import FAILS_AT_SECOND, drain_runs
 
@@ -248,3 +255,84 @@ def test_a_trigger_provider_answers_for_a_scheduled_process(alice_api, two_notes
     finally:
         reads._trigger_providers.remove(provider)
     assert notes["trigger"] == {"kind": "schedule", "cron": "0 6 * * *", "timezone": "Europe/Paris"}
+
+
+def _deployed(count: int, *, first: int, user) -> None:
+    """``count`` deployed processes (module rows), each with a schedule, seven runs and, for the
+    newest of them, a failure on its ledger."""
+    ids = [f"acme:p{n:03d}" for n in range(first, first + count)]
+    ExtensionModule.objects.bulk_create(
+        [
+            ExtensionModule(id=pid, kind=ExtensionKind.PROCESS, version=1, definition={})
+            for pid in ids
+        ]
+    )
+    ProcessSchedule.objects.bulk_create(
+        [
+            ProcessSchedule(
+                name=f"{pid}-nightly",
+                schedule_expr="0 2 * * *",
+                process_id=pid,
+                body={"kind": "process", "process": pid},
+                schedule_tz="Europe/Paris",
+            )
+            for pid in ids
+        ]
+    )
+    runs = ProcessRun.objects.bulk_create(
+        [
+            ProcessRun(
+                process_id=pid,
+                state=RunState.FAILED if k == 6 else RunState.COMMITTED,
+                failed_sequence=1 if k == 6 else None,
+                module_version=1,
+                invoked_by=user,
+            )
+            for pid in ids
+            for k in range(7)
+        ]
+    )
+    base = timezone.now() - timedelta(hours=1)
+    for k, run in enumerate(runs):  # created_at is auto_now_add: a minute apart, the failed newest
+        run.created_at = base + timedelta(minutes=k % 7)
+    ProcessRun.objects.bulk_update(runs, ["created_at"])
+    ProcessRunStep.objects.bulk_create(
+        [
+            ProcessRunStep(
+                run=run,
+                sequence=1,
+                step_id="item",
+                record_type="note",
+                disposition="failed",
+                refusal_code="REQUIRED_FIELD_MISSING",
+                refusal_message="legacy_id is required",
+            )
+            for run in runs
+            if run.state == RunState.FAILED
+        ]
+    )
+
+
+def test_processes_cost_the_same_queries_for_3_processes_as_for_12(alice, alice_api):
+    def listed() -> tuple[int, list[dict]]:
+        _rows.clear()  # the instance settings are cached between requests: read them each time
+        with CaptureQueriesContext(connection) as queries:
+            res = alice_api.get("/v1/processes")
+        assert res.status_code == 200
+        return len(queries.captured_queries), res.json()["processes"]
+
+    _deployed(3, first=0, user=alice)
+    three, body = listed()
+    assert len(body) == 3
+    _deployed(9, first=3, user=alice)
+    twelve, body = listed()
+    assert len(body) == 12
+    assert twelve == three, (three, twelve)
+    for process in body:  # every part of each row is there, read in the same few queries
+        assert process["trigger"]["kind"] == "schedule"
+        assert [r["state"] for r in process["lastRuns"]] == ["failed"] + ["committed"] * 4
+        assert process["lastRuns"][0]["failure"] == {
+            "stepId": "item",
+            "code": "REQUIRED_FIELD_MISSING",
+            "message": "legacy_id is required",
+        }
