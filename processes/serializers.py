@@ -263,6 +263,16 @@ class QueueOut(serializers.Serializer):
     truncated = serializers.BooleanField(help_text="True when more runs match than are listed.")
 
 
+class RunsPageOut(serializers.Serializer):
+    """One keyset page of a process's runs (``GET /v1/processes/:id/runs``)."""
+
+    runs = RunBriefOut(many=True, help_text="Newest first (created_at, then run id).")
+    next = serializers.CharField(
+        allow_null=True,
+        help_text="Pass as cursor for the following page; null on the last page.",
+    )
+
+
 class RunDetailOut(serializers.Serializer):
     run = RunSerializer()
     steps = StepSerializer(many=True)

@@ -6,6 +6,7 @@ from processes.api.views import (
     ProcessCancelView,
     ProcessInvokeView,
     ProcessListView,
+    ProcessRunsView,
     QueueView,
     RunCancelView,
     RunDetailView,
@@ -24,6 +25,7 @@ urlpatterns = [
         name="process-run-rollback",
     ),
     path("processes/runs/<str:run_id>/resume", RunResumeView.as_view(), name="process-run-resume"),
+    path("processes/<str:process_id>/runs", ProcessRunsView.as_view(), name="process-runs"),
     path("processes/<str:process_id>/cancel", ProcessCancelView.as_view(), name="process-cancel"),
     path("processes/<str:process_id>", ProcessInvokeView.as_view(), name="process-invoke"),
 ]

@@ -1,9 +1,11 @@
-"""The filters of ``GET /v1/processes/queue`` (applied by ``kernel.filters.filter_apply``).
+"""The filters of ``GET /v1/processes/queue`` and ``GET /v1/processes/<id>/runs`` (applied by
+``kernel.filters.filter_apply``).
 
 ``state`` may be repeated (``?state=failed&state=rolled_back``). Date bounds are half-open —
 ``createdAfter`` is "at or after", ``createdBefore`` "strictly before" — so consecutive windows
 never list a run twice. ``mode`` keeps its own parse (``processes.invoke.mode_parse``): the seed
-names that parameter and its refusal.
+names that parameter and its refusal. One process's runs takes the process from its path, so its
+filters are the queue's less ``processId``.
 """
 
 from __future__ import annotations
@@ -16,13 +18,10 @@ from processes.models import ProcessRun, RunState
 STATE = "state"
 
 
-class RunFilter(django_filters.FilterSet):
+class ProcessRunsFilter(django_filters.FilterSet):
     state = django_filters.MultipleChoiceFilter(
         choices=RunState.choices,
-        help_text="Only runs in these states; the counts still cover every state.",
-    )
-    processId = django_filters.CharFilter(
-        field_name="process_id", help_text="One process's runs, e.g. acme:raise-po."
+        help_text="Only runs in these states (the queue's counts still cover every state).",
     )
     createdAfter = InstantFilter(
         field_name="created_at", lookup_expr="gte", help_text="ISO 8601; invoked at or after."
@@ -34,3 +33,12 @@ class RunFilter(django_filters.FilterSet):
     class Meta:
         model = ProcessRun
         fields: list[str] = []  # every filter is declared above, under its camelCase name
+
+
+class RunFilter(ProcessRunsFilter):
+    processId = django_filters.CharFilter(
+        field_name="process_id", help_text="One process's runs, e.g. acme:raise-po."
+    )
+
+    class Meta(ProcessRunsFilter.Meta):
+        pass

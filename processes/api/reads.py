@@ -1,25 +1,31 @@
-"""Selectors behind the processes reads: the queue, the process list, a run with its ledger.
+"""Selectors behind the processes reads: the queue, the process list, one process's runs (keyset
+pages), a run with its ledger.
 
 Every read is scoped exactly as the single-run read is (``processes.steering.runs_visible``): a
 person sees their own runs, an administrator every run. The processes themselves are everyone's.
-The admin Processes screen and ``turbobase processes list`` read the same ``processes_list``.
+``GET /v1/processes`` and ``turbobase processes list`` read ``processes_list``; the admin Processes
+screen reads its rows with ``processes.process_rows``; both take the last runs from
+``runs_newest_by_process``.
 """
 
 from __future__ import annotations
 
+import base64
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db.models import Count, F, QuerySet
+from django.db.models import Count, F, Q, QuerySet
 from django.http import QueryDict
 
 from extensions.models import ExtensionKind, ExtensionModule, ExtensionStatus
 from guardrails.settings import setting_get
-from kernel.filters import filter_apply
-from processes.api.filters import STATE, RunFilter
+from kernel.filters import FilterInvalid, filter_apply
+from processes.api.filters import STATE, ProcessRunsFilter, RunFilter
 from processes.models import Disposition, Process, ProcessRun, ProcessRunStep, RunState
 from processes.steering import runs_visible
 
@@ -186,6 +192,78 @@ def queue_read(
         failures=run_failures(runs),
         counts=counts,
         is_truncated=sum(counts[state] for state in states) > len(runs),
+    )
+
+
+# One process's runs, a page at a time: ``limit`` per page (default RUNS_PAGE), ``cursor`` from the
+# previous page's ``next``.
+RUNS_PAGE = 200
+RUNS_PAGE_MAX = 500
+RUNS_PAGE_OWN_PARAMETERS = ("limit", "cursor")
+
+
+@dataclass(frozen=True)
+class RunsPage:
+    runs: list[ProcessRun]
+    failures: dict[Any, dict[str, Any]]
+    next: str | None  # the cursor of the page after this one; None on the last page
+
+
+def run_cursor(run: ProcessRun) -> str:
+    """Where a page ended: the last run's (created_at, run_id), opaque to the caller."""
+    raw = f"{run.created_at.isoformat()}|{run.pk}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def cursor_parse(cursor: str) -> tuple[datetime, uuid.UUID]:
+    """A cursor this list gave back as (created_at, run_id), or ``FilterInvalid`` naming it."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        at, run_id = raw.split("|")
+        created_at = datetime.fromisoformat(at)
+        if created_at.tzinfo is None:
+            raise ValueError("a cursor's time carries its offset")
+        return created_at.astimezone(UTC), uuid.UUID(run_id)
+    except (ValueError, OverflowError) as exc:
+        raise FilterInvalid(
+            "cursor: not a cursor this list gave (pass the previous page's next)", field="cursor"
+        ) from exc
+
+
+def page_limit(raw: str | None) -> int:
+    if raw is None:
+        return RUNS_PAGE
+    if not raw.isdigit() or not 1 <= int(raw) <= RUNS_PAGE_MAX:
+        raise FilterInvalid(f"limit: a whole number from 1 to {RUNS_PAGE_MAX}", field="limit")
+    return int(raw)
+
+
+def process_runs_page(*, user: User, process_id: str, params: QueryDict) -> RunsPage:
+    """One process's runs you can see, newest first, one keyset page (``limit``, ``cursor``).
+
+    A page starts strictly after the cursor's (created_at, run_id) in that order, so walking
+    ``next`` lists every run exactly once even while new runs arrive, and page N costs what page 1
+    does (the ``(process_id, created_at)`` index, no OFFSET)."""
+    runs = filter_apply(
+        ProcessRunsFilter,
+        params=params,
+        queryset=runs_visible(user).filter(process_id=process_id),
+        also_known=RUNS_PAGE_OWN_PARAMETERS,
+    )
+    limit = page_limit(params.get("limit"))
+    cursor = params.get("cursor")
+    if cursor is not None:
+        at, run_id = cursor_parse(cursor)
+        # created_at <= at bounds the index range; the OR takes the tie at `at` by run id.
+        runs = runs.filter(created_at__lte=at).filter(
+            Q(created_at__lt=at) | Q(created_at=at, pk__lt=run_id)
+        )
+    found = list(runs.defer("input").order_by(*NEWEST)[: limit + 1])
+    page = found[:limit]
+    return RunsPage(
+        runs=page,
+        failures=run_failures(page),
+        next=run_cursor(page[-1]) if len(found) > limit else None,
     )
 
 

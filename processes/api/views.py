@@ -30,8 +30,15 @@ from kernel.openapi import error_responses
 from kernel.scopes import DATA_READ, EXTENSIONS_DEPLOY
 from kernel.users import acting_user
 from processes import serializers as out
-from processes.api.filters import RunFilter
-from processes.api.reads import processes_list, queue_read, run_ledger
+from processes.api.filters import ProcessRunsFilter, RunFilter
+from processes.api.reads import (
+    RUNS_PAGE,
+    RUNS_PAGE_MAX,
+    process_runs_page,
+    processes_list,
+    queue_read,
+    run_ledger,
+)
 from processes.catalog import process_module_get
 from processes.errors import InvokeForbidden
 from processes.invoke import mode_parse, run_invoke
@@ -170,6 +177,39 @@ class ProcessCancelView(APIView):
         invoke_access_check(request)
         return Response(
             {"cancelled": process_cancel_queued(user=acting_user(request), process_id=process_id)}
+        )
+
+
+class ProcessRunsView(APIView):
+    """``GET /v1/processes/:id/runs``: the process's runs you can see, newest first, a keyset page
+    at a time — ``next`` is the ``cursor`` of the following page, null on the last."""
+
+    required_scopes = {"get": DATA_READ}
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "limit",
+                int,
+                description=f"Runs per page, 1 to {RUNS_PAGE_MAX} (default {RUNS_PAGE}).",
+            ),
+            OpenApiParameter(
+                "cursor", str, description="The previous page's next; absent for the first page."
+            ),
+            *filter_parameters(ProcessRunsFilter),
+        ],
+        responses={200: out.RunsPageOut, **error_responses(400, 401)},
+        operation_id="processes_runs_list",
+    )
+    def get(self, request: Request, process_id: str) -> Response:
+        page = process_runs_page(
+            user=acting_user(request), process_id=process_id, params=request.query_params
+        )
+        return Response(
+            {
+                "runs": [out.run_brief(run, page.failures.get(run.pk)) for run in page.runs],
+                "next": page.next,
+            }
         )
 
 

@@ -11,6 +11,7 @@ from kernel.models import token_issue
 from processes.models import ProcessRun
 from tests.conftest import cli, make_user
 from tests.processes.conftest import FAILS_AT_SECOND, TWO_NOTES, drain_runs, process_deploy
+from turbobase.cli import processes as cli_processes
 
 
 @pytest.fixture
@@ -167,6 +168,18 @@ def test_list_runs_and_run(instance, capsys):
     ]
     code, out, _ = cli(capsys, "--json", "processes", "run", str(run.run_id))
     assert json.loads(out)["run"]["runId"] == str(run.run_id)
+
+
+def test_runs_pages_the_whole_history_with_cursors(instance, capsys, monkeypatch):
+    monkeypatch.setattr(cli_processes, "HISTORY_PAGE", 2)  # five runs: three pages
+    for n in range(5):
+        cli(capsys, "processes", "invoke", "acme:two-notes", "--input", f'{{"memo": "{n}"}}')
+    newest_first = ProcessRun.objects.order_by("-created_at", "-run_id")
+    code, out, _ = cli(capsys, "processes", "runs", "acme:two-notes")
+    assert code == 0
+    assert [line.split()[0] for line in out.splitlines()] == [str(r.pk) for r in newest_first]
+    code, out, _ = cli(capsys, "--json", "processes", "runs", "acme:two-notes")
+    assert [run["runId"] for run in json.loads(out)] == [str(r.pk) for r in newest_first]
 
 
 def test_runs_of_a_process_without_runs(instance, capsys):

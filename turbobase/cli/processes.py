@@ -134,25 +134,20 @@ def processes_list(args: argparse.Namespace, client: Client) -> int:
 
 def processes_runs(args: argparse.Namespace, client: Client) -> int:
     runs: list[dict[str, Any]] = []
-    offset = 0
-    while True:  # the whole history, a page at a time, through the scoped process_run resource
-        page = client.get(
-            "/v1/rest/process_run",
-            params={
-                "select": "run_id,mode,state,outstanding,reason,started_at,finished_at",
-                "process_id": f"eq.{args.process_id}",
-                "order": "created_at.desc",
-                "limit": HISTORY_PAGE,
-                "offset": offset,
-            },
-        )
-        runs.extend(page)
-        if len(page) < HISTORY_PAGE:
+    path = f"/v1/processes/{quote(args.process_id, safe=':')}/runs"
+    cursor: str | None = None
+    while True:  # the whole history, a keyset page at a time (each page costs the same)
+        params: dict[str, Any] = {"limit": HISTORY_PAGE}
+        if cursor is not None:
+            params["cursor"] = cursor
+        page = client.get(path, params=params)
+        runs.extend(page["runs"])
+        cursor = page["next"]
+        if cursor is None:
             break
-        offset += HISTORY_PAGE
     lines = [
-        f"{run['run_id']}  {run['mode']}  {run['state']}  outstanding={run['outstanding']}  "
-        f"started={run['started_at'] or '-'}" + (f"  {run['reason']}" if run.get("reason") else "")
+        f"{run['runId']}  {run['mode']}  {run['state']}  outstanding={run['outstanding']}  "
+        f"started={run['startedAt'] or '-'}" + (f"  {run['reason']}" if run.get("reason") else "")
         for run in runs
     ]
     emit(
