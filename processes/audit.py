@@ -1,8 +1,8 @@
 """The processes room's operator actions, as the audit trail (``kernel.audit``) names them.
 
 Each is recorded by the service that makes the change, inside its transaction: steering
-(``processes.steering``), the switches (``processes.admin``) and schedules
-(``processes.schedules.firing``).
+(``processes.steering``), the switches (``processes.admin``), schedules
+(``processes.schedules.firing``) and human tasks decided (``processes.human_tasks.service``).
 """
 
 from __future__ import annotations
@@ -21,3 +21,5 @@ class ProcessAuditAction(StrEnum):
     RUN_ROLLED_BACK = "run.rolled_back"
     SCHEDULE_PAUSED = "schedule.paused"
     SCHEDULE_RESUMED = "schedule.resumed"
+    TASK_COMPLETED = "task.completed"
+    TASK_REJECTED = "task.rejected"

@@ -42,3 +42,13 @@ class ProcessCode(StrEnum):
     AI_ANSWER_INVALID = "AI_ANSWER_INVALID"  # the answer does not fit ``ai.schema``
     AI_PROVIDER_UNREACHABLE = "AI_PROVIDER_UNREACHABLE"
     AI_PROVIDER_UNKNOWN = "AI_PROVIDER_UNKNOWN"
+    # A task step (a person's decision): on its ledger row, and answered by /v1/tasks.
+    TASK_REJECTED = "TASK_REJECTED"  # the assignee rejected it; the refusal carries the reason
+    TASK_EXPIRED = "TASK_EXPIRED"  # its ``timeout`` came before anyone decided
+    TASK_CANCELLED = "TASK_CANCELLED"  # its run was cancelled before anyone decided
+    TASK_TITLE_INVALID = "TASK_TITLE_INVALID"  # ``task.title`` returned something other than text
+    TASK_DETAILS_INVALID = "TASK_DETAILS_INVALID"  # ``task.details`` returned no object
+    TASK_ASSIGNEE_UNKNOWN = "TASK_ASSIGNEE_UNKNOWN"  # no such active user, or no such group
+    TASK_DECIDED = "TASK_DECIDED"  # completing or rejecting a task that is no longer open
+    TASK_NOT_ASSIGNED = "TASK_NOT_ASSIGNED"  # an administrator acting on someone else's task
+    TASK_BODY_INVALID = "TASK_BODY_INVALID"  # a complete or reject body, naming its field

@@ -15,6 +15,7 @@ from jsonschema.exceptions import SchemaError
 
 from kernel.errors import InvalidRequest
 from processes.codes import ProcessCode
+from processes.durations import duration_parse
 from records.catalog import catalog_load
 
 FOR_EACH_MAX_ITEMS = 100  # DEFAULT_PROCESS_FOR_EACH_MAX_ITEMS
@@ -38,6 +39,8 @@ STEP_KEYS = frozenset(
 GROUP_KEYS = frozenset({"id", "forEach", "steps", "description"})
 AI_STEP_KEYS = frozenset({"id", "ai", "when", "description"})
 AI_KEYS = frozenset({"prompt", "schema"})
+TASK_STEP_KEYS = frozenset({"id", "task", "when", "onRefused", "rollback", "description"})
+TASK_KEYS = frozenset({"assignee", "title", "details", "timeout"})
 
 
 class ContractInvalid(InvalidRequest):
@@ -48,7 +51,8 @@ class ContractInvalid(InvalidRequest):
 
 
 class OnRefused(StrEnum):
-    """A delete step's ``onRefused``: what a refused delete does to the run."""
+    """A delete or task step's ``onRefused``: what a refused delete, or a rejected or expired
+    task, does to the run."""
 
     STOP = "stop"  # the step fails and the run stops there (the default)
     CONTINUE = "continue"  # the step is recorded failed and the run goes on
@@ -148,11 +152,47 @@ def _check_ai_step(step: dict, where: str) -> None:
     _check_fn(step, "when", where)
 
 
+def _check_task_step(step: dict, where: str) -> None:
+    """``{ id, task: { assignee, title, details?, timeout? }, when?, onRefused?, rollback? }``:
+    a person's decision, no record."""
+    _check_known(step, TASK_STEP_KEYS, where, "a task step (it writes no record)")
+    task = step["task"]
+    if not isinstance(task, dict):
+        _fail(f"{where}.task", "must be an object with assignee and title")
+    _check_known(task, TASK_KEYS, f"{where}.task", "task")
+    assignee = task.get("assignee")
+    if not is_function(assignee):
+        if not isinstance(assignee, str) or not assignee.strip():
+            _fail(
+                f"{where}.task.assignee",
+                "is required: a username, 'group:<name>', or a function of the context",
+            )
+        if assignee.startswith("group:") and not assignee[len("group:") :].strip():
+            _fail(f"{where}.task.assignee", "'group:' must name a group")
+    title = task.get("title")
+    if not is_function(title) and (not isinstance(title, str) or not title.strip()):
+        _fail(f"{where}.task.title", "is required: a string or a function (ctx) => string")
+    _check_fn(task, "details", f"{where}.task")
+    if task.get("timeout") is not None:
+        try:
+            duration_parse(task["timeout"])
+        except ValueError as exc:
+            _fail(f"{where}.task.timeout", str(exc))
+    _check_fn(step, "when", where)
+    if step.get("rollback", "undo") not in ("undo", "keep"):
+        _fail(f"{where}.rollback", "must be 'undo' or 'keep'")
+    if step.get("onRefused", OnRefused.STOP) not in tuple(OnRefused):
+        _fail(f"{where}.onRefused", "must be 'stop' or 'continue'")
+
+
 def _check_step(step: Any, where: str, catalog_types: set[str]) -> None:
     if not isinstance(step, dict):
         _fail(where, "must be a step object")
     if "ai" in step:
         _check_ai_step(step, where)
+        return
+    if "task" in step:
+        _check_task_step(step, where)
         return
     _check_known(step, STEP_KEYS, where, "a step")
     record_type = step.get("recordType")
@@ -257,4 +297,17 @@ def process_contract_check(definition: Any) -> dict:
     catalog_types = set(catalog_load().types)
     _check_steps(definition.get("steps"), "steps", catalog_types, schema, nested=False)
     _check_known(definition, PROCESS_KEYS, "", "defineProcess")
+    if each_row is not None:
+        for index, step in enumerate(definition["steps"]):
+            inner = step.get("steps") if "forEach" in step else None
+            for at, found in (
+                [(f"steps[{index}]", step)]
+                if inner is None
+                else [(f"steps[{index}].steps[{n}]", s) for n, s in enumerate(inner)]
+            ):
+                if "task" in found:
+                    _fail(
+                        f"{at}.task",
+                        "a migration's rows are not waited on by a person: tasks are for chains",
+                    )
     return definition

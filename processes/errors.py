@@ -7,6 +7,7 @@ from typing import Any
 from kernel.errors import (
     AdminRequired,
     Conflict,
+    Forbidden,
     InvalidRequest,
     NotFound,
     TurbobaseError,
@@ -82,6 +83,31 @@ class RunNotRollbackable(RunStateConflict):
 
     error = "process_run_not_rollbackable"
     code = ProcessCode.PROCESS_RUN_NOT_ROLLBACKABLE
+
+
+class TaskNotFound(NotFound):
+    """No task of that id that is yours (or your group's); an administrator sees every task."""
+
+    error = "task_not_found"
+
+
+class TaskNotAssigned(Forbidden):
+    """An administrator may see every task but decide only their own and their groups'."""
+
+    error = "task_not_assigned"
+
+
+class TaskDecided(RunStateConflict):
+    """The task is no longer open: decided, expired, or its run was cancelled."""
+
+    error = "task_decided"
+    code = ProcessCode.TASK_DECIDED
+
+
+class TaskBodyInvalid(InvalidRequest):
+    """A complete or reject body is not what the verb takes; the field is named."""
+
+    code = ProcessCode.TASK_BODY_INVALID
 
 
 class InvokeForbidden(AdminRequired):

@@ -59,6 +59,8 @@ class PendingReason(models.TextChoices):
     AWAITING_SOURCE = "awaitingSource", "awaitingSource"
     # a delete waits for the delete window to free
     AWAITING_TIME = "awaitingTime", "awaitingTime"
+    # a task step waits for a person to complete or reject it (processes.human_tasks)
+    AWAITING_ACTION = "awaitingAction", "awaitingAction"
     NONE = "", "—"  # the run ended
 
 
@@ -186,7 +188,8 @@ class ProcessRunStep(models.Model):
     # The step wrote (created, changed or deleted a record): what the per-run write ceiling counts.
     counts_write = models.BooleanField(default=False)
     rollback_keep = models.BooleanField(default=False)
-    # An AI step's answer (action "ai"): handed on to later steps and reused for the rest of the run.
+    # An AI step's answer (action "ai"), handed on to later steps and reused for the rest of the
+    # run; a task step's output (action "task"), what the person completed it with.
     answer = models.JSONField(null=True, blank=True)
     # awaitSource: the write landed but its verdict has not been taken yet.
     awaiting_verdict = models.BooleanField(default=False)
@@ -253,4 +256,5 @@ class ProcessRunSlice(models.Model):
         return f"{self.run_id} slice {self.number}"
 
 
+from processes.human_tasks.models import HumanTask  # noqa: E402,F401  (the tasks' table)
 from processes.schedules.models import ProcessSchedule  # noqa: E402,F401  (the schedules' table)

@@ -199,6 +199,8 @@ class ProcessRunAdmin(admin.ModelAdmin):
             if self.may_steer(request)
             else [],
             "run": run,
+            # A task step's task: who it waits for (or who decided), linked to its page.
+            "tasks": list(run.tasks.order_by("created_at")),
         }
 
     def change_view(

@@ -25,7 +25,11 @@ MAX_BARS = 200
 MAX_SLICE_MARKS = 60
 # A source-bound write whose verdict came later than this after the write is drawn as a wait.
 WAIT_SHOWN_AFTER = timedelta(milliseconds=500)
-WAITING = (PendingReason.AWAITING_SOURCE, PendingReason.AWAITING_TIME)
+WAITING = (
+    PendingReason.AWAITING_SOURCE,
+    PendingReason.AWAITING_TIME,
+    PendingReason.AWAITING_ACTION,
+)
 # The row the timeline reads per step (values_list order).
 STEP_COLUMNS = (
     "sequence",

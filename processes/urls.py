@@ -2,6 +2,7 @@
 
 from django.urls import path
 
+from processes.api.tasks import TaskCompleteView, TaskListView, TaskRejectView
 from processes.api.views import (
     ProcessCancelView,
     ProcessInvokeView,
@@ -15,6 +16,9 @@ from processes.api.views import (
 )
 
 urlpatterns = [
+    path("tasks", TaskListView.as_view(), name="task-list"),
+    path("tasks/<str:task_id>/complete", TaskCompleteView.as_view(), name="task-complete"),
+    path("tasks/<str:task_id>/reject", TaskRejectView.as_view(), name="task-reject"),
     path("processes", ProcessListView.as_view(), name="process-list"),
     path("processes/queue", QueueView.as_view(), name="process-queue"),
     path("processes/runs/<str:run_id>", RunDetailView.as_view(), name="process-run"),

@@ -1,8 +1,9 @@
 """The admin index's dashboard: what an operator should look at first, each a link to its list.
 
-Held deletes waiting for a decision, runs that failed in the last 24 hours, and the queue's
-counts (every run by state). Each tile is shown only to someone who may view the list it links
-to. There are no tasks yet (no task model exists), so the dashboard has no "open tasks" tile.
+The signed-in person's open tasks (their own and their groups', linking to their Inbox), held
+deletes waiting for a decision, runs that failed in the last 24 hours, and the queue's counts
+(every run by state). Each tile but the first is shown only to someone who may view the list it
+links to; everyone's Inbox is their own.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from guardrails.models import Guardrail, HeldStatus
+from kernel.users import acting_user
+from processes.human_tasks.service import tasks_open
 from processes.models import ProcessRun, RunState
 
 FAILED_WINDOW = timedelta(hours=24)
@@ -41,7 +44,14 @@ def _may_view(request: HttpRequest, site: AdminSite, model: type) -> bool:
 
 
 def dashboard_tiles(request: HttpRequest, site: AdminSite) -> list[Tile]:
-    tiles: list[Tile] = []
+    tiles: list[Tile] = [
+        Tile(
+            "open tasks",  # the person's own and their groups'
+            tasks_open(acting_user(request)).count(),
+            _url("processes_humantask_inbox"),
+            is_alarm=True,
+        )
+    ]
     if _may_view(request, site, Guardrail):
         pending = Guardrail.objects.filter(status=HeldStatus.PENDING).count()
         tiles.append(

@@ -139,6 +139,8 @@ SPECTACULAR_SETTINGS = {
         "ExtensionKindEnum": "extensions.models.ExtensionKind",
         "ExtensionStatusEnum": "extensions.models.ExtensionStatus",
         "HeldStatusEnum": "guardrails.models.HeldStatus",
+        "RunStateEnum": "processes.models.RunState",
+        "TaskStateEnum": "processes.human_tasks.models.TaskState",
         "TriggerKindEnum": ["manual", "schedule"],
         "HealthStatusEnum": ["ok"],
         "SyncBudgetExceededEnum": ["sync_budget_exceeded"],

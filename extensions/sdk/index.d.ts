@@ -9,6 +9,8 @@ export interface StepOutcome {
   disposition: 'confirmed' | 'failed' | 'skipped' | 'rolled_back';
   /** An AI step's answer (text, or a value fitting its `ai.schema`); reused for the rest of the run. */
   answer?: Json;
+  /** A task step's output: the JSON its assignee completed it with (null if rejected or expired). */
+  output?: Json;
 }
 
 export interface ProcessContext<I = any> {
@@ -77,14 +79,35 @@ export interface AiStep {
   description?: string;
 }
 
-export interface StepGroup {
+/**
+ * A person's decision; it writes no record. The run parks (`awaitingAction`) until the assignee
+ * completes the task (`ctx.steps[id].output`) or rejects it (the step fails `TASK_REJECTED`), or
+ * its `timeout` passes (`TASK_EXPIRED`); `onRefused` decides whether a failed task ends the run.
+ */
+export interface TaskStep {
   id: string;
-  forEach: { input: string };
-  steps: (WriteStep | DeleteStep | AiStep)[];
+  task: {
+    /** A username, or `group:<name>` (anyone in that Django group). */
+    assignee: string | CtxFn<string>;
+    title: string | CtxFn<string>;
+    details?: CtxFn<{ [key: string]: Json } | null>;
+    /** '30s', '15m', '2h', '7d': how long it waits; none waits on. */
+    timeout?: string;
+  };
+  when?: CtxFn<boolean>;
+  onRefused?: 'stop' | 'continue';
+  rollback?: 'undo' | 'keep';
   description?: string;
 }
 
-export type Step = WriteStep | DeleteStep | AiStep | StepGroup;
+export interface StepGroup {
+  id: string;
+  forEach: { input: string };
+  steps: (WriteStep | DeleteStep | AiStep | TaskStep)[];
+  description?: string;
+}
+
+export type Step = WriteStep | DeleteStep | AiStep | TaskStep | StepGroup;
 
 export interface ProcessDefinition<I = any> {
   id: string;

@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from processes.engine.lease import Lease, LeaseLost
 from processes.errors import IllegalTransition
+from processes.human_tasks.models import HumanTask, TaskState
 from processes.lanes import lane_enqueue
 from processes.models import PendingReason, ProcessRun
 from processes.status import RunMove, states_from, transition_check
@@ -68,7 +69,14 @@ def run_end(
     }
     if lease is not None:
         changes["writes"] = run.writes  # the delivery's count, from the ledger it wrote
-    _apply(run, lease, changes)
+    with transaction.atomic():
+        _apply(run, lease, changes)
+        # No task outlives its run: one still open (the run was cancelled, or stopped) is closed.
+        HumanTask.objects.filter(run_id=run.pk, state=TaskState.OPEN).update(
+            state=TaskState.CANCELLED,
+            reason=f"its run ended {state} before anyone decided",
+            decided_at=now,
+        )
     return run
 
 

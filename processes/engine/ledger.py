@@ -131,4 +131,6 @@ def step_outcome(row: ProcessRunStep) -> dict[str, Any]:
     }
     if row.action == "ai":
         outcome["answer"] = row.answer
+    elif row.action == "task":
+        outcome["output"] = row.answer  # what the person completed it with (none if not completed)
     return outcome

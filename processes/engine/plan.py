@@ -38,6 +38,8 @@ class PlannedStep:
     def kind(self) -> str:
         if self.definition.get("ai") is not None:
             return "ai"
+        if self.definition.get("task") is not None:
+            return "task"
         if self.definition.get("delete") is not None:
             return "delete"
         return "update" if self.definition.get("update") is not None else "create"

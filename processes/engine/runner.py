@@ -35,6 +35,7 @@ from processes.engine.statuses import StepStatus, VerdictWait, WalkStatus
 from processes.engine.steps import StepScope, step_execute
 from processes.engine.waits import verdict_pending, verdict_take
 from processes.errors import InputInvalid
+from processes.human_tasks.models import HumanTask, TaskState
 from processes.models import (
     Disposition,
     PendingReason,
@@ -308,6 +309,8 @@ class ChainRunner:
             self.wait_source(walk.at, walk.ledger_row, outstanding=len(plan) - walk.position - 1)
         elif walk.status == WalkStatus.WAIT_WINDOW:
             self.wait_window(walk.at, walk.result, plan[walk.position :])
+        elif walk.status == WalkStatus.WAIT_ACTION:
+            self.wait_action(walk.at, walk.result.task)
         elif walk.status == WalkStatus.FAILED:
             ledger_skip_rest(self.run, plan[walk.position + 1 :], lease=self.lease)
             self.fail(walk.at, walk.ledger_row, outstanding=0)
@@ -364,6 +367,8 @@ class ChainRunner:
                 result = step_execute(scope, planned, ctx, self.runtime())
                 if result.status == StepStatus.WAIT_WINDOW:
                     return Walk(WalkStatus.WAIT_WINDOW, position, planned, result=result)
+                if result.status == StepStatus.WAIT_ACTION:
+                    return Walk(WalkStatus.WAIT_ACTION, position, planned, result=result)
                 ledger_row = result.ledger_row
             if (
                 ledger_row.awaiting_verdict
@@ -371,7 +376,7 @@ class ChainRunner:
             ):
                 return Walk(WalkStatus.WAIT_SOURCE, position, planned, row=ledger_row)
             if ledger_row.disposition == Disposition.FAILED and not (
-                planned.kind == "delete"
+                planned.kind in ("delete", "task")
                 and planned.definition.get("onRefused") == OnRefused.CONTINUE
             ):
                 return Walk(WalkStatus.FAILED, position, planned, row=ledger_row)
@@ -412,6 +417,21 @@ class ChainRunner:
         )
         # The verdict may have landed while we were parking: then nobody else will wake us.
         if not verdict_pending(row):
+            run_redeliver(self.run.pk)
+
+    def wait_action(self, planned: PlannedStep, task: HumanTask) -> None:
+        """Park until a person decides the step's task; its timeout, if any, is the due time."""
+        run_wait(
+            self.run,
+            lease=self.lease,
+            pending_reason=PendingReason.AWAITING_ACTION,
+            wake_at=task.expires_at,
+            waiting_step=planned.step_id,
+        )
+        # Decided (or the run cancelled) while we were parking: that wake-up found the run not
+        # yet parked, so nobody else will deliver it.
+        decided = HumanTask.objects.filter(pk=task.pk).exclude(state=TaskState.OPEN).exists()
+        if decided or ProcessRun.objects.filter(pk=self.run.pk, cancel_requested=True).exists():
             run_redeliver(self.run.pk)
 
     def wait_window(

@@ -16,6 +16,7 @@ class StepStatus(StrEnum):
     DONE = "done"  # its ledger row is written (a write, a skip, or a delete's notice)
     FAILED = "failed"  # its ledger row is written with the refusal on it
     WAIT_WINDOW = "wait_window"  # a delete met a full delete window: nothing written, wait
+    WAIT_ACTION = "wait_action"  # a task step's task is open: nothing written, wait for a person
 
 
 class WalkStatus(StrEnum):
@@ -25,6 +26,7 @@ class WalkStatus(StrEnum):
     STOP = "stop"  # a cancel, an off switch or a ceiling stopped it at a step boundary
     WAIT_SOURCE = "wait_source"  # an awaitSource step's write has no verdict yet
     WAIT_WINDOW = "wait_window"  # a delete waits for the delete window to free
+    WAIT_ACTION = "wait_action"  # a task step waits for a person's decision
     FAILED = "failed"  # a step failed (and is not a delete that continues on refusal)
 
 

@@ -21,6 +21,7 @@ from processes.engine.ledger import Refused, ledger_write
 from processes.engine.plan import PlannedStep
 from processes.engine.runtime import ModuleRuntime, StepCodeFailed
 from processes.engine.statuses import StepStatus
+from processes.engine.task_step import task_of, task_step_resume, task_step_start
 from processes.models import Disposition, ProcessRun, ProcessRunStep, SkipReason
 from records.boundary import (
     DeleteWindowWait,
@@ -43,6 +44,7 @@ class StepResult:
     row: ProcessRunStep | None = None
     cap: str | None = None
     retry_at: datetime | None = None
+    task: Any = None  # the open HumanTask a task step waits on (WAIT_ACTION)
 
     @property
     def ledger_row(self) -> ProcessRunStep:
@@ -162,6 +164,11 @@ def step_execute(
 ) -> StepResult:
     """Perform one step and record it. Never raises for the author's or the boundary's refusals."""
     step = planned.definition
+    if planned.kind == "task":
+        # Its task was made by an earlier delivery: only the decision is left to read.
+        task = task_of(scope, planned)
+        if task is not None:
+            return task_step_resume(scope, planned, task)
     try:
         if step.get("when") is not None:
             try:
@@ -177,6 +184,8 @@ def step_execute(
                     return _declined(scope, planned)
         if planned.kind == "ai":
             return ai_step_execute(scope, planned, ctx, runtime)
+        if planned.kind == "task":
+            return task_step_start(scope, planned, ctx, runtime)
         if planned.kind == "delete":
             return _delete(scope, planned, ctx, runtime)
         built = runtime.call(planned.path + ("build",), ctx)

@@ -115,6 +115,9 @@ RULES = [
         DEPLOY,
     ),
     ("post", "v1/processes/<str:process_id>", "/v1/processes/acme:nothing", {}, DEPLOY),
+    ("get", "v1/tasks", "/v1/tasks", None, READ),
+    ("post", "v1/tasks/<str:task_id>/complete", f"/v1/tasks/{RUN}/complete", {"output": 1}, WRITE),
+    ("post", "v1/tasks/<str:task_id>/reject", f"/v1/tasks/{RUN}/reject", {"reason": "no"}, WRITE),
 ]
 # Open on purpose, each with its reason in the view's ``scope_exempt``.
 EXEMPT = {"v1/auth/session", "v1/health"}

@@ -229,7 +229,10 @@ def _state_writes_off_the_table(source: str) -> list[tuple[int, str]]:
 
 
 def test_every_run_state_write_in_processes_takes_the_table():
-    files = sorted(p for p in PROCESSES.rglob("*.py") if "migrations" not in p.parts)
+    # human_tasks/ writes a task's own state (TaskState), never a run's: runs end through run_end.
+    files = sorted(
+        p for p in PROCESSES.rglob("*.py") if not {"migrations", "human_tasks"} & set(p.parts)
+    )
     off = [
         f"{path.relative_to(PROCESSES.parent)}:{line}: {why}"
         for path in files
