@@ -115,6 +115,7 @@ RULES = [
         DEPLOY,
     ),
     ("post", "v1/processes/<str:process_id>", "/v1/processes/acme:nothing", {}, DEPLOY),
+    ("get", "v1/processes/<str:process_id>/runs", "/v1/processes/acme:nothing/runs", None, READ),
     ("get", "v1/tasks", "/v1/tasks", None, READ),
     ("post", "v1/tasks/<str:task_id>/complete", f"/v1/tasks/{RUN}/complete", {"output": 1}, WRITE),
     ("post", "v1/tasks/<str:task_id>/reject", f"/v1/tasks/{RUN}/reject", {"reason": "no"}, WRITE),
