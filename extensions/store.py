@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +53,14 @@ _lock = threading.Lock()
 _served: dict[str, tuple[float, ServedModule | None]] = {}
 _hook_index: tuple[float, dict[tuple[str, str], list[ServedModule]]] | None = None
 _versions: OrderedDict[tuple[str, int], StoredVersion] = OrderedDict()
+# Caches other rooms build from the store (processes' trigger index): forgotten with it.
+_forget_listeners: list[Callable[[], None]] = []
+
+
+def store_forget_connect(listener: Callable[[], None]) -> None:
+    """Call ``listener`` whenever this process forgets the store (a deploy or remove here)."""
+    if listener not in _forget_listeners:
+        _forget_listeners.append(listener)
 
 
 def store_forget() -> None:
@@ -61,6 +70,8 @@ def store_forget() -> None:
         _served.clear()
         _versions.clear()
         _hook_index = None
+    for listener in _forget_listeners:
+        listener()
 
 
 def _served_of(module: ExtensionModule) -> ServedModule:

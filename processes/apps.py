@@ -13,6 +13,7 @@ class ProcessesConfig(AppConfig):
         from extensions.bundle_parts import bundle_part_register
         from extensions.kinds import kind_register
         from extensions.signals import extension_deployed, extension_removing
+        from extensions.store import store_forget_connect
         from kernel.system_schedules import system_schedule_declare
         from processes.api.reads import triggers_provider_register
         from processes.contract import process_contract_check
@@ -21,7 +22,10 @@ class ProcessesConfig(AppConfig):
         from processes.schedules.bundle_part import SchedulesPart
         from processes.schedules.receivers import schedule_remove_guard
         from processes.schedules.service import schedule_triggers_for
+        from processes.triggers.index import trigger_index_forget
+        from processes.triggers.record_entered import record_watcher
         from records.verdicts import source_verdict
+        from records.watches import watcher_provider_register
 
         kind_register("process", process_contract_check)
         extension_deployed.connect(process_sync_from_module, dispatch_uid="processes.sync")
@@ -30,6 +34,9 @@ class ProcessesConfig(AppConfig):
         )
         source_verdict.connect(on_source_verdict, dispatch_uid="processes.wake_on_verdict")
         triggers_provider_register(schedule_triggers_for)
+        # Record triggers: the boundary asks for a type's watcher; a deploy here forgets the index.
+        watcher_provider_register(record_watcher)
+        store_forget_connect(trigger_index_forget)
         bundle_part_register(SchedulesPart())
         # Every minute: re-queue parked runs that are due and runs whose worker died; fire the
         # bundle schedules that are due.

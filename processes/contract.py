@@ -16,13 +16,14 @@ from jsonschema.exceptions import SchemaError
 from kernel.errors import InvalidRequest
 from processes.codes import ProcessCode
 from processes.durations import duration_parse
+from processes.triggers.shape import TriggerInvalid, trigger_check
 from records.catalog import catalog_load
 
 FOR_EACH_MAX_ITEMS = 100  # DEFAULT_PROCESS_FOR_EACH_MAX_ITEMS
 
 # The keys the contract knows; anything else is refused by name rather than silently ignored
 # (a misspelt ``awaitsource`` would otherwise deploy and never wait).
-PROCESS_KEYS = frozenset({"id", "input", "steps", "eachRow", "onFailure", "description"})
+PROCESS_KEYS = frozenset({"id", "input", "steps", "eachRow", "onFailure", "description", "trigger"})
 STEP_KEYS = frozenset(
     {
         "id",
@@ -295,6 +296,11 @@ def process_contract_check(definition: Any) -> dict:
     if definition.get("description") is not None and not isinstance(definition["description"], str):
         _fail("description", "must be a string")
     catalog_types = set(catalog_load().types)
+    if definition.get("trigger") is not None:
+        try:
+            trigger_check(definition["trigger"], catalog_load().types)
+        except TriggerInvalid as exc:
+            _fail(exc.field, exc.message)
     _check_steps(definition.get("steps"), "steps", catalog_types, schema, nested=False)
     _check_known(definition, PROCESS_KEYS, "", "defineProcess")
     if each_row is not None:

@@ -11,7 +11,7 @@ import hashlib
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import JSONField, Value
 from django.utils import timezone
 from jsonschema import Draft202012Validator
@@ -86,6 +86,7 @@ def run_invoke(
     user: User,
     mode: str = RunMode.ASYNC,
     schedule_name: str = "",
+    idempotency_key: str | None = None,
 ) -> ProcessRun:
     """Queue a run of ``process_id`` as ``user``. Nothing runs on the request."""
     module = process_module_get(process_id)
@@ -100,6 +101,7 @@ def run_invoke(
             invoked_by=user,
             module_version=module.version,
             schedule_name=schedule_name,
+            idempotency_key=idempotency_key,
             delivery=1,
             access_fingerprint=access_fingerprint(user),
         )
@@ -113,21 +115,59 @@ def run_start(
     body: Any,
     user: User,
     schedule_name: str = "",
+    idempotency_key: str | None = None,
 ) -> ProcessRun:
     """Start a run nobody waits on (a trigger, a schedule): queued, or refused with the reason.
 
     A switch that is off or an input the schema refuses does not raise: it is recorded as a run
     in state ``refused`` whose reason names the switch or the field, so whoever fired it can see
     why nothing ran. A process that is not deployed still raises ``ProcessNotFound``.
+    ``idempotency_key`` (unique on the run) makes it once only: a second start with the same key,
+    however concurrent, answers the run the first one wrote and writes nothing.
     """
+    if idempotency_key:
+        existing = ProcessRun.objects.filter(idempotency_key=idempotency_key).first()
+        if existing is not None:
+            return existing
     try:
-        return run_invoke(process_id=process_id, body=body, user=user, schedule_name=schedule_name)
+        return _run_start(
+            process_id=process_id,
+            body=body,
+            user=user,
+            schedule_name=schedule_name,
+            idempotency_key=idempotency_key,
+        )
+    except IntegrityError:
+        # A concurrent start with the key committed first; our savepoint rolled back.
+        existing = ProcessRun.objects.filter(idempotency_key=idempotency_key).first()
+        if not idempotency_key or existing is None:
+            raise
+        return existing
+
+
+def _run_start(
+    *,
+    process_id: str,
+    body: Any,
+    user: User,
+    schedule_name: str,
+    idempotency_key: str | None,
+) -> ProcessRun:
+    try:
+        return run_invoke(
+            process_id=process_id,
+            body=body,
+            user=user,
+            schedule_name=schedule_name,
+            idempotency_key=idempotency_key,
+        )
     except ProcessDisabled as exc:
         return run_refuse(
             process_id=process_id,
             body=body,
             user=user,
             schedule_name=schedule_name,
+            idempotency_key=idempotency_key,
             code=exc.code,
             field=exc.switch,
             message=str(exc.extra.get("reason") or exc.message),
@@ -139,6 +179,7 @@ def run_start(
             body=body,
             user=user,
             schedule_name=schedule_name,
+            idempotency_key=idempotency_key,
             code=exc.code,
             field=field,
             message=exc.message,
@@ -161,6 +202,7 @@ def run_refuse(
     field: str,
     message: str,
     schedule_name: str = "",
+    idempotency_key: str | None = None,
 ) -> ProcessRun:
     """Write a run that a check refused before its first step: ended, never queued, never run.
 
@@ -182,6 +224,7 @@ def run_refuse(
             invoked_by=user,
             module_version=module.version,
             schedule_name=schedule_name,
+            idempotency_key=idempotency_key,
             finished_at=now,
             access_fingerprint=access_fingerprint(user),
         )

@@ -89,6 +89,9 @@ class ProcessRun(models.Model):
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
     schedule_name = models.CharField(max_length=200, blank=True, default="")
+    # What started it, once: a triggered run's key (``record:<process>:<pgRowId>:<syncVersion>``,
+    # ``event:<process>:<eventId>``). Unique, so one transition or one event never starts two runs.
+    idempotency_key = models.CharField(max_length=255, null=True, blank=True, unique=True)
     input = models.JSONField(default=dict)
     module_version = models.PositiveIntegerField()
     started_at = models.DateTimeField(null=True, blank=True)

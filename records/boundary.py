@@ -2,7 +2,8 @@
 
 Every call runs in one ``transaction.atomic()`` with its trail row: payload checks, write
 entitlement and write RLS, guardrail rules, ``before_save``/``before_delete`` hooks, the write,
-the outbound write state for a connected type, and the trail. A refusal changes nothing and leaves
+the outbound write state for a connected type, the record's watchers (``records.watches``: a
+process triggered by the record entering a state) and the trail. A refusal changes nothing and leaves
 a ``refused`` trail row (written after the failed write's savepoint is rolled back). Outbound
 sending happens after commit (``outbound_write_queued``), never inside the request.
 """
@@ -50,6 +51,7 @@ from records.outcomes import WriteOutcome
 from records.policies import default_group, records_writable, write_entitlement_check
 from records.signals import outbound_write_queued
 from records.trail import Actor, trail_write
+from records.watches import record_written
 
 
 class DeleteWindowWait(TurbobaseError):
@@ -227,6 +229,7 @@ def record_create(
                 return _duplicate(actor, rt, existing)
         if rt.is_connected:
             _queue_outbound(record, WriteOperation.CREATE, {"parent": parent, "lines": lines or []})
+        record_written(actor, record, before=None)
         trail_write(
             actor=actor,
             action=TrailAction.CREATE,
@@ -321,13 +324,14 @@ def record_update(
                 process_run_id=actor.process_run_id or None,
             )
         )
-        record.fields = merged["parent"]
+        before, record.fields = record.fields, merged["parent"]
         Record.objects.filter(pk=record.pk).update(
             fields=record.fields, sync_version=F("sync_version") + 1, updated_at=timezone.now()
         )
         record.refresh_from_db()
         if rt.is_connected:
             _queue_outbound(record, WriteOperation.UPDATE, {"parent": parent})
+        record_written(actor, record, before=before)
         trail_write(
             actor=actor,
             action=TrailAction.UPDATE,

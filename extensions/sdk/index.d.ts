@@ -109,6 +109,15 @@ export interface StepGroup {
 
 export type Step = WriteStep | DeleteStep | AiStep | TaskStep | StepGroup;
 
+/**
+ * What starts a run besides an invoke or a schedule: a record entering a state (one run per
+ * transition, as the writer, input { recordType, pgRowId, externalId, record }), or every new
+ * event of a name (input: the event's data, as the sender).
+ */
+export type Trigger =
+  | { record: string; enters: { [field: string]: string | number | boolean | null } }
+  | { event: string };
+
 export interface ProcessDefinition<I = any> {
   id: string;
   input: { [keyword: string]: Json };
@@ -116,6 +125,7 @@ export interface ProcessDefinition<I = any> {
   eachRow?: { outstanding: (input: I) => string; key: string };
   onFailure?: 'stop' | 'rollback';
   description?: string;
+  trigger?: Trigger;
 }
 
 export interface HookContext {

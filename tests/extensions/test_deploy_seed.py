@@ -255,9 +255,9 @@ SPECIFIC = [
         lambda s: _replace_once(
             s,
             "onFailure: 'rollback',",
-            "onFailure: 'rollback',\n  trigger: { event: 'po.approved' },",
+            "onFailure: 'rollback',\n  triggers: { event: 'po.approved' },",
         ),
-        "trigger",
+        "triggers",
     ),
     (
         "a misspelt step key",
