@@ -34,6 +34,7 @@ def test_complete_and_reject_tasks_from_the_inbox(browser_page, admin_user, alic
         .inner_text()
         == "2"
     )
+    web.shot("task-dashboard-tile")
     tile.click()
     page.wait_for_selector(f"#task-{one.pk}")
     assert page.locator(".task h3").all_inner_texts() == ["Approve PO-1", "Approve PO-2"]
