@@ -7,6 +7,7 @@ processes off, go through a confirmation page that asks why. The run page is ``r
 
 from __future__ import annotations
 
+import json
 from urllib.parse import urlencode
 
 from django import forms
@@ -28,6 +29,7 @@ from processes.audit import ProcessAuditAction
 from processes.models import Process, ProcessRun
 from processes.process_rows import ProcessRow, process_rows_load
 from processes.status import RunMove, states_from
+from processes.triggers.shape import EventTrigger, RecordTrigger
 
 
 def _runs_url(**filters: str) -> str:
@@ -97,7 +99,23 @@ class ProcessAdmin(admin.ModelAdmin):
 
     @admin.display(description="triggers")
     def trigger(self, obj: Process) -> str:
-        """By hand (the API, the CLI, this screen) always; and every schedule that fires it."""
+        """By hand (the API, the CLI, this screen) always; its own trigger (a record entering a
+        state, an event); and every schedule that fires it."""
+        declared = self._row(obj).declared
+        own: str = ""
+        if isinstance(declared, RecordTrigger):
+            enters = ", ".join(
+                f"{name} = {json.dumps(value)}" for name, value in declared.enters.items()
+            )
+            own = format_html(
+                '<li class="trigger-record">when a <code>{}</code> enters <code>{}</code></li>',
+                declared.record_type,
+                enters,
+            )
+        elif isinstance(declared, EventTrigger):
+            own = format_html(
+                '<li class="trigger-event">on each event <code>{}</code></li>', declared.event
+            )
         schedules = format_html_join(
             "",
             '<li><a href="{}">{}</a>: <code>{}</code> ({}){}</li>',
@@ -117,7 +135,7 @@ class ProcessAdmin(admin.ModelAdmin):
                 for schedule in self._row(obj).schedules
             ),
         )
-        return format_html('<ul class="triggers"><li>by hand</li>{}</ul>', schedules)
+        return format_html('<ul class="triggers"><li>by hand</li>{}{}</ul>', own, schedules)
 
     @admin.display(description=f"last {LAST_RUNS} runs")
     def last_runs(self, obj: Process) -> str:

@@ -16,27 +16,31 @@ from extensions.models import ExtensionKind, ExtensionModule, ExtensionStatus
 from processes.api.reads import runs_newest_by_process
 from processes.models import ProcessRun
 from processes.schedules.models import ProcessSchedule
+from processes.triggers.shape import EventTrigger, RecordTrigger, trigger_of
 
 
 @dataclass
 class ProcessRow:
     is_deployed: bool = False
+    # The deployed version's own trigger (a record entering a state, an event), if it has one.
+    declared: RecordTrigger | EventTrigger | None = None
     schedules: list[ProcessSchedule] = field(default_factory=list)
     last_runs: list[ProcessRun] = field(default_factory=list)
 
 
 def process_rows_load(process_ids: Iterable[str]) -> dict[str, ProcessRow]:
-    """For each id: whether it is deployed, every schedule that fires it, its last runs (newest
-    first). Three queries, however many ids."""
+    """For each id: whether it is deployed (and its declared trigger), every schedule that fires
+    it, its last runs (newest first). Three queries, however many ids."""
     ids = list(process_ids)
     rows = {process_id: ProcessRow() for process_id in ids}
     if not ids:
         return rows
     deployed = ExtensionModule.objects.filter(
         pk__in=ids, kind=ExtensionKind.PROCESS, status=ExtensionStatus.ACTIVE
-    ).values_list("pk", flat=True)
-    for process_id in deployed:
+    ).values_list("pk", "definition__trigger")
+    for process_id, trigger in deployed:
         rows[process_id].is_deployed = True
+        rows[process_id].declared = trigger_of(process_id, {"trigger": trigger})
     for schedule in ProcessSchedule.objects.filter(process_id__in=ids).order_by(
         "process_id", "name"
     ):

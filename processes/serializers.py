@@ -222,9 +222,15 @@ class RunBriefOut(RunSummaryOut):
 
 
 class TriggerOut(serializers.Serializer):
-    """How a process fires: by hand (``manual``), or by its first schedule."""
+    """How a process fires: by hand (``manual``), by a record entering a state (``record``), by an
+    event (``event``), or by its first schedule."""
 
-    kind = serializers.ChoiceField(choices=("manual", "schedule"))
+    kind = serializers.ChoiceField(choices=("manual", "schedule", "record", "event"))
+    record = serializers.CharField(required=False, help_text="Record triggers only: the type.")
+    enters = serializers.DictField(
+        required=False, help_text="Record triggers only: the field values the record enters."
+    )
+    event = serializers.CharField(required=False, help_text="Event triggers only: the name.")
     name = serializers.CharField(required=False, help_text="Schedules only.")
     cron = serializers.CharField(required=False, help_text="Schedules only.")
     tz = serializers.CharField(required=False, help_text="Schedules only.")
@@ -235,7 +241,10 @@ class TriggerOut(serializers.Serializer):
 class ProcessOut(serializers.Serializer):
     id = serializers.CharField()
     description = serializers.CharField(allow_blank=True)
-    trigger = TriggerOut()
+    trigger = TriggerOut(help_text="Its own trigger if it declares one, else its schedule.")
+    triggers = TriggerOut(
+        many=True, help_text="Every way it fires besides by hand; [manual] when none."
+    )
     enabled = serializers.BooleanField()
     disabledReason = serializers.CharField(allow_null=True, help_text="Which switch says no.")
     isMigration = serializers.BooleanField()

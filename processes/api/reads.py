@@ -28,6 +28,7 @@ from kernel.filters import FilterInvalid, filter_apply
 from processes.api.filters import STATE, ProcessRunsFilter, RunFilter
 from processes.models import Disposition, Process, ProcessRun, ProcessRunStep, RunState
 from processes.steering import runs_visible
+from processes.triggers.shape import trigger_of, trigger_shown
 
 DEFAULT_QUEUE_MAX_RUNS = 500
 QUEUE_OWN_PARAMETERS = ("mode",)  # read by the view itself (the seed's lane filter)
@@ -273,13 +274,25 @@ class ProcessListing:
 
     id: str
     description: str
-    trigger: dict[str, Any]
+    trigger: dict[str, Any]  # its own trigger if it declares one, else its schedule, else manual
     is_enabled: bool
     disabled_reason: str | None
     is_migration: bool
     version: int
     last_runs: list[ProcessRun] = field(default_factory=list)
     failures: dict[Any, dict[str, Any]] = field(default_factory=dict)
+    # Every way it fires besides by hand: its own trigger and its schedule ([manual] when none).
+    triggers: list[dict[str, Any]] = field(default_factory=list)
+
+
+def listed_triggers(
+    declared: dict[str, Any] | None, provided: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The process's own trigger first, then the providers' (its schedule); manual when neither."""
+    every = [declared] if declared is not None else []
+    if provided.get("kind") != "manual":
+        every.append(provided)
+    return every or [provided]
 
 
 def process_switch(process: Process | None, *, is_instance_on: bool) -> tuple[bool, str | None]:
@@ -314,13 +327,17 @@ def processes_list(*, user: User) -> list[ProcessListing]:
         is_enabled, reason = process_switch(process, is_instance_on=is_instance_on)
         definition = module.definition if isinstance(module.definition, dict) else {}
         runs = last_runs[module.id]
+        own = trigger_of(module.id, definition)
+        declared = trigger_shown(own) if own is not None else None
+        every = listed_triggers(declared, triggers[module.id])
         listings.append(
             ProcessListing(
                 id=module.id,
                 description=(process.description if process else "")
                 or definition.get("description")
                 or "",
-                trigger=triggers[module.id],
+                trigger=every[0],
+                triggers=every,
                 is_enabled=is_enabled,
                 disabled_reason=reason,
                 is_migration=process.is_migration

@@ -128,6 +128,7 @@ class ProcessListView(APIView):
                     "id": listing.id,
                     "description": listing.description,
                     "trigger": listing.trigger,
+                    "triggers": listing.triggers,
                     "enabled": listing.is_enabled,
                     "disabledReason": listing.disabled_reason,
                     "isMigration": listing.is_migration,

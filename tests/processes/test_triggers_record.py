@@ -316,3 +316,27 @@ def test_a_trigger_of_the_wrong_shape_is_refused_at_deploy_naming_the_field(
     assert (rejection["code"], rejection["field"]) == ("PROCESS_CONTRACT_INVALID", field)
     assert rejection["message"].startswith(f"{field}: {message}"), rejection["message"]
     assert not Process.objects.filter(pk="acme:on-approved").exists()
+
+
+ON_LEAD = ON_APPROVED.replace("acme:on-approved", "acme:on-lead").replace(
+    "trigger: { record: 'salesOrder', enters: { status: 'approved' } }",
+    "trigger: { event: 'lead.created' }",
+)
+
+
+def test_the_process_list_and_the_admin_screen_show_each_trigger(
+    deploy, on_approved, alice_api, operator
+):
+    deploy(ON_LEAD, "on-lead.ts")
+    listed = {p["id"]: p for p in alice_api.get("/v1/processes").json()["processes"]}
+    assert (listed["acme:on-approved"]["trigger"], listed["acme:on-approved"]["triggers"]) == (
+        {"kind": "record", "record": "salesOrder", "enters": {"status": "approved"}},
+        [{"kind": "record", "record": "salesOrder", "enters": {"status": "approved"}}],
+    )
+    assert listed["acme:on-lead"]["triggers"] == [{"kind": "event", "event": "lead.created"}]
+    page = operator.get("/admin/processes/process/").content.decode()
+    assert (
+        '<li class="trigger-record">when a <code>salesOrder</code> enters '
+        "<code>status = &quot;approved&quot;</code></li>"
+    ) in page
+    assert '<li class="trigger-event">on each event <code>lead.created</code></li>' in page

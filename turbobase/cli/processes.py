@@ -107,6 +107,11 @@ def follow_hint(run_id: str) -> str:
 def trigger_text(trigger: dict[str, Any]) -> str:
     if trigger.get("kind") == "schedule":
         return f"schedule {trigger.get('cron')} ({trigger.get('timezone')})"
+    if trigger.get("kind") == "record":
+        enters = ",".join(f"{k}={v}" for k, v in (trigger.get("enters") or {}).items())
+        return f"record {trigger.get('record')} enters {enters}"
+    if trigger.get("kind") == "event":
+        return f"event {trigger.get('event')}"
     return str(trigger.get("kind", "manual"))
 
 
@@ -119,7 +124,8 @@ def processes_list(args: argparse.Namespace, client: Client) -> int:
     for process in body["processes"]:
         switch = "on" if process["enabled"] else f"off ({process.get('disabledReason')})"
         kind = " migration" if process.get("isMigration") else ""
-        lines.append(f"{process['id']}{kind}  trigger={trigger_text(process['trigger'])}  {switch}")
+        fires = "; ".join(trigger_text(t) for t in process.get("triggers") or [process["trigger"]])
+        lines.append(f"{process['id']}{kind}  trigger={fires}  {switch}")
         if process.get("description"):
             lines.append(f"  {process['description']}")
         for run in process["lastRuns"]:
