@@ -41,6 +41,8 @@ class ProcessesConfig(AppConfig):
         # Every minute: re-queue parked runs that are due and runs whose worker died; fire the
         # bundle schedules that are due.
         system_schedule_declare("system.processes.sweep", "processes.tasks.runs_sweep")
+        # Every minute: fold the run tally's deltas (the queue's counts read the tally).
+        system_schedule_declare("system.processes.tally", "processes.tasks.run_tally_fold")
         system_schedule_declare(
             "system.processes.schedules", "processes.schedules.firing.schedules_tick"
         )

@@ -15,6 +15,12 @@ def run_wake(run_id: str) -> None:
     run_redeliver(run_id)
 
 
+def run_tally_fold() -> int:
+    from processes.run_tally import tally_fold
+
+    return tally_fold()
+
+
 def runs_sweep() -> int:
     from processes.engine.wakeups import waits_sweep
 

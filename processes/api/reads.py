@@ -19,7 +19,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db.models import Count, F, Q, QuerySet
+from django.db.models import F, Q, QuerySet
 from django.http import QueryDict
 
 from extensions.models import ExtensionKind, ExtensionModule, ExtensionStatus
@@ -27,11 +27,13 @@ from guardrails.settings import setting_get
 from kernel.filters import FilterInvalid, filter_apply
 from processes.api.filters import STATE, ProcessRunsFilter, RunFilter
 from processes.models import Disposition, Process, ProcessRun, ProcessRunStep, RunState
+from processes.run_tally import runs_counted, tally_counts
 from processes.steering import runs_visible
 from processes.triggers.shape import trigger_of, trigger_shown
 
 DEFAULT_QUEUE_MAX_RUNS = 500
 QUEUE_OWN_PARAMETERS = ("mode",)  # read by the view itself (the seed's lane filter)
+CREATED_BOUNDS = ("createdAfter", "createdBefore")
 LAST_RUNS = 5
 # Newest first; the run id breaks a tie of created_at, so an order (and a keyset page) is total.
 NEWEST = (F("created_at").desc(), F("pk").desc())
@@ -165,6 +167,10 @@ def queue_read(
 ) -> QueueRead:
     """The newest runs (at most ``PROCESS_QUEUE_MAX_RUNS``, 500) and counts over every visible run.
 
+    The counts of the whole history come from the run tally (``processes.run_tally``), so they
+    cost the same at any number of runs; with ``createdAfter`` / ``createdBefore`` they count the
+    window's runs through the created_at index.
+
     ``params`` are the queue's filters (``processes.api.filters.RunFilter``). ``state`` narrows
     the list but not the counts: they stay the whole picture of the process and time window asked
     for, every bucket reported, so "none cancelled" still reads differently from "not asked".
@@ -176,14 +182,27 @@ def queue_read(
     listed = filter_apply(
         RunFilter, params=params, queryset=visible, also_known=QUEUE_OWN_PARAMETERS
     )
-    everything_but_state = params.copy()
-    everything_but_state.pop(STATE, None)
-    window = filter_apply(
-        RunFilter, params=everything_but_state, queryset=visible, also_known=QUEUE_OWN_PARAMETERS
-    )
     counts = {state: 0 for state in RunState.values}
-    for row in window.order_by().values("state").annotate(n=Count("pk")):
-        counts[row["state"]] = row["n"]
+    if any(params.get(bound) for bound in CREATED_BOUNDS):
+        # A time window: count its runs, walking the created_at index over the window asked for.
+        everything_but_state = params.copy()
+        everything_but_state.pop(STATE, None)
+        window = filter_apply(
+            RunFilter,
+            params=everything_but_state,
+            queryset=visible,
+            also_known=QUEUE_OWN_PARAMETERS,
+        )
+        counts.update(runs_counted(window))
+    else:
+        # The whole history: the tally (processes.run_tally), never the runs themselves.
+        counts.update(
+            tally_counts(
+                process_id=params.get("processId") or None,
+                mode=mode,
+                invoked_by_id=None if user.is_staff else user.pk,
+            )
+        )
     # Walks the (created_at, run_id) index backwards (or (mode, created_at), (process_id, …),
     # (invoked_by, …) when narrowed): the newest runs cost the same at any history.
     runs = list(listed.defer("input").order_by(*NEWEST)[: queue_max_runs()])

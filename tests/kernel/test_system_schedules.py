@@ -16,6 +16,7 @@ pytestmark = pytest.mark.django_db
 DECLARED = {
     "system.processes.schedules": "processes.schedules.firing.schedules_tick",
     "system.processes.sweep": "processes.tasks.runs_sweep",
+    "system.processes.tally": "processes.tasks.run_tally_fold",
     "system.sources.sweep": "sources.tasks.outbound_sweep_task",
 }
 
