@@ -124,3 +124,15 @@ def test_a_refused_run_is_ended_cancel_leaves_it_and_resume_or_rollback_are_409(
     )
     run = ProcessRun.objects.get(pk=firing.run_id)
     assert (run.state, run.delivery, run.ledger.count()) == ("refused", 0, 0)
+
+
+def test_the_run_page_shows_a_refused_run_with_its_reason_and_no_steering(admin_user, operator):
+    _scheduled_notes(admin_user, input={"memo": 7})
+    [firing] = schedules_fire_due(DUE)
+    res = operator.get(f"/admin/processes/processrun/{firing.run_id}/change/")
+    assert res.status_code == 200
+    page = res.content.decode()
+    assert "refused" in page and "input.memo: 7 is not of type &#x27;string&#x27;" in page
+    assert [steer.name for steer in res.context["steers"]] == []
+    listing = operator.get("/admin/processes/processrun/", {"state__exact": "refused"})
+    assert listing.status_code == 200 and str(firing.run_id) in listing.content.decode()
