@@ -1,7 +1,8 @@
 """Task steps over HTTP with real workers: a run parks on a person's task holding no worker, and
 goes on when they complete it — or fails TASK_REJECTED / TASK_EXPIRED, as ``onRefused`` says.
-A decision counts once: two completes at once get one 200 and one 409, and clusters killed
-before and during the run's wake-up lose nothing and do nothing twice."""
+A decision counts once: two completes at once get one 200 and one 409, clusters killed before
+and during the run's wake-up lose nothing and do nothing twice, and a wake-up the broker lost is
+sent again by the lanes' watch."""
 
 from __future__ import annotations
 
@@ -186,3 +187,30 @@ def test_clusters_killed_around_a_completion_lose_nothing_and_do_nothing_twice(
     assert list(Record.reads.values_list("fields__memo", flat=True)) == ["PO-3: go"]
     assert HumanTask.objects.get(pk=task_id).state == "completed"
     assert AuditEvent.objects.filter(action="task.completed").count() == 1
+
+
+def test_a_wake_up_lost_after_the_decision_is_sent_again_by_the_lanes_watch(
+    admin_user, alice, bob, tmp_path
+):
+    from django_q.models import OrmQ
+
+    deploy(approval(), by=admin_user)
+    log = tmp_path / "q.log"
+    with QCluster(workers=2, log_path=log, extra_env=FAST):
+        run_id = _invoke(client_for(alice), "PO-5")
+        wait_until(lambda: _parked(run_id), timeout=60, message="parked")
+    task_id = _task_id(client_for(bob), run_id)
+    done = client_for(bob).post(
+        f"/v1/tasks/{task_id}/complete", {"output": {"note": "ok"}}, format="json"
+    )
+    assert done.status_code == 200
+    # The delivery the decision sent is lost (a broker that forgot it): the run still says it waits
+    # for a worker, and the watch sends it again once a lease has passed since it was sent.
+    assert OrmQ.objects.all().delete()[0] == 1
+    assert ProcessRun.objects.get(pk=run_id).pending_reason == "queued"
+    with QCluster(workers=2, log_path=log, extra_env=FAST):
+        wait_until(lambda: _ended(run_id), timeout=90, message="the run ended")
+    run = ProcessRun.objects.get(pk=run_id)
+    assert run.state == "committed", run.reason
+    assert ledger(run) == [("approve", "confirmed", None), ("order", "confirmed", None)]
+    assert list(Record.reads.values_list("fields__memo", flat=True)) == ["PO-5: ok"]
