@@ -17,7 +17,9 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from kernel.text import text_clean
+from kernel.errors import InvalidRequest
+from kernel.input import data_check
+from kernel.text import text_clean, text_problem
 from processes.codes import ProcessCode
 from processes.contract import is_function
 from processes.durations import duration_parse
@@ -41,11 +43,11 @@ def _text(runtime: ModuleRuntime, planned: PlannedStep, ctx: dict, key: str) -> 
     value = planned.definition["task"][key]
     if is_function(value):
         value = runtime.call(planned.path + ("task", key), ctx)
+    code = ProcessCode.TASK_TITLE_INVALID if key == "title" else ProcessCode.TASK_ASSIGNEE_UNKNOWN
     if not isinstance(value, str) or not value.strip():
-        code = (
-            ProcessCode.TASK_TITLE_INVALID if key == "title" else ProcessCode.TASK_ASSIGNEE_UNKNOWN
-        )
         raise StepCodeFailed(code, f"task.{key} must be a non-empty string, not {value!r}")
+    if key == "assignee" and text_problem(value):  # a NUL cannot even be looked up
+        raise StepCodeFailed(code, f"task.assignee {value!r} {text_problem(value)}")
     return value.strip()
 
 
@@ -65,6 +67,10 @@ def _describe(runtime: ModuleRuntime, planned: PlannedStep, ctx: dict) -> dict[s
             raise StepCodeFailed(
                 ProcessCode.TASK_DETAILS_INVALID, "task.details must return an object or null"
             )
+        try:  # stored as JSON and shown to people: storable text only, as any request body
+            data_check(details, path="task.details")
+        except InvalidRequest as exc:
+            raise StepCodeFailed(ProcessCode.TASK_DETAILS_INVALID, exc.message) from None
     timeout = task.get("timeout")
     expires_at = timezone.now() + duration_parse(timeout) if timeout else None
     return {"title": title, "assignee": assignee, "details": details, "expires_at": expires_at}

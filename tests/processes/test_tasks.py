@@ -379,3 +379,28 @@ def test_the_inbox_lists_only_your_open_tasks_and_says_when_one_was_decided_mean
     assert f'href="/admin/processes/humantask/{task.pk}/change/">Approve PO-1</a>' in page
     assert "(completed by carol)" in page
     assert operator.get(f"/admin/processes/humantask/{task.pk}/change/").status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("task", "code"),
+    [
+        ("assignee: () => 'bo\\u0000b', title: 'x'", "TASK_ASSIGNEE_UNKNOWN"),
+        ("assignee: 'bob', title: () => 42", "TASK_TITLE_INVALID"),
+        ("assignee: 'bob', title: 'x', details: () => [1]", "TASK_DETAILS_INVALID"),
+        (
+            "assignee: 'bob', title: 'x', details: () => ({ note: 'a\\u0000b' })",
+            "TASK_DETAILS_INVALID",
+        ),
+    ],
+)
+def test_what_the_functions_return_is_checked_before_any_task_is_made(
+    admin_user, alice, bob, task, code
+):
+    source = (
+        "import { defineProcess } from '@turbobase/extensions';\n"
+        "export default defineProcess({ id: 't:approve-order', input: { type: 'object' },\n"
+        f"  steps: [{{ id: 'approve', task: {{ {task} }} }}] }});\n"
+    )
+    run = _parked(admin_user, alice, source)
+    assert (run.state, ledger(run)) == ("failed", [("approve", "failed", code)])
+    assert not HumanTask.objects.exists()
