@@ -264,6 +264,9 @@ class Sandbox:
         self._cpu_used_ms = 0.0
         self._call_started = 0.0
         self._log_lines = 0  # ctx.log lines written by the call in hand (LOG_LINES_PER_CALL)
+        self._wall_scale = (
+            1  # calls in the exchange in hand (call_each): the wall budget's multiple
+        )
         self._lock = threading.Lock()
 
     def __enter__(self) -> Self:
@@ -339,6 +342,25 @@ class Sandbox:
         }
         return self._request(message, budget_ms=budget_ms)
 
+    def call_each(self, path: Path_, ctxs: Sequence[Mapping[str, Any]]) -> list[Any]:
+        """Call the function at ``path`` once per ``ctx`` in one exchange (a slice's row builds),
+        each in a fresh scope as ``call``. Answers the values of the leading calls that settled
+        at once; the list stops before the first that failed or awaited a Promise — the caller
+        makes that call (and the rest) with ``call``. The budgets (CPU, wall) are one call's
+        times the number of ctxs; a batch that overruns them raises, as ``call`` does."""
+        if not ctxs:
+            return []
+        for index, ctx in enumerate(ctxs):
+            if nesting_exceeds(ctx):
+                raise SandboxValueTooDeep(too_deep(f"ctxs[{index}]"))
+        message = {"op": "call_each", "path": list(path), "ctxs": [dict(c) for c in ctxs]}
+        self._wall_scale = len(ctxs)
+        try:
+            values = self._request(message, budget_ms=self.limits.call_budget_ms * len(ctxs))
+        finally:
+            self._wall_scale = 1
+        return list(values)
+
     def slice_start(self) -> None:
         """A new slice on this interpreter: the per-slice CPU budget starts again."""
         self._cpu_used_ms = 0.0
@@ -364,9 +386,10 @@ class Sandbox:
     def _log_counted(self, *parts: Any) -> None:
         """``ctx.log``: at most ``LOG_LINES_PER_CALL`` lines per call, then one line saying so."""
         self._log_lines += 1
-        if self._log_lines <= LOG_LINES_PER_CALL:
+        allowed = LOG_LINES_PER_CALL * self._wall_scale
+        if self._log_lines <= allowed:
             _log(*parts)
-        elif self._log_lines == LOG_LINES_PER_CALL + 1:
+        elif self._log_lines == allowed + 1:
             logger.info(
                 "… [ctx.log: more than %d lines in one call; the rest of this call's "
                 "lines are dropped]",
@@ -459,7 +482,7 @@ class Sandbox:
         if not self._lock.locked():
             return float(self.limits.wall_budget_ms)
         spent_ms = (time.monotonic() - self._call_started) * 1000
-        return self.limits.wall_budget_ms - spent_ms
+        return self.limits.wall_budget_ms * self._wall_scale - spent_ms
 
     def _over_wall_budget(self) -> dict[str, Any] | None:
         if self.wall_remaining_ms() > 0:

@@ -209,6 +209,7 @@ _ENTRY = (
 _START = _ENTRY.format(call="start(v.entry)")
 _DESCRIBE = _ENTRY.format(call="describe(v.path)")
 _INVOKE = _ENTRY.format(call="invoke(v.path, v.args, v.ctx)")
+_INVOKE_EACH = _ENTRY.format(call="invokeEach(v.path, v.ctxs)")
 # After these the realm is not trusted to be in a usable state (or was attacked): drop it.
 _RESETTING = {
     "sandbox_timeout",
@@ -290,6 +291,8 @@ class Engine:
             return self._run(budget_s, lambda realm: self._describe(realm, path)).get("value")
         if op == "call":
             return self._run(budget_s, lambda realm: self._call(realm, request))
+        if op == "call_each":
+            return self._run(budget_s, lambda realm: self._call_each(realm, request))
         raise Fault("sandbox_error", f"unknown op {op!r}")
 
     def _describe(self, realm: Realm, path: list[Any]) -> Any:
@@ -319,6 +322,25 @@ class Engine:
             error = outcome["error"]
             raise classify(error["name"], error["message"], error["stack"], realm.offsets)
         raise Fault("sandbox_promise_unsettled", f"the Promise returned by {name} never settled")
+
+    def _call_each(self, realm: Realm, request: dict[str, Any]) -> list[Any]:
+        """The values of the leading calls that settled; the first that did not ends the list
+        (the parent runs it alone, where its failure is classified as any call's)."""
+        name = ".".join(["default", *map(str, request["path"])])
+        outcomes = realm.eval(
+            _INVOKE_EACH,
+            path=request["path"],
+            ctxs=request["ctxs"],
+            what=f"the values {name} returned",
+        )
+        if outcomes and outcomes[0]["state"] == "stale":
+            raise StaleRealm
+        values = []
+        for outcome in outcomes:
+            if outcome["state"] != "fulfilled":
+                break
+            values.append(outcome.get("value"))
+        return values
 
     def _run(self, budget_s: float, action: Callable[[Realm], Any]) -> Any:
         """Run ``action`` on the run's realm (building it first) under the CPU budget."""

@@ -142,6 +142,15 @@ SETTINGS: tuple[SettingSpec, ...] = (
         min=1,
     ),
     SettingSpec(
+        "PROCESS_SLICE_BATCH_ROWS",
+        _T.INTEGER,
+        200,
+        _G.SLICES,
+        "Rows of a one-create-step migration written per transaction (with their ledger rows); "
+        "1 writes row by row.",
+        min=1,
+    ),
+    SettingSpec(
         "PROCESS_SLICE_MAX_MS",
         _T.MILLISECONDS,
         10 * _MINUTE,

@@ -50,7 +50,7 @@ from records.models import (
 from records.outcomes import WriteOutcome
 from records.policies import default_group, records_writable, write_entitlement_check
 from records.signals import outbound_write_queued
-from records.trail import Actor, trail_write
+from records.trail import Actor, trail_write, trails_write
 from records.watches import record_written
 
 
@@ -531,3 +531,104 @@ def record_settle(*, actor: Actor, record_type: str, pg_row_id: Any) -> WriteRes
             pg_row_id=record.pg_row_id,
         )
         return WriteResult(record, WriteOutcome.SETTLED)
+
+
+@dataclass(frozen=True)
+class CreateItem:
+    """One create of a batch: the payload and the idempotency key it carries."""
+
+    parent: Any
+    lines: Any
+    idempotency_key: str
+
+
+@door_opened
+def records_create_batch(
+    *, actor: Actor, record_type: str, items: list[CreateItem]
+) -> list[Record]:
+    """Create records of one type together (a migration slice's batch), each checked as
+    ``record_create`` checks one: payload, write entitlement, the guardrail rule, the
+    ``before_save`` hooks. The records, their outbound write states and trail rows are written
+    with one INSERT each, in one transaction (the caller's, when it holds one).
+
+    Answers the records of the longest leading run of ``items`` that pass every check and whose
+    keys are unused. The item after them (refused, or its key used) is left to ``record_create``,
+    which refuses it, or answers the first record, exactly as one write does — and so are the rest.
+    """
+    rt = record_type_get(record_type)
+    try:
+        write_entitlement_check(user=actor.user, record_type=rt)
+        _rule_check(rt, RuleAction.CREATE)
+    except Exception:  # record_create refuses the first item, trailing it as it does
+        return []
+    keys = [item.idempotency_key for item in items]
+    used = set(
+        Record.reads.filter(idempotency_key__in=keys).values_list("idempotency_key", flat=True)
+    )
+    group = default_group(actor.user)
+    sync_state = SyncState.PENDING if rt.is_connected else SyncState.LOCAL
+    records: list[Record] = []
+    seen: set[str] = set()
+    for item in items:
+        if item.idempotency_key in used or item.idempotency_key in seen:
+            break
+        record = Record(
+            record_type=rt.name,
+            fields=item.parent,
+            lines=item.lines or [],
+            owner=actor.user,
+            group=group,
+            idempotency_key=item.idempotency_key,
+            source_system=rt.source or "",
+            sync_state=sync_state,
+        )
+        try:
+            _check_payload(rt, item.parent, item.lines, is_create=True)
+            hooks_run(
+                HookContext(
+                    HookSlot.BEFORE_SAVE,
+                    rt.name,
+                    WriteOperation.CREATE,
+                    record_snapshot(record),
+                    dict(item.parent),
+                    actor=actor.user.get_username(),
+                    process_run_id=actor.process_run_id or None,
+                )
+            )
+        except Exception:  # refused (or worse): record_create meets it again, and answers it
+            break
+        seen.add(item.idempotency_key)
+        records.append(record)
+    if not records:
+        return []
+    with transaction.atomic():
+        # A concurrent writer that took one of the keys since the read above fails the INSERT:
+        # IntegrityError undoes the batch and reaches the caller, which writes one at a time.
+        Record.objects.bulk_create(records)
+        if rt.is_connected:
+            RecordWriteState.objects.bulk_create(
+                RecordWriteState(
+                    record=record,
+                    record_type=record.record_type,
+                    source_system=record.source_system,
+                    operation=WriteOperation.CREATE,
+                    status=WriteStatus.PENDING,
+                    payload={"parent": record.fields, "lines": record.lines},
+                )
+                for record in records
+            )
+            # One wake-up for the batch: a drain sends every write due of the type.
+            name = rt.name
+            transaction.on_commit(
+                lambda: outbound_write_queued.send(sender=Record, record_type=name)
+            )
+        for record in records:  # a type's watchers (record triggers) see each create
+            record_written(actor, record, before=None)
+        trails_write(
+            actor=actor,
+            action=TrailAction.CREATE,
+            record_type=rt.name,
+            outcome=TrailOutcome.ALLOWED,
+            pg_row_ids=[record.pg_row_id for record in records],
+        )
+    return records

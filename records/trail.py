@@ -50,3 +50,23 @@ def trail_write(
         process_run_id=actor.process_run_id if actor else "",
         process_step=actor.process_step if actor else "",
     )
+
+
+@door_opened
+def trails_write(
+    *, actor: Actor | None, action: str, record_type: str, outcome: str, pg_row_ids: list
+) -> None:
+    """One trail row per record of a batch, with one INSERT (the same rows ``trail_write`` writes)."""
+    user = actor.user if actor and getattr(actor.user, "pk", None) else None
+    WriteTrail.objects.bulk_create(
+        WriteTrail(
+            actor=user,
+            action=action,
+            record_type=record_type,
+            pg_row_id=pg_row_id,
+            outcome=outcome,
+            process_run_id=actor.process_run_id if actor else "",
+            process_step=actor.process_step if actor else "",
+        )
+        for pg_row_id in pg_row_ids
+    )

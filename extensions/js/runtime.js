@@ -244,6 +244,20 @@
     return outcome;
   }
 
+  // Many rows through one function in one eval (a migration slice's builds): each call in its
+  // own fresh scope, as invoke. It stops after a call that did not settle at once (a Promise
+  // settles when the job queue drains, after this eval: no later call may share the realm with
+  // it) or that failed; Python runs the rest, and the failed one alone, with ordinary calls.
+  function invokeEach(path, ctxList) {
+    const outcomes = [];
+    for (const ctxData of ctxList) {
+      const outcome = invoke(path, [], ctxData);
+      outcomes.push(outcome);
+      if (outcome.state !== 'fulfilled') break;
+    }
+    return outcomes;
+  }
+
   function start(id) {
     entryId = id;
     load(id);
@@ -357,7 +371,7 @@
   });
   Object.defineProperty(globalThis, 'require', { value: makeRequire('') });
   Object.defineProperty(globalThis, '__turbobase', {
-    value: harden({ register, start, describe, invoke }),
+    value: harden({ register, start, describe, invoke, invokeEach }),
   });
   lockDown();
 })

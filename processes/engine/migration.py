@@ -7,24 +7,43 @@ after every step the slice recorded. Before each row — never mid-row — it ch
 steps are keyed by process + row key + step, so a row offered again writes nothing and hands on the
 first record; update and declined steps run again. A slice with rows left queues the next slice as
 a separate job on the async lane, until nothing is outstanding or the slice cap.
+
+A migration of one create step (no ``when``, no ``awaitSource``) works in batches of
+``PROCESS_SLICE_BATCH_ROWS`` rows: their builds in one exchange with the sandbox (each still in
+a fresh scope), then one transaction holding the batch's records, trail rows and ledger rows —
+the batch commits whole or not at all. Checks and ``before_save`` hooks still run per row; a row
+the batch cannot take (its build fails or declines, a check or hook refuses it, its key was used)
+ends the batch and runs alone, as every row did before, so it is refused, failed or handed on
+exactly as then (its build is called again). The stops and the slice budget are checked before
+each batch: a cancel lands within one batch.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from guardrails.settings import setting_get
 from processes.codes import ProcessCode
 from processes.engine.ending import run_end, run_redeliver, run_wait
-from processes.engine.ledger import ledger_skip_rest
+from processes.engine.ledger import ledger_skip_rest, sequence_next
 from processes.engine.plan import PlannedStep
 from processes.engine.query import query_run
 from processes.engine.runtime import StepCodeFailed
 from processes.engine.statuses import WalkStatus
-from processes.models import PendingReason, ProcessRunSlice, RunState
+from processes.models import (
+    Disposition,
+    PendingReason,
+    ProcessRunSlice,
+    ProcessRunStep,
+    RunState,
+    SkipReason,
+)
+from records.boundary import CreateItem, records_create_batch
 
 if TYPE_CHECKING:
     from processes.engine.runner import ChainRunner
@@ -119,19 +138,26 @@ class MigrationSlice:
             return
         started = time.monotonic()
         finished = 0
-        for position, row in enumerate(current.rows):
+        # What earlier deliveries of this slice recorded, read once (not a read per row).
+        done = self._recorded(current)
+        batch_rows = setting_get("PROCESS_SLICE_BATCH_ROWS") if self._batchable() else 1
+        alone = False  # the row after a batch that stopped short runs alone
+        rows, position = current.rows, 0
+        while position < len(rows):
+            row = rows[position]
             row_key = str(row[self.key])
-            recorded = self.runner.recorded(row_key=row_key, visit=current.number)
+            recorded = done.get(row_key, {})
             if len(recorded) == len(self.plan) and not any(
                 r.awaiting_verdict for r in recorded.values()
             ):
                 finished += 1  # done before a crash: not a new visit
+                position += 1
                 continue
             if not recorded:
                 remaining = current.total_read - finished
                 elapsed_ms = (time.monotonic() - started) * 1000
-                # The budget is checked before a row, and only once the slice has finished one:
-                # a budget smaller than one row still moves the migration a row per slice.
+                # The budget is checked before a row (or batch), and only once the slice has
+                # finished one: a budget smaller than one row still moves the migration a row per slice.
                 over_budget = (
                     position >= self.runner.ceilings.slice_max_rows
                     or elapsed_ms >= self.runner.ceilings.slice_max_ms
@@ -149,7 +175,14 @@ class MigrationSlice:
                         outstanding=remaining,
                     )
                     return
-                self.runner.runtime().new_row()
+                if batch_rows > 1 and not alone:
+                    taken = self._batch(current, rows, position, done, batch_rows)
+                    finished += taken
+                    position += taken
+                    alone = position < len(rows) and taken < batch_rows
+                    if taken:
+                        continue
+                alone = False
             walk = self.runner.walk_steps(
                 self.plan,
                 recorded,
@@ -160,6 +193,7 @@ class MigrationSlice:
             )
             if walk.status == WalkStatus.DONE:
                 finished += 1
+                position += 1
                 continue
             left = current.total_read - finished - 1
             if walk.status == WalkStatus.WAIT_SOURCE:
@@ -186,6 +220,108 @@ class MigrationSlice:
                 self.runner.fail(walk.at, walk.ledger_row, outstanding=left)
             return
         self._finish(current, finished)
+
+    def _recorded(self, current: ProcessRunSlice) -> dict[str, dict[str, ProcessRunStep]]:
+        """The slice's ledger so far, by row key and step (a re-delivery resumes after it)."""
+        found: dict[str, dict[str, ProcessRunStep]] = {}
+        rows = self.run.ledger.filter(visit=current.number).exclude(
+            skip_reason=SkipReason.NOT_REACHED
+        )
+        for step in rows.exclude(row_key=""):
+            found.setdefault(step.row_key, {})[step.step_id] = step
+        return found
+
+    # -- batches -----------------------------------------------------------------------------
+
+    def _batchable(self) -> bool:
+        """One create step that neither asks ``when`` nor waits for the source: rows batch."""
+        if len(self.plan) != 1:
+            return False
+        planned = self.plan[0]
+        definition = planned.definition
+        return (
+            planned.kind == "create"
+            and definition.get("when") is None
+            and definition.get("awaitSource") is not True
+            and definition.get("build") is not None
+        )
+
+    def _batch(
+        self,
+        current: ProcessRunSlice,
+        rows: list[dict],
+        position: int,
+        done: dict[str, dict[str, ProcessRunStep]],
+        batch_rows: int,
+    ) -> int:
+        """Create the records of up to ``batch_rows`` unvisited rows from ``position`` in one
+        transaction with their ledger rows; answers how many rows it finished (from the first)."""
+        room = self.runner.ceilings.max_writes - self.run.writes  # the write ceiling, exactly
+        batch: list[dict] = []
+        for row in rows[position : position + min(batch_rows, room)]:
+            if str(row[self.key]) in done:
+                break
+            batch.append(row)
+        if not batch:
+            return 0
+        planned = self.plan[0]
+        runtime = self.runner.runtime()
+        ctxs = [
+            {
+                "input": self.run.input,
+                "runId": str(self.run.run_id),
+                "steps": {},
+                "item": planned.item,
+                "index": planned.index,
+                "row": row,
+            }
+            for row in batch
+        ]
+        items: list[CreateItem] = []
+        for row, built in zip(
+            batch, runtime.call_each(planned.path + ("build",), ctxs), strict=False
+        ):
+            if not isinstance(built, dict) or not isinstance(built.get("parent"), dict):
+                break  # declined or malformed: the row alone records which
+            key = f"row:{self.run.process_id}:{row[self.key]}:{planned.step_id}"
+            items.append(CreateItem(built["parent"], built.get("lines"), key))
+        if not items:
+            return 0
+        actor = replace(self.runner.actor, process_step=planned.step_id)
+        try:
+            with transaction.atomic():
+                records = records_create_batch(
+                    actor=actor, record_type=planned.definition["recordType"], items=items
+                )
+                if not records:
+                    return 0
+                ProcessRunStep.objects.bulk_create(
+                    ProcessRunStep(
+                        run=self.run,
+                        sequence=sequence_next(self.run),
+                        step_id=planned.step_id,
+                        record_type=record.record_type,
+                        action=planned.kind,
+                        pg_row_id=record.pk,
+                        external_id=record.external_id,
+                        disposition=Disposition.CONFIRMED,
+                        row_key=str(row[self.key]),
+                        slice=current.number,
+                        visit=current.number,
+                        created_record=True,
+                        rollback_keep=planned.is_keep,
+                        skip_reason=SkipReason.NONE,
+                        counts_write=True,
+                    )
+                    for row, record in zip(batch, records, strict=False)
+                )
+                writes = self.run.writes + len(records)
+                if self.runner.lease is not None:
+                    self.runner.lease.hold(writes=writes)  # proves the lease in this transaction
+        except IntegrityError:  # a concurrent writer took a key: these rows go one at a time
+            return 0
+        self.run.writes = writes
+        return len(records)
 
     def _close(self, current: ProcessRunSlice) -> None:
         ProcessRunSlice.objects.filter(pk=current.pk).update(

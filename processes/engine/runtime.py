@@ -76,6 +76,15 @@ class ModuleRuntime:
             where = f" at {exc.location}" if getattr(exc, "location", None) else ""
             raise StepCodeFailed(exc.code, f"{exc}{where}") from exc
 
+    def call_each(self, path: tuple, ctxs: list[dict[str, Any]]) -> list[Any]:
+        """The values of ``path`` for the leading ``ctxs`` whose calls settled at once, in one
+        exchange with the sandbox; empty when the exchange as a whole failed. The caller makes the
+        rest with ``call``, one at a time — where a failure is classified and recorded."""
+        try:
+            return self.sandbox.call_each(list(path), ctxs)
+        except SandboxError:
+            return []
+
     def new_row(self) -> None:
         """A fresh JS context: nothing one row or run set is visible to the next."""
         self.sandbox.new_run()

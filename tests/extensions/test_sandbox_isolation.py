@@ -81,6 +81,31 @@ exports.default = {
     assert in_one_interpreter == after_a_crash == [[1, 1], [1, 1], [1, 1]]
 
 
+def test_calls_made_together_share_nothing_and_stop_at_the_first_that_did_not_settle(
+    sandbox: Sandbox,
+) -> None:
+    sandbox.load("""let calls = 0;
+exports.default = {
+  build: (ctx) => {
+    calls += 1;
+    globalThis.seen = (globalThis.seen ?? 0) + 1;
+    if (ctx.row === 'throws') throw new Error('no');
+    if (ctx.row === 'waits') return ctx.query('x').then(() => [calls, seen, ctx.row]);
+    return [calls, seen, ctx.row];
+  },
+};""")
+    rows = ["a", "b", "c"]
+    assert sandbox.call_each(["build"], [{"row": r} for r in rows]) == [[1, 1, r] for r in rows]
+    # A failure ends the list before it: the caller makes that call alone, and the rest.
+    assert sandbox.call_each(["build"], [{"row": r} for r in ["a", "throws", "c"]]) == [[1, 1, "a"]]
+    # A Promise ends it after it (it settles once the eval is over; no later call may share it).
+    assert sandbox.call_each(["build"], [{"row": r} for r in ["a", "waits", "c"]]) == [
+        [1, 1, "a"],
+        [1, 1, "waits"],
+    ]
+    assert sandbox.call_each(["build"], []) == []
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_chain_step_sees_only_ctx_of_what_the_step_before_it_did(admin_user, alice):
     from records.models import Record

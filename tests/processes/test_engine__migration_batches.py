@@ -1,0 +1,157 @@
+"""A one-create-step migration writes its rows in batches: each batch's records, trail rows and
+ledger rows commit together or not at all; a row the batch cannot take runs alone, as before."""
+
+from __future__ import annotations
+
+import pytest
+
+from guardrails.settings import setting_set
+from processes.engine.runner import run_deliver
+from processes.models import ProcessRun
+from records.boundary import record_create
+from records.errors import HookRejection
+from records.hooks import hook_register
+from records.models import Record, RecordWriteState, WriteTrail
+from records.trail import Actor
+from tests.processes.engine_support import deploy, invoke, pump
+from tests.processes.test_engine__migration import _items
+
+pytestmark = pytest.mark.django_db
+PROCESS = "t:batched"
+SOURCE = """import { defineProcess } from '@turbobase/extensions';
+export default defineProcess({
+  id: 't:batched',
+  input: { type: 'object' },
+  eachRow: {
+    outstanding: () => 'migration_item?select=legacy_id,company_name&order=legacy_id',
+    key: 'legacy_id',
+  },
+  steps: [
+    { id: 'create', recordType: 'customer',
+      build: (ctx) => ({ parent: { company_name: ctx.row!.company_name } }) },
+  ],
+});
+"""
+
+
+@pytest.fixture
+def batched(admin_user):
+    deploy(SOURCE, by=admin_user)
+    setting_set("PROCESS_SLICE_BATCH_ROWS", 4)
+    setting_set("PROCESS_SLICE_MAX_ROWS", 100)  # one slice: the rows are never marked done
+    return PROCESS
+
+
+def _customers() -> int:
+    return Record.reads.filter(record_type="customer").count()
+
+
+def test_every_row_is_written_once_with_its_trail_write_state_and_ledger_row(batched, alice):
+    _items(alice, 10)
+    run = invoke(batched, {}, alice)
+    pump(sources=False)
+    run.refresh_from_db()
+    assert (run.state, run.outstanding, run.slices, run.writes) == ("committed", 0, 1, 10)
+    creates = run.ledger.filter(step_id="create")
+    assert creates.filter(disposition="confirmed", created_record=True).count() == 10
+    assert creates.values("row_key").distinct().count() == 10
+    assert len(set(creates.values_list("sequence", flat=True))) == 10
+    records = Record.reads.filter(record_type="customer")
+    assert set(records.values_list("pk", flat=True)) == set(
+        creates.values_list("pg_row_id", flat=True)
+    )
+    assert set(records.values_list("idempotency_key", flat=True)) == {
+        f"row:{PROCESS}:L{n:05d}:create" for n in range(10)
+    }
+    trail = WriteTrail.reads.filter(record_type="customer", process_run_id=str(run.run_id))
+    assert list(trail.values_list("outcome", "process_step").distinct()) == [("allowed", "create")]
+    assert trail.count() == 10
+    # A connected type: every record has its pending outbound write.
+    assert RecordWriteState.reads.filter(record_type="customer", status="pending").count() == 10
+
+
+def test_a_row_refused_inside_a_batch_fails_the_run_as_one_row_does(batched, alice):
+    def refuse(ctx):
+        if ctx.record["parent"].get("company_name") == "Company 5":
+            raise HookRejection("company 5 is blocked", code="BLOCKED", field="parent.company_name")
+
+    unregister = hook_register(slot="before_save", record_type="customer", hook=refuse)
+    try:
+        _items(alice, 10)
+        run = invoke(batched, {}, alice)
+        pump(sources=False)
+    finally:
+        unregister()
+    run.refresh_from_db()
+    assert (run.state, run.outstanding, run.writes) == ("failed", 4, 5)
+    assert "L00005" in run.reason and "BLOCKED" in run.reason
+    failed = run.ledger.get(step_id="create", row_key="L00005")
+    assert (failed.disposition, failed.refusal_code) == ("failed", "BLOCKED")
+    assert _customers() == 5  # the rows before it, in one full batch and one cut short
+    assert not run.ledger.filter(row_key__in=["L00006", "L00007"]).exists()
+    refused = WriteTrail.reads.get(record_type="customer", outcome="refused")
+    assert (refused.code, refused.process_run_id) == ("BLOCKED", str(run.run_id))
+
+
+def test_rows_whose_key_was_used_are_handed_on_between_batches(batched, alice, admin_user):
+    _items(alice, 9)
+    actor = Actor(user=alice)
+    earlier = {
+        n: record_create(
+            actor=actor,
+            record_type="customer",
+            parent={"company_name": f"earlier {n}"},
+            idempotency_key=f"row:{PROCESS}:L{n:05d}:create",
+        ).record
+        for n in (2, 3, 7)
+    }
+    run = invoke(batched, {}, alice)
+    pump(sources=False)
+    run.refresh_from_db()
+    assert (run.state, run.outstanding, run.writes) == ("committed", 0, 6)
+    assert _customers() == 9
+    for n, record in earlier.items():
+        row = run.ledger.get(row_key=f"L{n:05d}")
+        assert (row.disposition, row.skip_reason, row.pg_row_id) == ("skipped", "reused", record.pk)
+    assert run.ledger.filter(disposition="confirmed").count() == 6
+
+
+class Crash(BaseException):
+    """A worker dying mid-batch: nothing in the engine catches it."""
+
+
+def test_a_delivery_dying_mid_batch_loses_that_batch_whole_and_the_next_resumes(batched, alice):
+    _items(alice, 10)
+    crashed = []
+
+    def die_once(ctx):
+        if ctx.record["parent"].get("company_name") == "Company 6" and not crashed:
+            crashed.append(True)
+            raise Crash
+
+    unregister = hook_register(slot="before_save", record_type="customer", hook=die_once)
+    try:
+        run = invoke(batched, {}, alice)
+        with pytest.raises(Crash):
+            run_deliver(str(run.pk))
+    finally:
+        unregister()
+    # The first batch (rows 0-3) committed; the second (4-7) was in hand: none of it is written.
+    assert _customers() == 4
+    assert run.ledger.count() == 4
+    ProcessRun.objects.filter(pk=run.pk).update(lease_owner="", lease_until=None)
+    pump(sources=False)
+    run.refresh_from_db()
+    assert (run.state, run.outstanding, run.slices, run.writes) == ("committed", 0, 1, 10)
+    assert _customers() == 10
+    creates = run.ledger.filter(step_id="create", disposition="confirmed")
+    assert creates.count() == 10 and creates.values("row_key").distinct().count() == 10
+
+
+def test_one_row_a_batch_is_the_row_by_row_path(batched, alice):
+    setting_set("PROCESS_SLICE_BATCH_ROWS", 1)
+    _items(alice, 3)
+    run = invoke(batched, {}, alice)
+    pump(sources=False)
+    run.refresh_from_db()
+    assert (run.state, run.writes, _customers()) == ("committed", 3, 3)
