@@ -52,3 +52,8 @@ class ProcessCode(StrEnum):
     TASK_DECIDED = "TASK_DECIDED"  # completing or rejecting a task that is no longer open
     TASK_NOT_ASSIGNED = "TASK_NOT_ASSIGNED"  # an administrator acting on someone else's task
     TASK_BODY_INVALID = "TASK_BODY_INVALID"  # a complete or reject body, naming its field
+    # Events (``POST /v1/events``) and a waitFor step waiting for one.
+    EVENT_INVALID = "EVENT_INVALID"  # the body's name, data or key, named
+    EVENT_KEY_REUSED = "EVENT_KEY_REUSED"  # the sender's key came with another name or data
+    WAIT_MATCH_INVALID = "WAIT_MATCH_INVALID"  # ``waitFor.match`` returned no object
+    WAIT_CLOSED = "WAIT_CLOSED"  # the wait was closed (its run ended) before any event came

@@ -110,6 +110,20 @@ class TaskBodyInvalid(InvalidRequest):
     code = ProcessCode.TASK_BODY_INVALID
 
 
+class EventInvalid(InvalidRequest):
+    """An event body is not ``{name, data?, key?}`` as sent; the field is named, nothing kept."""
+
+    error = "invalid_event"
+    code = ProcessCode.EVENT_INVALID
+
+
+class EventKeyReused(RunStateConflict):
+    """The sender already sent an event with this key, with another name or other data."""
+
+    error = "event_key_reused"
+    code = ProcessCode.EVENT_KEY_REUSED
+
+
 class InvokeForbidden(AdminRequired):
     """A token may invoke only with extensions:deploy and an administrator owner."""
 

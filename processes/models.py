@@ -61,6 +61,8 @@ class PendingReason(models.TextChoices):
     AWAITING_TIME = "awaitingTime", "awaitingTime"
     # a task step waits for a person to complete or reject it (processes.human_tasks)
     AWAITING_ACTION = "awaitingAction", "awaitingAction"
+    # a waitFor step waits for a matching event (processes.events)
+    AWAITING_INPUT = "awaitingInput", "awaitingInput"
     NONE = "", "—"  # the run ended
 
 
@@ -304,5 +306,6 @@ class ProcessRunSlice(models.Model):
         return f"{self.run_id} slice {self.number}"
 
 
+from processes.events.models import Event, EventWait  # noqa: E402,F401  (the events' tables)
 from processes.human_tasks.models import HumanTask  # noqa: E402,F401  (the tasks' table)
 from processes.schedules.models import ProcessSchedule  # noqa: E402,F401  (the schedules' table)

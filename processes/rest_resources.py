@@ -1,8 +1,9 @@
-"""``process_run`` and ``process_run_step`` as PostgREST resources of ``/v1/rest``.
+"""``process_run``, ``process_run_step`` and ``event`` as PostgREST resources of ``/v1/rest``.
 
 Scoped by the same row-level security as ``GET /v1/processes/runs/:runId``: the invoker sees their
-runs and those runs' ledger rows, an administrator every one. Importing this module registers
-both (``ProcessesConfig.ready`` imports it, the Django idiom for signal modules).
+runs and those runs' ledger rows, an administrator every one; a sender sees the events they sent.
+Importing this module registers them (``ProcessesConfig.ready`` imports it, the Django idiom for
+signal modules).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from django.contrib.auth.models import User
 from django.db.models import QuerySet
 
+from processes.events.service import events_visible
 from processes.models import ProcessRunStep
 from processes.steering import runs_visible
 from records.rest.resources import Column, ColumnKind, Resource, resource_register
@@ -60,6 +62,18 @@ STEP_COLUMNS = (
 )
 
 
+EVENT_COLUMNS = (
+    Column("event_id", "event_id", K.UUID),
+    Column("name", "name", K.TEXT),
+    Column("data", "data", K.JSON),
+    Column("key", "key", K.TEXT),
+    Column("sender", "sender_id", K.INTEGER),
+    Column("received_at", "received_at", K.DATETIME),
+    Column("resumed", "resumed", K.INTEGER),
+    Column("run_ids", "run_ids", K.JSON),
+)
+
+
 def steps_visible(user: User) -> QuerySet[ProcessRunStep]:
     """Ledger rows of the runs the user may see."""
     steps = ProcessRunStep.objects.all()
@@ -82,5 +96,14 @@ resource_register(
         rows_visible=steps_visible,
         order_default=("run_id", "sequence"),
         tiebreaker="id",
+    )
+)
+resource_register(
+    Resource(
+        name="event",
+        columns=EVENT_COLUMNS,
+        rows_visible=events_visible,
+        order_default=("received_at",),
+        tiebreaker="event_id",
     )
 )

@@ -23,5 +23,7 @@ def run_tally_fold() -> int:
 
 def runs_sweep() -> int:
     from processes.engine.wakeups import waits_sweep
+    from processes.events.service import events_undelivered_deliver
 
+    events_undelivered_deliver()  # events whose sender died before delivering them
     return waits_sweep()

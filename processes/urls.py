@@ -2,6 +2,7 @@
 
 from django.urls import path
 
+from processes.api.events import EventSendView
 from processes.api.tasks import TaskCompleteView, TaskListView, TaskRejectView
 from processes.api.views import (
     ProcessCancelView,
@@ -16,6 +17,7 @@ from processes.api.views import (
 )
 
 urlpatterns = [
+    path("events", EventSendView.as_view(), name="event-send"),
     path("tasks", TaskListView.as_view(), name="task-list"),
     path("tasks/<str:task_id>/complete", TaskCompleteView.as_view(), name="task-complete"),
     path("tasks/<str:task_id>/reject", TaskRejectView.as_view(), name="task-reject"),

@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from processes.engine.lease import Lease, LeaseLost
 from processes.errors import IllegalTransition
+from processes.events.models import EventWait, WaitState
 from processes.human_tasks.models import HumanTask, TaskState
 from processes.lanes import lane_enqueue
 from processes.models import PendingReason, ProcessRun
@@ -76,6 +77,10 @@ def run_end(
             state=TaskState.CANCELLED,
             reason=f"its run ended {state} before anyone decided",
             decided_at=now,
+        )
+        # Nor a wait for an event: no event resumes an ended run.
+        EventWait.objects.filter(run_id=run.pk, state=WaitState.WAITING).update(
+            state=WaitState.CLOSED, decided_at=now
         )
     return run
 

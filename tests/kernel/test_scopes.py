@@ -116,6 +116,7 @@ RULES = [
     ),
     ("post", "v1/processes/<str:process_id>", "/v1/processes/acme:nothing", {}, DEPLOY),
     ("get", "v1/processes/<str:process_id>/runs", "/v1/processes/acme:nothing/runs", None, READ),
+    ("post", "v1/events", "/v1/events", {"name": "order.paid"}, WRITE),
     ("get", "v1/tasks", "/v1/tasks", None, READ),
     ("post", "v1/tasks/<str:task_id>/complete", f"/v1/tasks/{RUN}/complete", {"output": 1}, WRITE),
     ("post", "v1/tasks/<str:task_id>/reject", f"/v1/tasks/{RUN}/reject", {"reason": "no"}, WRITE),

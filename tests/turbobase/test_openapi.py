@@ -536,3 +536,17 @@ def test_a_synchronous_invoke_fits_the_schema_settled_or_not(admin):
         worker.stop()
     assert settled.status_code == 200
     assert assert_documented(settled, "post", path)["state"] == "committed"
+
+
+def test_events_fit_the_schema(admin):
+    client = api(admin)
+    sent = client.post("/v1/events", {"name": "order.paid", "key": "k"}, format="json")
+    assert assert_documented(sent, "post", "/v1/events")["replayed"] is False
+    again = client.post("/v1/events", {"name": "order.paid", "key": "k"}, format="json")
+    assert assert_documented(again, "post", "/v1/events")["replayed"] is True
+    reused = client.post(
+        "/v1/events", {"name": "order.paid", "data": {"n": 1}, "key": "k"}, format="json"
+    )
+    assert reused.status_code == 409
+    assert_documented(reused, "post", "/v1/events")
+    assert_documented(client.post("/v1/events", {"data": {}}, format="json"), "post", "/v1/events")
