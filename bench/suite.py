@@ -67,6 +67,13 @@ def run_migration(args: argparse.Namespace) -> None:
     row("engine", f"{res['rows_per_s']:10.1f} rows/s")
     row("bare boundary loop (same creates, same keys)", f"{res['bare_rows_per_s']:10.1f} rows/s")
     row("engine time / bare time", f"{res['engine_over_bare']:10.2f}×")
+    connected = res.pop("connected", None)
+    if connected is not None:
+        row(
+            "into a connected type, outbound worker on",
+            f"{connected['rows_per_s']:10.1f} rows/s   ({connected['sent_by_end']} of "
+            f"{res['rows']} writes sent by the migration's end)",
+        )
     result_print(res)
 
 
