@@ -45,7 +45,6 @@ class ProcessCode(StrEnum):
     # A task step (a person's decision): on its ledger row, and answered by /v1/tasks.
     TASK_REJECTED = "TASK_REJECTED"  # the assignee rejected it; the refusal carries the reason
     TASK_EXPIRED = "TASK_EXPIRED"  # its ``timeout`` came before anyone decided
-    TASK_CANCELLED = "TASK_CANCELLED"  # its run was cancelled before anyone decided
     TASK_TITLE_INVALID = "TASK_TITLE_INVALID"  # ``task.title`` returned something other than text
     TASK_DETAILS_INVALID = "TASK_DETAILS_INVALID"  # ``task.details`` returned no object
     TASK_ASSIGNEE_UNKNOWN = "TASK_ASSIGNEE_UNKNOWN"  # no such active user, or no such group

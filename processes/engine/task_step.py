@@ -6,8 +6,10 @@ before any transaction) and makes the task — one per run and step, so a delive
 and is sent again finds it — then the run parks ``awaitingAction`` with the timeout as its due
 time. A later delivery (the decision's wake-up, or the timeout's) finds the task decided and writes
 the step's one ledger row from it: ``confirmed`` with the output, or ``failed`` with
-``TASK_REJECTED`` (the reason) or ``TASK_EXPIRED``. The row and the unique (run, step, row, visit)
-ledger key make the decision count once, however many deliveries look.
+``TASK_REJECTED`` (the reason) or ``TASK_EXPIRED``. The row and the unique (run, step, row,
+visit) ledger key make the decision count once, however many deliveries look. A task closed
+because its run stopped (a run's ending closes its open tasks) is opened again if the run is
+resumed.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from processes.engine.plan import PlannedStep
 from processes.engine.runtime import ModuleRuntime, StepCodeFailed
 from processes.engine.statuses import StepStatus
 from processes.human_tasks.models import HumanTask, TaskState
-from processes.human_tasks.service import assignee_exists, task_expire
+from processes.human_tasks.service import assignee_exists, task_expire, task_reopen
 from processes.models import Disposition
 
 TITLE_MAX_CHARS = 500
@@ -107,6 +109,13 @@ def task_step_resume(scope: Any, planned: PlannedStep, task: HumanTask) -> Any:
     """The step's task exists: wait on, or write the step's ledger row from the decision."""
     from processes.engine.steps import StepResult, record_step
 
+    if task.state == TaskState.CANCELLED:
+        # Closed when its run stopped with this step outstanding (a switch, a ceiling), and the
+        # run was resumed: the same task is asked again, its timeout counted from now.
+        timeout = planned.definition["task"].get("timeout")
+        task = task_reopen(
+            task, expires_at=timezone.now() + duration_parse(timeout) if timeout else None
+        )
     if task.state == TaskState.OPEN and task.expires_at and task.expires_at <= timezone.now():
         task = task_expire(task)
     if task.state == TaskState.OPEN:
@@ -120,10 +129,8 @@ def task_step_resume(scope: Any, planned: PlannedStep, task: HumanTask) -> Any:
         refusal = Refused(
             ProcessCode.TASK_REJECTED, "reason", f"{task.title!r} rejected by {who}: {task.reason}"
         )
-    elif task.state == TaskState.EXPIRED:
+    else:  # expired (a closed task was opened again above)
         refusal = Refused(ProcessCode.TASK_EXPIRED, "timeout", f"{task.title!r}: {task.reason}")
-    else:
-        refusal = Refused(ProcessCode.TASK_CANCELLED, None, f"{task.title!r}: {task.reason}")
     with transaction.atomic():
         row = record_step(scope, planned, disposition=Disposition.FAILED, refusal=refusal)
     return StepResult(StepStatus.FAILED, row)

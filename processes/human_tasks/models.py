@@ -2,7 +2,7 @@
 
 A task is made by the run's delivery when it reaches the step (one per run and step: the unique
 constraint makes a re-delivery find it rather than make another) and decided once — completed,
-rejected, expired at its timeout, or closed because its run was cancelled — by one conditional
+rejected, expired at its timeout, or closed because its run ended first — by one conditional
 UPDATE from ``open`` (``human_tasks.service``). The run parks meanwhile (``awaitingAction``) and
 holds no worker; the decision wakes it and the step's ledger row is written from the task.
 """
@@ -26,7 +26,9 @@ class TaskState(models.TextChoices):
     COMPLETED = "completed"
     REJECTED = "rejected"
     EXPIRED = "expired"  # its timeout came before anyone decided
-    CANCELLED = "cancelled"  # its run was cancelled before anyone decided
+    # its run ended (cancelled, failed, or stopped with the step outstanding) before anyone
+    # decided; a stopped run that is resumed opens it again
+    CANCELLED = "cancelled"
 
 
 class HumanTask(models.Model):

@@ -179,6 +179,15 @@ def task_expire(task: HumanTask, *, now: datetime | None = None) -> HumanTask:
     return task
 
 
+def task_reopen(task: HumanTask, *, expires_at: datetime | None) -> HumanTask:
+    """Open again a task its run's ending closed, now that the run is resumed (the engine)."""
+    HumanTask.objects.filter(pk=task.pk, state=TaskState.CANCELLED).update(
+        state=TaskState.OPEN, reason="", decided_at=None, expires_at=expires_at
+    )
+    task.refresh_from_db()
+    return task
+
+
 def output_size_problem(output: Any) -> str | None:
     """Why ``output`` is too large to keep, or None."""
     size = len(json.dumps(output, ensure_ascii=False))

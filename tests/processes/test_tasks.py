@@ -404,3 +404,39 @@ def test_what_the_functions_return_is_checked_before_any_task_is_made(
     run = _parked(admin_user, alice, source)
     assert (run.state, ledger(run)) == ("failed", [("approve", "failed", code)])
     assert not HumanTask.objects.exists()
+
+
+def test_a_run_stopped_at_its_task_asks_again_when_resumed(admin_user, alice, bob):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from processes.models import Process
+
+    run = _parked(admin_user, alice, approval(timeout="1h"))
+    task = HumanTask.objects.get(run=run)
+    # Switched off while parked: the run's next delivery (here its due time) stops it there.
+    Process.objects.filter(pk=run.process_id).update(is_enabled=False)
+    ProcessRun.objects.filter(pk=run.pk).update(wake_at=timezone.now() - timedelta(seconds=1))
+    pump()
+    run.refresh_from_db()
+    task.refresh_from_db()
+    assert (run.state, run.outstanding) == ("committed", 2)
+    assert (task.state, task.reason) == (
+        "cancelled",
+        "its run ended committed before anyone decided",
+    )
+    Process.objects.filter(pk=run.process_id).update(is_enabled=True)
+    assert client_for(alice).post(f"/v1/processes/runs/{run.pk}/resume").status_code == 202
+    pump()
+    run.refresh_from_db()
+    task.refresh_from_db()
+    assert (run.pending_reason, task.state, task.reason) == ("awaitingAction", "open", "")
+    assert task.expires_at > timezone.now() + timedelta(minutes=59)  # counted from the resume
+    client_for(bob).post(
+        f"/v1/tasks/{task.pk}/complete", {"output": {"note": "again"}}, format="json"
+    )
+    pump()
+    run.refresh_from_db()
+    assert run.state == "committed" and run.outstanding == 0, run.reason
+    assert Record.reads.get(record_type="salesOrder").fields["memo"] == "PO-7: again"
