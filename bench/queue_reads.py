@@ -4,18 +4,21 @@ History is bulk-inserted ``ProcessRun`` rows (the run table is not behind the re
 mostly committed, some failed and cancelled, a few still queued, created over the last 90 days,
 invoked by two users, spread over 25 deployed processes. Every read goes through Django's test
 client (middleware, authentication, DRF or the admin, the view) in this process; each size is the
-median of CALLS calls after one warm-up call. (Named ``queue_reads`` so it never shadows the
-standard library's ``queue``.)
+median of CALLS calls after one warm-up call. The small size is measured twice, before the large
+one and again after cutting the runs back to the same ones, and its median takes both rounds.
+(Named ``queue_reads`` so it never shadows the standard library's ``queue``.)
 
 The queue is read with the administrator's session (its RESULT line compares across versions);
 the other API reads with a bearer token, as the CLI and apps read:
 
 - ``run``: ``GET /v1/processes/runs/<id>`` of one run with a 20-row ledger;
-- ``process runs``: ``GET /v1/processes/queue?processId=…``, one process's runs in the queue;
+- ``process runs``: ``GET /v1/processes/queue?processId=…``, one process's runs in the queue (it
+  lists 41 runs at 1,000 and 500 at 100,000: part of its ratio is the longer answer);
 - ``processes``: ``GET /v1/processes`` (25 processes, each with its last five runs);
 - ``admin Processes``: the admin's Processes list (``/admin/processes/process/``);
-- ``CLI runs page``: ``turbobase processes runs <id>`` (the CLI's own code, over the test client),
-  the whole history of one process in pages of 20 runs, reported per page it fetched.
+- ``turbobase processes runs <id>`` (the CLI's own code, over the test client) walking the whole
+  history of one process in pages of 20 runs, each page timed: its first page (a process's 20
+  newest runs), and every full page (the deep ones are what paging by OFFSET made slow).
 """
 
 from __future__ import annotations
@@ -56,10 +59,11 @@ CLI_PAGE = 20
 READS = (
     ("queue", "GET /v1/processes/queue"),
     ("run", "GET /v1/processes/runs/<id> (20-row ledger)"),
-    ("process_runs", "GET /v1/processes/queue?processId=…"),
+    ("process_runs", "…/queue?processId=… (its runs, up to 500)"),
+    ("runs_first_page", "a process's 20 newest runs (CLI's first page)"),
+    ("cli_runs_page", "CLI runs: any full 20-run page, deep ones too"),
     ("processes", "GET /v1/processes (25 processes)"),
     ("admin_processes", "admin Processes list"),
-    ("cli_runs_page", "turbobase processes runs, per 20-run page"),
 )
 
 
@@ -87,8 +91,19 @@ def runs_top_up(total: int, users: list) -> None:
             "UPDATE process_run SET created_at = now() - random() * interval '90 days'"
             " WHERE process_id LIKE 'bench:queue-%%' AND created_at > now() - interval '1 hour'"
         )
-    # In service the run tally's deltas are folded every minute (system.processes.tally), and
-    # the tables have been vacuumed: measure that, not the fold or autovacuum catching up.
+    table_settle()
+
+
+def runs_cut_back(kept: list) -> None:
+    """Back to the small size: every run but ``kept`` deleted (bench runs have no ledger)."""
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM process_run WHERE NOT (run_id = ANY(%s))", [kept])
+    table_settle()
+
+
+def table_settle() -> None:
+    """In service the run tally's deltas are folded every minute (system.processes.tally) and the
+    tables have been vacuumed: measure that, not the fold or autovacuum catching up."""
     tally_fold()
     with connection.cursor() as cursor:
         for table in ("process_run", "process_run_tally", "process_run_tally_delta"):
@@ -134,14 +149,15 @@ def probed_run(user) -> ProcessRun:
     return run
 
 
-def median_ms(call: Callable[[], Any], calls: int) -> float:
+def samples_ms(call: Callable[[], Any], calls: int, *, per: int = 1) -> list[float]:
+    """``calls`` timings of ``call`` after one warm-up, in ms (divided by ``per``)."""
     call()  # warm-up
     times = []
     for _ in range(calls):
         started = time.perf_counter()
         call()
-        times.append((time.perf_counter() - started) * 1000)
-    return statistics.median(times)
+        times.append((time.perf_counter() - started) * 1000 / per)
+    return times
 
 
 def get_ok(client: Client, path: str, **extra: Any) -> Any:
@@ -152,48 +168,62 @@ def get_ok(client: Client, path: str, **extra: Any) -> Any:
 
 
 class CliOverTestClient:
-    """What ``turbobase.cli`` needs of its client (``get`` answering JSON), over the test client."""
+    """What ``turbobase.cli`` needs of its client (``get`` answering JSON), over the test client;
+    it times every page it fetches: (ms, runs on the page)."""
 
     def __init__(self, client: Client, token: str) -> None:
         self.client = client
         self.auth = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
-        self.gets = 0
+        self.pages: list[tuple[float, int]] = []
 
     def get(self, path: str, params: dict[str, Any] | None = None) -> Any:
-        self.gets += 1
+        started = time.perf_counter()
         res = self.client.get(path, params or {}, **self.auth)
+        ms = (time.perf_counter() - started) * 1000
         if res.status_code != 200:
             raise RuntimeError(f"GET {path} answered {res.status_code}: {res.content[:300]!r}")
-        return res.json()
+        body = res.json()
+        self.pages.append((ms, len(body["runs"] if isinstance(body, dict) else body)))
+        return body
 
 
-def cli_runs_page_ms(cli: CliOverTestClient, calls: int) -> tuple[float, int]:
-    """The CLI's whole history of one process, in ms per page fetched, and the pages it took.
-
-    Pages of CLI_PAGE runs, so both sizes fetch full pages (at 1,000 runs the process has 41)."""
+def cli_pages_ms(cli: CliOverTestClient, calls: int) -> tuple[list[float], list[float], int]:
+    """``turbobase processes runs`` over one process's whole history, ``calls`` times, in pages of
+    CLI_PAGE runs: the first page's timings, every full page's (deep ones included), and the
+    pages one walk takes."""
     args = Namespace(process_id=PROBED_PROCESS, json=False)
     cli_processes.HISTORY_PAGE = CLI_PAGE
-
-    def whole_history() -> None:
+    first: list[float] = []
+    full: list[float] = []
+    walks = []
+    for n in range(calls + 1):
+        cli.pages = []
         with contextlib.redirect_stdout(io.StringIO()):
             cli_processes.processes_runs(args, cli)
-
-    cli.gets = 0
-    whole_history()
-    pages = cli.gets
-    return median_ms(whole_history, calls) / pages, pages
+        walks.append(len(cli.pages))
+        if n == 0:
+            continue  # warm-up
+        first.append(cli.pages[0][0])
+        full.extend(ms for ms, runs in cli.pages if runs == CLI_PAGE)
+    return first, full, walks[0]
 
 
 @dataclass
 class ReadsBench:
     small: int
     large: int
-    ms: dict[str, list[float]] = field(default_factory=dict)  # key → [at small, at large]
-    cli_pages: list[int] = field(default_factory=list)
+    # key → size ("small" / "large") → every timing taken at that size, in ms
+    samples: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    cli_pages: dict[str, int] = field(default_factory=dict)
+
+    def ms(self, key: str) -> tuple[float, float]:
+        """The medians at the small and at the large size."""
+        sizes = self.samples[key]
+        return statistics.median(sizes["small"]), statistics.median(sizes["large"])
 
     def result(self) -> dict[str, Any]:
         """The queue's RESULT line: exactly these keys."""
-        ms_small, ms_large = self.ms["queue"]
+        ms_small, ms_large = self.ms("queue")
         return {
             "bench": "queue",
             "ms_1k": round(ms_small, 2),
@@ -210,6 +240,7 @@ def reads_measure(
     cli: CliOverTestClient,
     run: ProcessRun,
     calls: int,
+    size: str,
 ) -> None:
     bearer = cli.auth
     reads: dict[str, Callable[[], Any]] = {
@@ -222,10 +253,11 @@ def reads_measure(
         "admin_processes": lambda: get_ok(session, "/admin/processes/process/"),
     }
     for key, read in reads.items():
-        bench.ms.setdefault(key, []).append(median_ms(read, calls))
-    per_page, pages = cli_runs_page_ms(cli, calls)
-    bench.ms.setdefault("cli_runs_page", []).append(per_page)
-    bench.cli_pages.append(pages)
+        bench.samples.setdefault(key, {}).setdefault(size, []).extend(samples_ms(read, calls))
+    first, full, pages = cli_pages_ms(cli, calls)
+    bench.samples.setdefault("runs_first_page", {}).setdefault(size, []).extend(first)
+    bench.samples.setdefault("cli_runs_page", {}).setdefault(size, []).extend(full)
+    bench.cli_pages[size] = pages
 
 
 def queue_bench(*, small: int = 1_000, large: int = 100_000, calls: int = 7) -> ReadsBench:
@@ -241,8 +273,13 @@ def queue_bench(*, small: int = 1_000, large: int = 100_000, calls: int = 7) -> 
     run = probed_run(admin)
     bench = ReadsBench(small=small, large=large)
     measure = dict(session=session, token_client=token_client, cli=cli, run=run, calls=calls)
+    # Small, large, small again: the small size's timings bracket the large one's, so a change of
+    # load on a shared machine during the run moves both sides of the ratio alike.
     runs_top_up(small, [admin, other])
-    reads_measure(bench, **measure)
+    reads_measure(bench, size="small", **measure)
+    kept = list(ProcessRun.objects.values_list("pk", flat=True))
     runs_top_up(large, [admin, other])
-    reads_measure(bench, **measure)
+    reads_measure(bench, size="large", **measure)
+    runs_cut_back(kept)
+    reads_measure(bench, size="small", **measure)
     return bench

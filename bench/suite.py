@@ -82,16 +82,19 @@ def run_queue(args: argparse.Namespace) -> None:
 
     bench = queue_bench(small=args.runs_small, large=args.runs_large, calls=args.calls)
     res = bench.result()
-    print(f"queue — GET /v1/processes/queue as an administrator, median of {args.calls} calls")
+    print(
+        f"queue — GET /v1/processes/queue as an administrator, median of {args.calls} calls a size"
+        f" ({args.runs_small:,} measured before and after {args.runs_large:,})"
+    )
     row(f"at {args.runs_small:,} runs", f"{res['ms_1k']:10.1f} ms")
     row(f"at {args.runs_large:,} runs", f"{res['ms_100k']:10.1f} ms")
     row("ratio", f"{res['ratio_100k_over_1k']:10.2f}×")
     print(
-        f"  reads at {args.runs_small:,} → {args.runs_large:,} runs (ms, median of {args.calls}; "
-        f"CLI pages: {' → '.join(str(n) for n in bench.cli_pages)})"
+        f"  reads at {args.runs_small:,} → {args.runs_large:,} runs (ms, medians; CLI pages: "
+        f"{bench.cli_pages['small']} → {bench.cli_pages['large']})"
     )
     for key, label in READS:
-        small, large = bench.ms[key]
+        small, large = bench.ms(key)
         row(label, f"{small:8.1f} → {large:8.1f}   {large / small:5.2f}×")
     result_print(res)
 

@@ -72,7 +72,8 @@ def tally_fold() -> int:
         sums: dict[tuple, int] = defaultdict(int)
         for *key, n in gone:
             sums[tuple(key)] += n
-        changed = [(*key, n) for key, n in sums.items() if n]
+        # In key order: two folds at once lock the tally rows they share in the same order.
+        changed = [(*key, n) for key, n in sorted(sums.items()) if n]
         if changed:
             cursor.executemany(
                 f"INSERT INTO process_run_tally ({', '.join(KEY)}, n) VALUES (%s, %s, %s, %s, %s) "
