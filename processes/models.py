@@ -55,9 +55,13 @@ class PendingReason(models.TextChoices):
 
     QUEUED = "queued", "queued"  # waiting for a worker
     RUNNING = "running", "running"  # a delivery holds it
+    # a delivery failed on a transient error and is tried again at ``wake_at`` (``retryAt``)
+    RETRYING = "retrying", "retrying"
+    # queued while every worker of its lane is busy (worked out when read: processes.pending)
+    AWAITING_WORKER = "awaitingWorker", "awaitingWorker"
     # an awaitSource step waits for the source's verdict
     AWAITING_SOURCE = "awaitingSource", "awaitingSource"
-    # a delete waits for the delete window to free
+    # a sleep step waits for its wakeAt; a delete waits for the delete window to free
     AWAITING_TIME = "awaitingTime", "awaitingTime"
     # a task step waits for a person to complete or reject it (processes.human_tasks)
     AWAITING_ACTION = "awaitingAction", "awaitingAction"
