@@ -18,10 +18,12 @@ class ProcessesConfig(AppConfig):
         from processes.api.reads import triggers_provider_register
         from processes.contract import process_contract_check
         from processes.engine.wakeups import on_source_verdict
+        from processes.events.service import event_starter_register
         from processes.registry import process_sync_from_module
         from processes.schedules.bundle_part import SchedulesPart
         from processes.schedules.receivers import schedule_remove_guard
         from processes.schedules.service import schedule_triggers_for
+        from processes.triggers.event_sent import event_triggers_start
         from processes.triggers.index import trigger_index_forget
         from processes.triggers.record_entered import record_watcher
         from records.verdicts import source_verdict
@@ -37,6 +39,8 @@ class ProcessesConfig(AppConfig):
         # Record triggers: the boundary asks for a type's watcher; a deploy here forgets the index.
         watcher_provider_register(record_watcher)
         store_forget_connect(trigger_index_forget)
+        # Event triggers: every new event starts its name's runs, in the event's transaction.
+        event_starter_register(event_triggers_start)
         bundle_part_register(SchedulesPart())
         # Every minute: re-queue parked runs that are due and runs whose worker died; fire the
         # bundle schedules that are due.

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from processes.errors import ProcessNotFound
+from processes.events.service import json_equal
 from processes.invoke import run_start
 from processes.triggers.index import record_triggers
 from processes.triggers.shape import RecordTrigger
@@ -33,16 +34,10 @@ from records.watches import RecordWritten, Watcher
 logger = logging.getLogger(__name__)
 
 
-def _same(wanted: Any, value: Any) -> bool:
-    # JSON equality: true is not 1, and 1 is 1.0.
-    if isinstance(wanted, bool) or isinstance(value, bool):
-        return isinstance(wanted, bool) and isinstance(value, bool) and wanted == value
-    return wanted == value
-
-
 def enters_matches(enters: Mapping[str, Any], fields: Mapping[str, Any]) -> bool:
-    """Every key of ``enters`` equals the record's field (a missing field is null)."""
-    return all(_same(value, fields.get(name)) for name, value in enters.items())
+    """Every key of ``enters`` equals the record's field, as JSON (``true`` is not ``1``; a missing
+    field is null)."""
+    return all(json_equal(value, fields.get(name)) for name, value in enters.items())
 
 
 def record_trigger_input(written: RecordWritten) -> dict[str, Any]:
