@@ -16,6 +16,7 @@ from jsonschema.exceptions import SchemaError
 from kernel.errors import InvalidRequest
 from processes.codes import ProcessCode
 from processes.durations import duration_parse
+from processes.events.names import event_name_problem
 from processes.triggers.shape import TriggerInvalid, trigger_check
 from records.catalog import catalog_load
 
@@ -42,6 +43,8 @@ AI_STEP_KEYS = frozenset({"id", "ai", "when", "description"})
 AI_KEYS = frozenset({"prompt", "schema"})
 TASK_STEP_KEYS = frozenset({"id", "task", "when", "onRefused", "rollback", "description"})
 TASK_KEYS = frozenset({"assignee", "title", "details", "timeout"})
+WAIT_STEP_KEYS = frozenset({"id", "waitFor", "when", "description"})
+WAIT_FOR_KEYS = frozenset({"event", "match", "timeout"})
 
 
 class ContractInvalid(InvalidRequest):
@@ -186,6 +189,26 @@ def _check_task_step(step: dict, where: str) -> None:
         _fail(f"{where}.onRefused", "must be 'stop' or 'continue'")
 
 
+def _check_wait_step(step: dict, where: str) -> None:
+    """``{ id, waitFor: { event, match?, timeout }, when? }``: an event to wait for, no record."""
+    _check_known(step, WAIT_STEP_KEYS, where, "a waitFor step (it writes no record)")
+    wait_for = step["waitFor"]
+    if not isinstance(wait_for, dict):
+        _fail(f"{where}.waitFor", "must be an object with event and timeout")
+    _check_known(wait_for, WAIT_FOR_KEYS, f"{where}.waitFor", "waitFor")
+    problem = event_name_problem(wait_for.get("event"))
+    if problem:
+        _fail(f"{where}.waitFor.event", f"is required and {problem}")
+    _check_fn(wait_for, "match", f"{where}.waitFor")
+    if wait_for.get("timeout") is None:
+        _fail(f"{where}.waitFor.timeout", "is required: how long to wait at most, e.g. '14d'")
+    try:
+        duration_parse(wait_for["timeout"])
+    except ValueError as exc:
+        _fail(f"{where}.waitFor.timeout", str(exc))
+    _check_fn(step, "when", where)
+
+
 def _check_step(step: Any, where: str, catalog_types: set[str]) -> None:
     if not isinstance(step, dict):
         _fail(where, "must be a step object")
@@ -194,6 +217,9 @@ def _check_step(step: Any, where: str, catalog_types: set[str]) -> None:
         return
     if "task" in step:
         _check_task_step(step, where)
+        return
+    if "waitFor" in step:
+        _check_wait_step(step, where)
         return
     _check_known(step, STEP_KEYS, where, "a step")
     record_type = step.get("recordType")
@@ -315,5 +341,10 @@ def process_contract_check(definition: Any) -> dict:
                     _fail(
                         f"{at}.task",
                         "a migration's rows are not waited on by a person: tasks are for chains",
+                    )
+                if "waitFor" in found:
+                    _fail(
+                        f"{at}.waitFor",
+                        "a migration's rows do not wait for events: waitFor is for chains",
                     )
     return definition

@@ -29,6 +29,7 @@ WAITING = (
     PendingReason.AWAITING_SOURCE,
     PendingReason.AWAITING_TIME,
     PendingReason.AWAITING_ACTION,
+    PendingReason.AWAITING_INPUT,
 )
 # The row the timeline reads per step (values_list order).
 STEP_COLUMNS = (

@@ -11,6 +11,17 @@ export interface StepOutcome {
   answer?: Json;
   /** A task step's output: the JSON its assignee completed it with (null if rejected or expired). */
   output?: Json;
+  /** A waitFor step's event: the one that resumed it, or null when its timeout came first. */
+  event?: EventReceived | null;
+}
+
+/** An event as a waitFor step received it (`POST /v1/events`). */
+export interface EventReceived {
+  eventId: string;
+  name: string;
+  data: { [key: string]: Json };
+  key: string | null;
+  receivedAt: string;
 }
 
 export interface ProcessContext<I = any> {
@@ -100,14 +111,32 @@ export interface TaskStep {
   description?: string;
 }
 
-export interface StepGroup {
+/**
+ * Wait for an event; it writes no record. The run parks (`awaitingInput`, holding no worker) until
+ * an event of that name whose `data` holds every key/value of `match` (worked out when the run
+ * parks), received after the run was created, resumes it — `ctx.steps[id].event` — or `timeout`
+ * passes, and the run carries on with `event: null` (branch on it with `when`).
+ */
+export interface WaitForStep {
   id: string;
-  forEach: { input: string };
-  steps: (WriteStep | DeleteStep | AiStep | TaskStep)[];
+  waitFor: {
+    event: string;
+    match?: CtxFn<{ [key: string]: Json }>;
+    /** '30s', '15m', '2h', '14d': how long it waits at most. */
+    timeout: string;
+  };
+  when?: CtxFn<boolean>;
   description?: string;
 }
 
-export type Step = WriteStep | DeleteStep | AiStep | TaskStep | StepGroup;
+export interface StepGroup {
+  id: string;
+  forEach: { input: string };
+  steps: (WriteStep | DeleteStep | AiStep | TaskStep | WaitForStep)[];
+  description?: string;
+}
+
+export type Step = WriteStep | DeleteStep | AiStep | TaskStep | WaitForStep | StepGroup;
 
 /**
  * What starts a run besides an invoke or a schedule: a record entering a state (one run per

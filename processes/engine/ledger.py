@@ -133,4 +133,6 @@ def step_outcome(row: ProcessRunStep) -> dict[str, Any]:
         outcome["answer"] = row.answer
     elif row.action == "task":
         outcome["output"] = row.answer  # what the person completed it with (none if not completed)
+    elif row.action == "waitFor":
+        outcome["event"] = (row.answer or {}).get("event")  # the event, or None: timed out
     return outcome

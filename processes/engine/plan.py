@@ -40,13 +40,15 @@ class PlannedStep:
             return "ai"
         if self.definition.get("task") is not None:
             return "task"
+        if self.definition.get("waitFor") is not None:
+            return "waitFor"
         if self.definition.get("delete") is not None:
             return "delete"
         return "update" if self.definition.get("update") is not None else "create"
 
     @property
     def is_keep(self) -> bool:
-        return self.kind in ("delete", "ai") or self.definition.get("rollback") == "keep"
+        return self.kind in ("delete", "ai", "waitFor") or self.definition.get("rollback") == "keep"
 
 
 def plan_build(

@@ -35,6 +35,8 @@ from processes.engine.statuses import StepStatus, VerdictWait, WalkStatus
 from processes.engine.steps import StepScope, step_execute
 from processes.engine.waits import verdict_pending, verdict_take
 from processes.errors import InputInvalid
+from processes.events.models import EventWait, WaitState
+from processes.events.service import wait_claim_earlier
 from processes.human_tasks.models import HumanTask, TaskState
 from processes.models import (
     Disposition,
@@ -311,6 +313,8 @@ class ChainRunner:
             self.wait_window(walk.at, walk.result, plan[walk.position :])
         elif walk.status == WalkStatus.WAIT_ACTION:
             self.wait_action(walk.at, walk.result.task)
+        elif walk.status == WalkStatus.WAIT_INPUT:
+            self.wait_input(walk.at, walk.result.event_wait)
         elif walk.status == WalkStatus.FAILED:
             ledger_skip_rest(self.run, plan[walk.position + 1 :], lease=self.lease)
             self.fail(walk.at, walk.ledger_row, outstanding=0)
@@ -369,6 +373,8 @@ class ChainRunner:
                     return Walk(WalkStatus.WAIT_WINDOW, position, planned, result=result)
                 if result.status == StepStatus.WAIT_ACTION:
                     return Walk(WalkStatus.WAIT_ACTION, position, planned, result=result)
+                if result.status == StepStatus.WAIT_INPUT:
+                    return Walk(WalkStatus.WAIT_INPUT, position, planned, result=result)
                 ledger_row = result.ledger_row
             if (
                 ledger_row.awaiting_verdict
@@ -433,6 +439,24 @@ class ChainRunner:
         decided = HumanTask.objects.filter(pk=task.pk).exclude(state=TaskState.OPEN).exists()
         if decided or ProcessRun.objects.filter(pk=self.run.pk, cancel_requested=True).exists():
             run_redeliver(self.run.pk)
+
+    def wait_input(self, planned: PlannedStep, wait: EventWait) -> None:
+        """Park until a matching event comes; the wait's timeout is the due time (``wake_at``)."""
+        run_wait(
+            self.run,
+            lease=self.lease,
+            pending_reason=PendingReason.AWAITING_INPUT,
+            wake_at=wait.expires_at,
+            waiting_step=planned.step_id,
+        )
+        # Both rows are committed now: an event that came before (since the run was created) or
+        # while we parked is found here; an event sent from now on finds the wait itself. One
+        # claimed in the meantime found the run not yet parked, so nobody else will deliver it.
+        claimed = EventWait.objects.filter(pk=wait.pk).exclude(state=WaitState.WAITING).exists()
+        if claimed or ProcessRun.objects.filter(pk=self.run.pk, cancel_requested=True).exists():
+            run_redeliver(self.run.pk)
+        else:
+            wait_claim_earlier(wait)  # claims it with an earlier event and queues the run
 
     def wait_window(
         self,

@@ -17,6 +17,7 @@ class StepStatus(StrEnum):
     FAILED = "failed"  # its ledger row is written with the refusal on it
     WAIT_WINDOW = "wait_window"  # a delete met a full delete window: nothing written, wait
     WAIT_ACTION = "wait_action"  # a task step's task is open: nothing written, wait for a person
+    WAIT_INPUT = "wait_input"  # a waitFor step's wait is open: nothing written, wait for an event
 
 
 class WalkStatus(StrEnum):
@@ -27,6 +28,7 @@ class WalkStatus(StrEnum):
     WAIT_SOURCE = "wait_source"  # an awaitSource step's write has no verdict yet
     WAIT_WINDOW = "wait_window"  # a delete waits for the delete window to free
     WAIT_ACTION = "wait_action"  # a task step waits for a person's decision
+    WAIT_INPUT = "wait_input"  # a waitFor step waits for a matching event
     FAILED = "failed"  # a step failed (and is not a delete that continues on refusal)
 
 

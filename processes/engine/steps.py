@@ -22,6 +22,7 @@ from processes.engine.plan import PlannedStep
 from processes.engine.runtime import ModuleRuntime, StepCodeFailed
 from processes.engine.statuses import StepStatus
 from processes.engine.task_step import task_of, task_step_resume, task_step_start
+from processes.engine.wait_step import wait_of, wait_step_resume, wait_step_start
 from processes.models import Disposition, ProcessRun, ProcessRunStep, SkipReason
 from records.boundary import (
     DeleteWindowWait,
@@ -45,6 +46,7 @@ class StepResult:
     cap: str | None = None
     retry_at: datetime | None = None
     task: Any = None  # the open HumanTask a task step waits on (WAIT_ACTION)
+    event_wait: Any = None  # the open EventWait a waitFor step waits on (WAIT_INPUT)
 
     @property
     def ledger_row(self) -> ProcessRunStep:
@@ -169,6 +171,11 @@ def step_execute(
         task = task_of(scope, planned)
         if task is not None:
             return task_step_resume(scope, planned, task)
+    if planned.kind == "waitFor":
+        # Its wait was made by an earlier delivery: only what came (or the timeout) is left to read.
+        wait = wait_of(scope, planned)
+        if wait is not None:
+            return wait_step_resume(scope, planned, wait)
     try:
         if step.get("when") is not None:
             try:
@@ -186,6 +193,8 @@ def step_execute(
             return ai_step_execute(scope, planned, ctx, runtime)
         if planned.kind == "task":
             return task_step_start(scope, planned, ctx, runtime)
+        if planned.kind == "waitFor":
+            return wait_step_start(scope, planned, ctx, runtime)
         if planned.kind == "delete":
             return _delete(scope, planned, ctx, runtime)
         built = runtime.call(planned.path + ("build",), ctx)
