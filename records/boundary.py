@@ -20,6 +20,7 @@ from django.utils import timezone
 from guardrails.models import Decision, HeldDelete, RuleAction, WindowKind
 from guardrails.rules import rule_decide
 from guardrails.windows import window_admit
+from kernel.bulk import rows_insert
 from kernel.errors import Refusal, TurbobaseError
 from kernel.ids import uuid_or_none
 from records.catalog import RecordType, record_type_get
@@ -604,18 +605,35 @@ def records_create_batch(
     with transaction.atomic():
         # A concurrent writer that took one of the keys since the read above fails the INSERT:
         # IntegrityError undoes the batch and reaches the caller, which writes one at a time.
-        Record.objects.bulk_create(records)
+        rows_insert(
+            Record,
+            records[0],
+            {
+                "pg_row_id": [r.pg_row_id for r in records],
+                "fields": [r.fields for r in records],
+                "lines": [r.lines for r in records],
+                "idempotency_key": [r.idempotency_key for r in records],
+            },
+        )
+        stamped = records[0]  # the template: its created_at / updated_at are every row's
+        for record in records:
+            record._state.adding, record._state.db = False, "default"
+            record.created_at, record.updated_at = stamped.created_at, stamped.updated_at
         if rt.is_connected:
-            RecordWriteState.objects.bulk_create(
-                RecordWriteState(
-                    record=record,
-                    record_type=record.record_type,
-                    source_system=record.source_system,
-                    operation=WriteOperation.CREATE,
-                    status=WriteStatus.PENDING,
-                    payload={"parent": record.fields, "lines": record.lines},
-                )
-                for record in records
+            template = RecordWriteState(
+                record=records[0],
+                record_type=rt.name,
+                source_system=records[0].source_system,
+                operation=WriteOperation.CREATE,
+                status=WriteStatus.PENDING,
+            )
+            rows_insert(
+                RecordWriteState,
+                template,
+                {
+                    "record_id": [r.pk for r in records],
+                    "payload": [{"parent": r.fields, "lines": r.lines} for r in records],
+                },
             )
             # One wake-up for the batch: a drain sends every write due of the type.
             name = rt.name

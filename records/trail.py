@@ -7,6 +7,7 @@ from uuid import UUID
 
 from django.contrib.auth.models import User
 
+from kernel.bulk import rows_insert
 from kernel.text import CODE_MAX_CHARS, FIELD_MAX_CHARS, MESSAGE_MAX_CHARS, text_clean
 from records.door import door_opened
 from records.models import WriteTrail
@@ -58,15 +59,12 @@ def trails_write(
 ) -> None:
     """One trail row per record of a batch, with one INSERT (the same rows ``trail_write`` writes)."""
     user = actor.user if actor and getattr(actor.user, "pk", None) else None
-    WriteTrail.objects.bulk_create(
-        WriteTrail(
-            actor=user,
-            action=action,
-            record_type=record_type,
-            pg_row_id=pg_row_id,
-            outcome=outcome,
-            process_run_id=actor.process_run_id if actor else "",
-            process_step=actor.process_step if actor else "",
-        )
-        for pg_row_id in pg_row_ids
+    template = WriteTrail(
+        actor=user,
+        action=action,
+        record_type=record_type,
+        outcome=outcome,
+        process_run_id=actor.process_run_id if actor else "",
+        process_step=actor.process_step if actor else "",
     )
+    rows_insert(WriteTrail, template, {"pg_row_id": list(pg_row_ids)})

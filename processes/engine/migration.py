@@ -28,6 +28,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from guardrails.settings import setting_get
+from kernel.bulk import rows_insert
 from processes.codes import ProcessCode
 from processes.engine.ending import run_end, run_redeliver, run_wait
 from processes.engine.ledger import ledger_skip_rest, sequence_next
@@ -295,25 +296,28 @@ class MigrationSlice:
                 )
                 if not records:
                     return 0
-                ProcessRunStep.objects.bulk_create(
-                    ProcessRunStep(
-                        run=self.run,
-                        sequence=sequence_next(self.run),
-                        step_id=planned.step_id,
-                        record_type=record.record_type,
-                        action=planned.kind,
-                        pg_row_id=record.pk,
-                        external_id=record.external_id,
-                        disposition=Disposition.CONFIRMED,
-                        row_key=str(row[self.key]),
-                        slice=current.number,
-                        visit=current.number,
-                        created_record=True,
-                        rollback_keep=planned.is_keep,
-                        skip_reason=SkipReason.NONE,
-                        counts_write=True,
-                    )
-                    for row, record in zip(batch, records, strict=False)
+                template = ProcessRunStep(
+                    run=self.run,
+                    step_id=planned.step_id,
+                    record_type=records[0].record_type,
+                    action=planned.kind,
+                    disposition=Disposition.CONFIRMED,
+                    slice=current.number,
+                    visit=current.number,
+                    created_record=True,
+                    rollback_keep=planned.is_keep,
+                    skip_reason=SkipReason.NONE,
+                    counts_write=True,
+                )
+                rows_insert(
+                    ProcessRunStep,
+                    template,
+                    {
+                        "sequence": [sequence_next(self.run) for _ in records],
+                        "row_key": [str(row[self.key]) for row in batch[: len(records)]],
+                        "pg_row_id": [record.pk for record in records],
+                        "external_id": [record.external_id for record in records],
+                    },
                 )
                 writes = self.run.writes + len(records)
                 if self.runner.lease is not None:

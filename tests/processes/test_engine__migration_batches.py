@@ -155,3 +155,14 @@ def test_one_row_a_batch_is_the_row_by_row_path(batched, alice):
     pump(sources=False)
     run.refresh_from_db()
     assert (run.state, run.writes, _customers()) == ("committed", 3, 3)
+
+
+def test_the_batch_insert_is_refused_outside_the_records_door(alice):
+    from kernel.bulk import rows_insert
+    from records.door import DoorClosed
+
+    with pytest.raises(DoorClosed):
+        rows_insert(
+            WriteTrail, WriteTrail(action="create", record_type="customer"), {"pg_row_id": []}
+        )
+    assert not WriteTrail.reads.exists()
