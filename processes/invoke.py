@@ -20,7 +20,7 @@ from guardrails.settings import setting_get
 from processes.catalog import process_module_get
 from processes.codes import ProcessCode
 from processes.errors import InputInvalid, ModeInvalid, ProcessDisabled
-from processes.lanes import lane_enqueue
+from processes.lanes import lane_send
 from processes.models import PendingReason, Process, ProcessRun, RunMode
 from processes.status import MOVES, RunMove
 
@@ -87,8 +87,13 @@ def run_invoke(
     mode: str = RunMode.ASYNC,
     schedule_name: str = "",
     idempotency_key: str | None = None,
+    send: bool = True,
 ) -> ProcessRun:
-    """Queue a run of ``process_id`` as ``user``. Nothing runs on the request."""
+    """Queue a run of ``process_id`` as ``user``: its row committed, its delivery sent to its lane.
+
+    ``send=False`` (a sync run the request delivers itself, ``processes.sync_run``) writes the
+    same row, noted as sent now, and hands the broker nothing: if the request never claims it,
+    the lane's redelivery watch sends it a lease later, as it does any lost delivery."""
     module = process_module_get(process_id)
     switch_check(process_id)
     input_check(module.definition.get("input") or {}, body)
@@ -103,9 +108,11 @@ def run_invoke(
             schedule_name=schedule_name,
             idempotency_key=idempotency_key,
             delivery=1,
+            enqueued_at=timezone.now(),
             access_fingerprint=access_fingerprint(user),
         )
-        lane_enqueue(run_id=run.run_id, delivery=1, mode=mode)
+        if send:
+            lane_send(run_id=run.run_id, delivery=1, mode=mode)
     return run
 
 

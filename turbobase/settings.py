@@ -180,6 +180,9 @@ else:
 # How long a delivery holds a run before another may take it over (its worker died): a live
 # delivery renews it every third of this; a lost one is sent again about this long after.
 PROCESS_RUN_LEASE_S = int(os.environ.get("TURBOBASE_RUN_LEASE_S", "120"))
+# ?mode=sync: the request delivers the run itself (processes/sync_run.py); 0 leaves every sync
+# run to the tb_sync lane's workers, the request waiting for the settle notice.
+PROCESS_SYNC_IN_REQUEST = os.environ.get("TURBOBASE_SYNC_IN_REQUEST", "1") != "0"
 # How long a drain that died blocks its record type's outbound lane.
 SOURCES_LANE_LEASE_SECONDS = float(os.environ.get("TURBOBASE_SOURCES_LANE_LEASE_S", "120"))
 

@@ -9,7 +9,6 @@ by ``runs_visible``.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from django.http import QueryDict
@@ -42,8 +41,9 @@ from processes.api.reads import (
 from processes.catalog import process_module_get
 from processes.errors import InvokeForbidden
 from processes.invoke import mode_parse, run_invoke
-from processes.models import ProcessRun, RunMode
+from processes.models import RunMode
 from processes.steering import process_cancel_queued, run_cancel, run_get, run_resume, run_rollback
+from processes.sync_run import sync_invoke
 
 # Steering a run: it may be missing, not yours, or in a state that does not allow the verb.
 STEERING_ERRORS = error_responses(401, 403, 404, 409)
@@ -72,9 +72,6 @@ INVOKE_RESPONSES = {
     **error_responses(400, 401, 403, 404, 409),
 }
 
-SYNC_POLL_SECONDS = 0.05
-SYNC_POLL_MAX_SECONDS = 0.5
-
 
 def invoke_access_check(request: Request) -> None:
     """A token drives processes only when its owner is an administrator (403 ``admin_required``).
@@ -97,21 +94,6 @@ def request_input(request: Request) -> Any:
     if isinstance(data, QueryDict):
         return data.dict()
     return data
-
-
-def run_settle_wait(run: ProcessRun, *, budget_ms: int) -> ProcessRun | None:
-    """Poll the run until it is terminal (answer it) or the budget runs out (answer None)."""
-    deadline = time.monotonic() + budget_ms / 1000
-    pause = SYNC_POLL_SECONDS
-    while True:
-        run.refresh_from_db()
-        if run.is_terminal:
-            return run
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return None
-        time.sleep(min(pause, left))
-        pause = min(pause * 1.5, SYNC_POLL_MAX_SECONDS)
 
 
 class ProcessListView(APIView):
@@ -156,13 +138,12 @@ class ProcessInvokeView(APIView):
         invoke_access_check(request)
         process_module_get(process_id)  # 404 before the mode is read: no such process is the news
         mode = mode_parse(request.query_params.get("mode"))
-        run = run_invoke(
-            process_id=process_id, body=request_input(request), user=acting_user(request), mode=mode
-        )
+        body, user = request_input(request), acting_user(request)
         if mode != RunMode.SYNC:
+            run = run_invoke(process_id=process_id, body=body, user=user, mode=mode)
             return Response(out.run_queued(run), status=202)
         budget_ms = setting_get("processes.sync_budget_ms")
-        settled = run_settle_wait(run, budget_ms=budget_ms)
+        run, settled = sync_invoke(process_id=process_id, body=body, user=user, budget_ms=budget_ms)
         if settled is None:
             return Response(out.sync_budget_exceeded(run, budget_ms), status=202)
         return Response(out.run_settled(settled, run_ledger(settled)), status=200)

@@ -21,6 +21,7 @@ from processes.events.models import EventWait, WaitState
 from processes.human_tasks.models import HumanTask, TaskState
 from processes.lanes import lane_enqueue
 from processes.models import PendingReason, ProcessRun
+from processes.settle import run_settled_notify
 from processes.status import RunMove, states_from, transition_check
 
 
@@ -82,6 +83,7 @@ def run_end(
         EventWait.objects.filter(run_id=run.pk, state=WaitState.WAITING).update(
             state=WaitState.CLOSED, decided_at=now
         )
+        run_settled_notify(run.pk, run.mode)  # a ?mode=sync request may be waiting on it
     return run
 
 
@@ -109,6 +111,23 @@ def run_wait(
             "updated_at": timezone.now(),
         },
     )
+
+
+def run_hand_back(run: ProcessRun, *, lease: Lease | None) -> None:
+    """Leave a run between steps (still ``running``) and send the same delivery to its lane, whose
+    worker claims it and resumes at the first unrecorded step: a sync run past its budget."""
+    with transaction.atomic():
+        _apply(
+            run,
+            lease,
+            {
+                "lease_owner": "",
+                "lease_until": None,
+                "writes": run.writes,
+                "updated_at": timezone.now(),
+            },
+        )
+        lane_enqueue(run_id=run.pk, delivery=run.delivery, mode=run.mode)
 
 
 def run_redeliver(run_id, *, mode: str | None = None) -> None:

@@ -25,7 +25,7 @@ from extensions.store import module_served, module_version
 from guardrails.settings import setting_get
 from processes.ceilings import ceilings_for
 from processes.contract import OnFailure, OnRefused
-from processes.engine.ending import run_end, run_redeliver, run_wait
+from processes.engine.ending import run_end, run_hand_back, run_redeliver, run_wait
 from processes.engine.lease import Lease, LeaseLost, lease_seconds
 from processes.engine.ledger import ledger_skip_rest, step_outcome, writes_count
 from processes.engine.plan import ForEachCapExceeded, PlannedStep, plan_build
@@ -121,9 +121,12 @@ def run_claim(run_id: str, delivery: int | None = None) -> tuple[ProcessRun, Lea
     return run, Lease(run.pk, token)
 
 
-def run_deliver(run_id: str, delivery: int | None = None) -> None:
+def run_deliver(
+    run_id: str, delivery: int | None = None, *, hand_back_at: float | None = None
+) -> None:
     """The lane task: perform one delivery of the run (``delivery``: the number it was queued
-    with; a stale one does nothing)."""
+    with; a stale one does nothing). ``hand_back_at`` (``time.monotonic()``; a sync run delivered
+    on its request): at the first step boundary past it, give the run back to its lane."""
     claimed = run_claim(run_id, delivery)
     if claimed is None:
         return
@@ -132,7 +135,7 @@ def run_deliver(run_id: str, delivery: int | None = None) -> None:
     lease.heartbeat_start()
     try:
         runner = ChainRunner(
-            run, lease
+            run, lease, hand_back_at=hand_back_at
         )  # inside: a run that cannot act (RunInvokerGone) fails below
         runner.execute()
     except LeaseLost:  # another delivery holds the run now; ours rolled back its step
@@ -172,9 +175,12 @@ def run_invoker(run: ProcessRun) -> User:
 class ChainRunner:
     """Walks a chain's plan for one delivery."""
 
-    def __init__(self, run: ProcessRun, lease: Lease | None = None) -> None:
+    def __init__(
+        self, run: ProcessRun, lease: Lease | None = None, *, hand_back_at: float | None = None
+    ) -> None:
         self.run = run
         self.lease = lease
+        self.hand_back_at = hand_back_at
         self.definition: dict[str, Any] = module_version(
             run.process_id, run.module_version
         ).definition
@@ -307,6 +313,8 @@ class ChainRunner:
                 reason=walk.stopped.reason,
                 outstanding=len(plan) - walk.position,
             )
+        elif walk.status == WalkStatus.HAND_BACK:
+            run_hand_back(self.run, lease=self.lease)
         elif walk.status == WalkStatus.WAIT_SOURCE:
             self.wait_source(walk.at, walk.ledger_row, outstanding=len(plan) - walk.position - 1)
         elif walk.status == WalkStatus.WAIT_WINDOW:
@@ -341,6 +349,8 @@ class ChainRunner:
             ledger_row = recorded.get(planned.step_id)
             if ledger_row is None:
                 if stop_between_steps and position:
+                    if self.hand_back_at is not None and time.monotonic() >= self.hand_back_at:
+                        return Walk(WalkStatus.HAND_BACK, position, planned)
                     stop = self.stop_check()
                     if stop is not None:
                         return Walk(WalkStatus.STOP, position, planned, stop=stop)

@@ -25,6 +25,7 @@ class WalkStatus(StrEnum):
 
     DONE = "done"  # every step is recorded
     STOP = "stop"  # a cancel, an off switch or a ceiling stopped it at a step boundary
+    HAND_BACK = "hand_back"  # a sync run's request ran out of budget: its lane goes on from here
     WAIT_SOURCE = "wait_source"  # an awaitSource step's write has no verdict yet
     WAIT_WINDOW = "wait_window"  # a delete waits for the delete window to free
     WAIT_ACTION = "wait_action"  # a task step waits for a person's decision

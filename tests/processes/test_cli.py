@@ -107,8 +107,10 @@ def test_invoke_sync_of_a_failing_run_prints_the_refusal_and_exits_1(
     )
 
 
-def test_invoke_sync_past_the_budget_says_the_run_is_still_going(instance, capsys):
-    setting_set("processes.sync_budget_ms", 200)  # no worker runs here: the run cannot settle
+def test_invoke_sync_past_the_budget_says_the_run_is_still_going(instance, capsys, settings):
+    # No worker runs here and the request leaves the run to the workers: it cannot settle.
+    settings.PROCESS_SYNC_IN_REQUEST = False
+    setting_set("processes.sync_budget_ms", 200)
     code, out, _ = cli(
         capsys, "processes", "invoke", "acme:two-notes", "--input", '{"memo": "s"}', "--sync"
     )

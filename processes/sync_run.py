@@ -1,0 +1,59 @@
+"""``?mode=sync``: the run delivered on the request that asked for it, answered when it settles.
+
+The run's row commits first, exactly as an asynchronous invoke writes it (noted as sent, so a
+run nobody claims is sent to its lane by the redelivery watch a lease later). Then the request's
+own thread claims it — the same conditional UPDATE and lease a worker takes, the lease renewed
+by the same heartbeat — and walks its steps: no broker hop, no worker to wake, no poll. If the web
+process dies mid-run the lease runs out and the lane's watch sends the delivery again; the next
+one resumes at the first unrecorded step, as after a worker's death.
+
+The budget (``processes.sync_budget_ms``) is checked at every step boundary: past it, the run is
+handed back to its lane between two steps (``engine.ending.run_hand_back``) and the answer is the
+202 ``sync_budget_exceeded``; a worker goes on from the next step. So the answer comes within the
+budget plus the step in flight at most. A run that parks (an awaitSource step, a task) frees the
+request the same way; the rest of the budget is spent waiting for it (``processes.settle``).
+
+The request delivers the run only when it can: the run's row is committed (not inside an outer
+transaction, where nobody else would see it), the process is a chain (a migration's slices belong
+on the async lane's workers), and ``PROCESS_SYNC_IN_REQUEST`` is on (the default; off, the
+``tb_sync`` lane's workers run every sync run and the request waits for the settle notice).
+The request uses the one connection it holds anyway; the lease heartbeat takes a second one from
+the same pool only if the run is still on the request a third of a lease (40 s) after its claim —
+past the default budget (30 s), and then only until the step in flight ends.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.db import connection
+
+from processes.catalog import process_module_get
+from processes.engine.runner import run_deliver
+from processes.invoke import run_invoke
+from processes.models import ProcessRun, RunMode
+from processes.settle import run_settle_wait
+
+
+def sync_in_request(process_id: str) -> bool:
+    """Whether this request may deliver a sync run of ``process_id`` itself."""
+    if not getattr(settings, "PROCESS_SYNC_IN_REQUEST", True):
+        return False
+    if connection.in_atomic_block:  # the row would not be committed before its first step
+        return False
+    return process_module_get(process_id).definition.get("eachRow") is None
+
+
+def sync_invoke(
+    *, process_id: str, body: Any, user: User, budget_ms: int
+) -> tuple[ProcessRun, ProcessRun | None]:
+    """Invoke ``process_id`` and wait up to ``budget_ms``: (the run, the run settled or None)."""
+    deadline = time.monotonic() + budget_ms / 1000
+    here = sync_in_request(process_id)
+    run = run_invoke(process_id=process_id, body=body, user=user, mode=RunMode.SYNC, send=not here)
+    if here:
+        run_deliver(str(run.pk), run.delivery, hand_back_at=deadline)
+    return run, run_settle_wait(run, deadline=deadline)
