@@ -7,12 +7,16 @@ The same journeys with real workers are in ``test_events_workers.py``."""
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from processes.contract import ContractInvalid
 from processes.events.models import Event, EventWait
+from processes.events.service import events_undelivered_deliver
 from processes.models import ProcessRun
+from processes.tasks import runs_sweep
 from records.models import Record
 from tests.conftest import client_for
 from tests.processes.engine_support import deploy, invoke, ledger, pump
@@ -189,3 +193,50 @@ def test_the_contract_names_the_field_of_a_bad_wait_for(admin_user, old, new, fi
     with pytest.raises(ContractInvalid) as refused:
         deploy(source.replace(old, new, 1), by=admin_user)
     assert refused.value.field == field, refused.value.message
+
+
+def test_a_migration_may_not_wait_for_an_event(admin_user):
+    source = trial_to_paid().replace(
+        "  steps: [",
+        "  eachRow: { outstanding: () => 'migration_item?select=legacy_id', key: 'legacy_id' },\n"
+        "  steps: [",
+    )
+    with pytest.raises(ContractInvalid) as refused:
+        deploy(source, by=admin_user)
+    assert refused.value.field == "steps[0].waitFor"
+
+
+def test_an_event_its_sender_did_not_live_to_deliver_is_delivered_once_by_the_sweeper(
+    admin_user, alice
+):
+    deploy(trial_to_paid(), by=admin_user)
+    runs = [invoke("e:trial-to-paid", {"customer": "c1"}, alice) for _ in range(2)]
+    pump()
+    # What a sender killed between its two transactions leaves: the event kept, not delivered.
+    stranded = Event.objects.create(
+        name="order.paid", data={"customer": "c1", "order": "SO-1"}, sender=alice
+    )
+    runs_sweep()  # the minute sweep leaves it to a sender that may still be delivering it
+    assert Event.objects.get(pk=stranded.pk).delivered_at is None
+    later = timezone.now() + timedelta(minutes=1)  # the sweep a minute on
+    assert events_undelivered_deliver(later) == 1
+    assert events_undelivered_deliver(later) == 0  # delivered: nothing twice
+    stranded.refresh_from_db()
+    assert (stranded.resumed, stranded.delivered_at is not None) == (2, True)
+    pump()
+    assert [ProcessRun.objects.get(pk=r.pk).state for r in runs] == ["committed"] * 2
+    assert _memos() == [f"c1 paid SO-1 ({stranded.pk})"] * 2
+
+
+def test_the_same_key_sent_again_delivers_what_the_first_send_did_not(admin_user, alice):
+    deploy(trial_to_paid(), by=admin_user)
+    run = invoke("e:trial-to-paid", {"customer": "c1"}, alice)
+    pump()
+    data = {"customer": "c1", "order": "SO-1"}
+    stranded = Event.objects.create(name="order.paid", data=data, key="pay-1", sender=alice)
+    again = _send(alice, "order.paid", data, key="pay-1")
+    assert (again["eventId"], again["replayed"], again["resumed"]) == (str(stranded.pk), True, 1)
+    assert _send(alice, "order.paid", data, key="pay-1")["resumed"] == 1  # still once
+    pump()
+    assert ProcessRun.objects.get(pk=run.pk).state == "committed"
+    assert EventWait.objects.get(run=run).event_id == stranded.pk
