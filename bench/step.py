@@ -9,7 +9,8 @@
 - DBOS: its transactional step doing the same INSERT (``bench/dbos_step.py``, its own process and
   its own system database on the same server), or None with the reason when it cannot run.
 
-Rounds interleave the series so drift on a shared machine hits them alike; medians of rounds.
+Each round measures the floor, the bare insert and the engine back to back, so drift on a shared
+machine hits them alike; medians of rounds. DBOS runs after them, in its own process.
 """
 
 from __future__ import annotations
@@ -100,65 +101,61 @@ class StepResult:
         }
 
 
-def floor_measure(url: str, *, rounds: int, per_round: int) -> tuple[float, float]:
-    """Median per-operation seconds of (floor transaction, bare insert)."""
-    floors, bares = [], []
-    with psycopg.connect(url, autocommit=True) as conn:
-        for ddl in SCRATCH_DDL:
-            conn.execute(ddl)
-        for _ in range(rounds):
-            run = uuid.uuid4()
-            started = time.perf_counter()
-            for n in range(per_round):
-                with conn.transaction():
-                    record_id = conn.execute(
-                        RECORD_INSERT, [f"floor:{run}:{n}", json.dumps({"n": n})]
-                    ).fetchone()[0]
-                    conn.execute(LEDGER_INSERT, [run, n, f"s{n}", record_id])
-            floors.append((time.perf_counter() - started) / per_round)
-            started = time.perf_counter()
-            for n in range(per_round):
-                conn.execute(RECORD_INSERT, [f"bare:{run}:{n}", json.dumps({"n": n})])
-            bares.append((time.perf_counter() - started) / per_round)
-    return statistics.median(floors), statistics.median(bares)
+def floor_round(conn: psycopg.Connection, per_round: int) -> tuple[float, float]:
+    """One round's per-operation seconds of (floor transaction, bare insert)."""
+    run = uuid.uuid4()
+    started = time.perf_counter()
+    for n in range(per_round):
+        with conn.transaction():
+            record_id = conn.execute(
+                RECORD_INSERT, [f"floor:{run}:{n}", json.dumps({"n": n})]
+            ).fetchone()[0]
+            conn.execute(LEDGER_INSERT, [run, n, f"s{n}", record_id])
+    floor = (time.perf_counter() - started) / per_round
+    started = time.perf_counter()
+    for n in range(per_round):
+        conn.execute(RECORD_INSERT, [f"bare:{run}:{n}", json.dumps({"n": n})])
+    return floor, (time.perf_counter() - started) / per_round
 
 
-def engine_measure(*, rounds: int) -> tuple[float, float, float]:
-    """(marginal seconds per step, whole-run seconds per step of the long chain, statements per step)."""
-    user = get_user_model().objects.create_user(
-        username="bench-step", password="bench", is_staff=True
-    )
-    for pid, steps in (("bench:chain-long", LONG), ("bench:chain-short", SHORT)):
-        name = f"processes/{pid.split(':')[1]}.ts"
-        extension_deploy(entry=name, files={name: chain_source(pid, steps)}, by=user)
+class EngineSeries:
+    """Deliveries of the 20-step and 2-step chains, in this process (what a lane worker does)."""
 
-    def deliver(pid: str) -> tuple[float, int]:
-        run = run_invoke(process_id=pid, body={}, user=user)
+    def __init__(self) -> None:
+        self.user = get_user_model().objects.create_user(
+            username="bench-step", password="bench", is_staff=True
+        )
+        for pid, steps in (("bench:chain-long", LONG), ("bench:chain-short", SHORT)):
+            name = f"processes/{pid.split(':')[1]}.ts"
+            extension_deploy(entry=name, files={name: chain_source(pid, steps)}, by=self.user)
+        self.deliver("bench:chain-long"), self.deliver("bench:chain-short")  # warm-up
+        self.marginal: list[float] = []
+        self.whole: list[float] = []
+        self.statements: list[float] = []
+
+    def deliver(self, pid: str) -> tuple[float, int]:
+        run = run_invoke(process_id=pid, body={}, user=self.user)
         with CaptureQueriesContext(connection) as queries:
             started = time.perf_counter()
             run_deliver(str(run.pk))
             elapsed = time.perf_counter() - started
         return elapsed, len(queries.captured_queries)
 
-    (
-        deliver("bench:chain-long"),
-        deliver("bench:chain-short"),
-    )  # warm-up: sandbox child, TypeScript, caches
-    marginal, whole, statements = [], [], []
-    for _ in range(rounds):
-        long_s, long_q = deliver("bench:chain-long")
-        short_s, short_q = deliver("bench:chain-short")
-        marginal.append((long_s - short_s) / (LONG - SHORT))
-        whole.append(long_s / LONG)
-        statements.append((long_q - short_q) / (LONG - SHORT))
-    states = set(
-        ProcessRun.objects.filter(process_id__startswith="bench:chain").values_list(
-            "state", flat=True
+    def round(self) -> None:
+        long_s, long_q = self.deliver("bench:chain-long")
+        short_s, short_q = self.deliver("bench:chain-short")
+        self.marginal.append((long_s - short_s) / (LONG - SHORT))
+        self.whole.append(long_s / LONG)
+        self.statements.append((long_q - short_q) / (LONG - SHORT))
+
+    def check(self) -> None:
+        states = set(
+            ProcessRun.objects.filter(process_id__startswith="bench:chain").values_list(
+                "state", flat=True
+            )
         )
-    )
-    if states != {"committed"}:
-        raise RuntimeError(f"engine bench runs did not all commit: {states}")
-    return statistics.median(marginal), statistics.median(whole), statistics.median(statements)
+        if states != {"committed"}:
+            raise RuntimeError(f"engine bench runs did not all commit: {states}")
 
 
 def dbos_measure(url: str, *, rounds: int) -> tuple[float | None, str]:
@@ -201,15 +198,25 @@ def dbos_measure(url: str, *, rounds: int) -> tuple[float | None, str]:
 
 def step_bench(*, rounds: int = 7, per_round: int = 100) -> StepResult:
     url = database_url()
-    floor_s, bare_s = floor_measure(url, rounds=rounds, per_round=per_round)
-    engine_s, whole_s, statements = engine_measure(rounds=rounds)
+    floors, bares = [], []
+    engine = EngineSeries()
+    with psycopg.connect(url, autocommit=True) as conn:
+        for ddl in SCRATCH_DDL:
+            conn.execute(ddl)
+        floor_round(conn, per_round)  # warm-up
+        for _ in range(rounds):  # interleaved: load on a shared machine hits both alike
+            floor_s, bare_s = floor_round(conn, per_round)
+            floors.append(floor_s)
+            bares.append(bare_s)
+            engine.round()
+    engine.check()
     dbos_s, note = dbos_measure(url, rounds=rounds)
     return StepResult(
-        floor_us=floor_s * 1e6,
-        bare_insert_us=bare_s * 1e6,
-        engine_step_us=engine_s * 1e6,
-        engine_run_per_step_us=whole_s * 1e6,
-        statements_per_step=statements,
+        floor_us=statistics.median(floors) * 1e6,
+        bare_insert_us=statistics.median(bares) * 1e6,
+        engine_step_us=statistics.median(engine.marginal) * 1e6,
+        engine_run_per_step_us=statistics.median(engine.whole) * 1e6,
+        statements_per_step=statistics.median(engine.statements),
         dbos_step_us=None if dbos_s is None else dbos_s * 1e6,
         dbos_note=note,
     )

@@ -255,6 +255,9 @@ class ProcessRunStep(models.Model):
     refusal_code = models.CharField(max_length=64, null=True, blank=True)
     refusal_field = models.CharField(max_length=255, null=True, blank=True)
     refusal_message = models.TextField(null=True, blank=True)
+    # When the step began (before its when/build ran); created_at is when its row was written.
+    # Null for rows written before it existed: the timeline then starts the bar where the last ended.
+    started_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

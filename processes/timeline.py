@@ -1,9 +1,11 @@
 """A run's timeline: its ledger as bars on one time axis, for the run page in the admin.
 
-The ledger stores when each step's row was written (``created_at``, at the end of the step's
-transaction) and last changed (``updated_at``: a verdict taken, a rollback). A step therefore
-starts where the step before it ended (the first one where the run started) and ends when its
-row was written. A write that waited for its source's verdict is drawn as a wait from the write
+The ledger stores when each step began (``started_at``, before its ``when``/``build`` ran), when
+its row was written (``created_at``, at the end of the step's transaction) and last changed
+(``updated_at``: a verdict taken, a rollback). A step's bar runs from its start to its row, so the
+time between two steps (a delivery queued, a slice waiting its turn) is not drawn as the second
+step's work. A row written before ``started_at`` existed starts where the step before it ended
+(the first one where the run started). A write that waited for its source's verdict is drawn as a wait from the write
 to the verdict (or to now, while it still waits), and a run parked now (``pending_reason``) ends
 in a wait bar naming why.
 
@@ -37,6 +39,7 @@ STEP_COLUMNS = (
     "step_id",
     "disposition",
     "slice",
+    "started_at",
     "created_at",
     "updated_at",
     "awaiting_verdict",
@@ -120,6 +123,7 @@ def _steps(run: ProcessRun, rows: list[tuple], now: datetime) -> list[_Step]:
         step_id,
         disposition,
         slice_number,
+        started,
         created,
         updated,
         awaiting,
@@ -130,7 +134,7 @@ def _steps(run: ProcessRun, rows: list[tuple], now: datetime) -> list[_Step]:
             waited_until = now
         elif write_state is not None and updated - created > WAIT_SHOWN_AFTER:
             waited_until = updated
-        start = min(previous_end, created)
+        start = min(started or previous_end, created)
         steps.append(
             _Step(sequence, step_id, disposition, slice_number, start, created, waited_until)
         )

@@ -10,11 +10,15 @@ sending happens after commit (``outbound_write_queued``), never inside the reque
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connections, router, transaction
 from django.db.models import F
+from django.db.models.sql import InsertQuery
 from django.utils import timezone
 
 from guardrails.models import Decision, HeldDelete, RuleAction, WindowKind
@@ -38,7 +42,7 @@ from records.errors import (
     SyncVersionMoved,
 )
 from records.fields import fields_check
-from records.hooks import HookContext, HookSlot, hooks_run
+from records.hooks import HookContext, HookSlot, hooks_for, hooks_run
 from records.models import (
     Record,
     RecordWriteState,
@@ -82,19 +86,55 @@ class WriteResult:
         return self.outcome == WriteOutcome.CREATED
 
 
+class WriteUnit:
+    """A transaction the caller owns around boundary writes and its own rows (a process step: the
+    write and its ledger row). Inside it a write opens no savepoint: a refusal rolls the whole unit
+    back, and the refused trail row waits here until the caller, in a fresh transaction, records
+    the failure (``refusals_trail``). A success costs no SAVEPOINT / RELEASE round trips."""
+
+    def __init__(self) -> None:
+        self.refusals: list[dict[str, Any]] = []
+
+    @door_opened
+    def refusals_trail(self) -> None:
+        """Write the refused trail rows the rolled-back unit kept (call in the fresh transaction)."""
+        for row in self.refusals:
+            trail_write(**row)
+        self.refusals.clear()
+
+
+_unit: ContextVar[WriteUnit | None] = ContextVar("records_write_unit", default=None)
+
+
+@contextmanager
+def write_unit() -> Iterator[WriteUnit]:
+    """``transaction.atomic()`` as a ``WriteUnit``: the boundary's writes inside share it whole."""
+    unit = WriteUnit()
+    token = _unit.set(unit)
+    try:
+        with transaction.atomic():
+            yield unit
+    finally:
+        _unit.reset(token)
+
+
 def _refusing(actor: Actor, action: TrailAction, record_type: str, pg_row_id=None):
-    """Decorator-free helper: run ``fn`` in a savepoint; on refusal, trail it and re-raise."""
+    """Run the write in a savepoint; on refusal, trail it and re-raise. Inside a ``WriteUnit`` no
+    savepoint: the refusal's trail row is kept on the unit, written once the unit rolled back."""
 
     class _Guard:
         def __enter__(self):
-            self.atomic = transaction.atomic()
-            self.atomic.__enter__()
+            self.unit = _unit.get()
+            self.atomic = transaction.atomic() if self.unit is None else None
+            if self.atomic is not None:
+                self.atomic.__enter__()
             return self
 
         def __exit__(self, exc_type, exc, tb):
-            self.atomic.__exit__(exc_type, exc, tb)
+            if self.atomic is not None:
+                self.atomic.__exit__(exc_type, exc, tb)
             if isinstance(exc, Refusal):
-                trail_write(
+                row = dict(
                     actor=actor,
                     action=action,
                     record_type=record_type,
@@ -104,6 +144,10 @@ def _refusing(actor: Actor, action: TrailAction, record_type: str, pg_row_id=Non
                     field=exc.field,
                     message=exc.message,
                 )
+                if self.unit is None:
+                    trail_write(**row)
+                else:
+                    self.unit.refusals.append(row)
             return False
 
     return _Guard()
@@ -190,7 +234,10 @@ def record_create(
         _check_payload(rt, parent, lines, is_create=True)
         write_entitlement_check(user=actor.user, record_type=rt)
         _rule_check(rt, RuleAction.CREATE)
-        if idempotency_key:
+        # A used key answers with its record before any hook runs; without hooks the idempotent
+        # INSERT below finds that out itself, so the common create costs no look-up first.
+        hooked = bool(hooks_for(HookSlot.BEFORE_SAVE, rt.name))
+        if idempotency_key and hooked:
             existing = Record.objects.filter(idempotency_key=idempotency_key).first()
             if existing is not None:
                 return _duplicate(actor, rt, existing)
@@ -204,30 +251,27 @@ def record_create(
             source_system=rt.source or "",
             sync_state=SyncState.PENDING if rt.is_connected else SyncState.LOCAL,
         )
-        hooks_run(
-            HookContext(
-                HookSlot.BEFORE_SAVE,
-                rt.name,
-                WriteOperation.CREATE,
-                record_snapshot(record),
-                dict(parent),
-                actor=actor.user.get_username(),
-                process_run_id=actor.process_run_id or None,
+        if hooked:
+            hooks_run(
+                HookContext(
+                    HookSlot.BEFORE_SAVE,
+                    rt.name,
+                    WriteOperation.CREATE,
+                    record_snapshot(record),
+                    dict(parent),
+                    actor=actor.user.get_username(),
+                    process_run_id=actor.process_run_id or None,
+                )
             )
-        )
         if not idempotency_key:
             record.save(force_insert=True)
-        else:
-            # A concurrent writer with the same key may commit first: the savepoint lets this
-            # transaction survive the unique violation and answer with that writer's record.
-            try:
-                with transaction.atomic():
-                    record.save(force_insert=True)
-            except IntegrityError:
-                existing = Record.objects.filter(idempotency_key=idempotency_key).first()
-                if existing is None:
-                    raise
-                return _duplicate(actor, rt, existing)
+        elif not _insert_new(record):
+            # A writer with the same key committed first (or was first in this transaction):
+            # ON CONFLICT waited for it, and this create answers with that writer's record.
+            existing = Record.objects.filter(idempotency_key=idempotency_key).first()
+            if existing is None:
+                raise IntegrityError(f"record with idempotency key {idempotency_key!r} vanished")
+            return _duplicate(actor, rt, existing)
         if rt.is_connected:
             _queue_outbound(record, WriteOperation.CREATE, {"parent": parent, "lines": lines or []})
         record_written(actor, record, before=None)
@@ -239,6 +283,22 @@ def record_create(
             pg_row_id=record.pg_row_id,
         )
         return WriteResult(record, WriteOutcome.CREATED)
+
+
+def _insert_new(record: Record) -> bool:
+    """INSERT the record unless its idempotency key is taken: ``INSERT … ON CONFLICT
+    (idempotency_key) DO NOTHING`` (PostgreSQL and SQLite alike). No savepoint is needed to survive
+    a concurrent writer's key: a conflict is not an error, it inserts nothing (False)."""
+    db = router.db_for_write(Record, instance=record)
+    query = InsertQuery(Record)
+    query.insert_values(Record._meta.concrete_fields, [record])
+    ((sql, params),) = query.get_compiler(using=db).as_sql()
+    with connections[db].cursor() as cursor:
+        cursor.execute(f"{sql} ON CONFLICT (idempotency_key) DO NOTHING", params)
+        inserted = cursor.rowcount == 1
+    if inserted:
+        record._state.adding, record._state.db = False, db
+    return inserted
 
 
 def _duplicate(actor: Actor, rt: RecordType, existing: Record) -> WriteResult:

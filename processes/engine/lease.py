@@ -11,6 +11,10 @@ Should a delivery lose its lease anyway (frozen past it: the process was stopped
 unreachable), ``hold`` fails inside the step's transaction and the step rolls back: a delivery
 that lost its lease writes nothing. On PostgreSQL the UPDATE also locks the run row until the
 step commits, so a claim by another worker waits for the step and then finds the lease renewed.
+
+A step's ledger row proves the lease with ``hold_writing``: on PostgreSQL one statement renews the
+lease, inserts the row only if the lease is ours, and reads the run's cancel request back
+(``cancel_seen``), so the stop check at the next step boundary costs no SELECT of its own.
 """
 
 from __future__ import annotations
@@ -18,9 +22,11 @@ from __future__ import annotations
 import logging
 import threading
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, connections, models, router
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
 from processes.models import ProcessRun
@@ -30,6 +36,30 @@ logger = logging.getLogger("turbobase.processes.engine")
 
 def lease_seconds() -> float:
     return float(getattr(settings, "PROCESS_RUN_LEASE_S", 120))
+
+
+def _field(model: type[models.Model], name: str) -> models.Field:
+    field = model._meta.get_field(name)
+    assert isinstance(field, models.Field)
+    return field
+
+
+def _quoted(conn: BaseDatabaseWrapper, model: type[models.Model], name: str) -> str:
+    return conn.ops.quote_name(str(_field(model, name).column))
+
+
+def _held_update(
+    conn: BaseDatabaseWrapper, sets: dict[str, Any], run_id: Any, token: str
+) -> tuple[str, list]:
+    """``UPDATE`` of the run's ``sets`` columns where ``token`` holds its lease, and its params."""
+    assignments = ", ".join(f"{_quoted(conn, ProcessRun, name)} = %s" for name in sets)
+    sql = (
+        f"UPDATE {conn.ops.quote_name(ProcessRun._meta.db_table)} SET {assignments} "
+        f"WHERE {_quoted(conn, ProcessRun, 'run_id')} = %s "
+        f"AND {_quoted(conn, ProcessRun, 'lease_owner')} = %s"
+    )
+    params = [_field(ProcessRun, name).get_db_prep_save(v, conn) for name, v in sets.items()]
+    return sql, params + [_field(ProcessRun, "run_id").get_db_prep_value(run_id, conn), token]
 
 
 class LeaseLost(Exception):
@@ -45,16 +75,59 @@ class Lease:
         self.seconds = lease_seconds()
         self._stop = threading.Event()
         self._heartbeat: threading.Thread | None = None
+        # The run's cancel_requested as the last step's transaction read it (or the claim did).
+        self.cancel_seen = False
 
-    def hold(self, **columns) -> None:
+    def hold(self, **columns: Any) -> None:
         """Inside a write's transaction: prove we still hold the run and extend the lease (and set
-        ``columns`` on the run row in the same statement). Raises ``LeaseLost`` otherwise."""
-        now = timezone.now()
-        held = ProcessRun.objects.filter(pk=self.run_id, lease_owner=self.token).update(
-            lease_until=now + timedelta(seconds=self.seconds), **columns
-        )
-        if not held:
+        ``columns`` on the run row in the same statement). Raises ``LeaseLost`` otherwise. The
+        statement reads the run's cancel request back (``cancel_seen``): every hold — a step's, a
+        migration batch's, the heartbeat's — is also the stop check's look at it."""
+        conn = connections[router.db_for_write(ProcessRun)]
+        sets = {"lease_until": timezone.now() + timedelta(seconds=self.seconds), **columns}
+        update, params = _held_update(conn, sets, self.run_id, self.token)
+        with conn.cursor() as cursor:
+            cursor.execute(
+                f"{update} RETURNING {_quoted(conn, ProcessRun, 'cancel_requested')}", params
+            )
+            held = cursor.fetchone()
+        if held is None:
             raise LeaseLost(f"run {self.run_id}: this delivery's lease was taken over")
+        self.cancel_seen = bool(held[0])
+
+    def hold_writing(self, row: models.Model, **columns: Any) -> None:
+        """``hold(**columns)`` and INSERT ``row`` (a ledger row) in the same transaction — on
+        PostgreSQL in one statement: a CTE renews the lease, the INSERT takes its values from the
+        CTE's row (no row, no insert: ``LeaseLost``) and the statement answers the new row's id
+        and the run's ``cancel_requested``, kept as ``cancel_seen``."""
+        db = router.db_for_write(type(row), instance=row)
+        conn = connections[db]
+        sets = {"lease_until": timezone.now() + timedelta(seconds=self.seconds), **columns}
+        update, params = _held_update(conn, sets, self.run_id, self.token)
+        cancel = _quoted(conn, ProcessRun, "cancel_requested")
+        if conn.vendor != "postgresql":  # SQLite has no data-modifying CTE: two statements
+            self.hold(**columns)
+            row.save(force_insert=True, using=db)
+            return
+        meta = row._meta
+        fields = [f for f in meta.concrete_fields if not f.primary_key]
+        values = [f.get_db_prep_save(f.pre_save(row, add=True), conn) for f in fields]
+        names = ", ".join(conn.ops.quote_name(str(f.column)) for f in fields)
+        pk = conn.ops.quote_name(str(meta.pk.column))
+        sql = (
+            f"WITH held AS ({update} RETURNING {cancel}), "
+            f"written AS (INSERT INTO {conn.ops.quote_name(meta.db_table)} ({names}) "
+            f"SELECT {', '.join(['%s'] * len(fields))} FROM held RETURNING {pk}) "
+            f"SELECT held.{cancel}, written.{pk} FROM held, written"
+        )
+        with conn.cursor() as cursor:
+            cursor.execute(sql, params + values)
+            answer = cursor.fetchone()
+        if answer is None:
+            raise LeaseLost(f"run {self.run_id}: this delivery's lease was taken over")
+        self.cancel_seen = bool(answer[0])
+        row.pk = answer[1]
+        row._state.adding, row._state.db = False, db
 
     def let_go(self) -> None:
         """The delivery gave the run back (ended, parked): the heartbeat stops renewing."""

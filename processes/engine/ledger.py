@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from django.db.models import Max
+from django.db.models import Count, Max, Q
 
 from processes.engine.lease import Lease
 from processes.engine.plan import PlannedStep
@@ -27,9 +28,12 @@ class Refused:
         )
 
 
-def writes_count(run: ProcessRun) -> int:
-    """Every write the run's ledger shows, across all its slices and deliveries."""
-    return run.ledger.filter(counts_write=True).count()
+def ledger_position(run: ProcessRun) -> None:
+    """At a claim, one read of the ledger for both counts a delivery keeps in memory: the run's
+    ``writes`` (the truth, whatever a dead delivery left) and the top sequence (``sequence_next``)."""
+    top = run.ledger.aggregate(writes=Count("id", filter=Q(counts_write=True)), top=Max("sequence"))
+    run.writes = top["writes"]
+    run.__dict__["_sequence_top"] = top["top"] or 0
 
 
 def sequence_next(run: ProcessRun) -> int:
@@ -61,11 +65,13 @@ def ledger_write(
     counts_write: bool = False,
     lease: Lease | None = None,
     answer: Any = None,
+    started_at: datetime | None = None,
 ) -> ProcessRunStep:
     """Record one step (inside the step's transaction). With the delivery's ``lease``, the same
     transaction proves the lease is still ours — else ``LeaseLost`` rolls the whole step back —
-    and brings the run's ``writes`` up to date."""
-    row = ProcessRunStep.objects.create(
+    and brings the run's ``writes`` up to date (on PostgreSQL in the row's own INSERT statement).
+    ``started_at``: when the step began (the timeline draws its bar from there)."""
+    row = ProcessRunStep(
         run=run,
         sequence=sequence_next(run),
         step_id=planned.step_id,
@@ -87,13 +93,15 @@ def ledger_write(
         refusal_code=refusal.code if refusal else None,
         refusal_field=refusal.field if refusal else None,
         refusal_message=refusal.message if refusal else None,
+        started_at=started_at,
     )
-    if counts_write:
-        run.writes += (
-            1  # the ledger is the count's truth (writes_count); this is the delivery's copy
-        )
+    # The ledger is the count's truth (ledger_position); this is the delivery's copy.
+    writes = run.writes + 1 if counts_write else run.writes
     if lease is not None:
-        lease.hold(writes=run.writes)
+        lease.hold_writing(row, writes=writes)
+    else:
+        row.save(force_insert=True)
+    run.writes = writes
     return row
 
 

@@ -27,7 +27,7 @@ from processes.ceilings import ceilings_for
 from processes.contract import OnFailure, OnRefused
 from processes.engine.ending import run_end, run_hand_back, run_redeliver, run_wait
 from processes.engine.lease import Lease, LeaseLost, lease_seconds
-from processes.engine.ledger import ledger_skip_rest, step_outcome, writes_count
+from processes.engine.ledger import ledger_position, ledger_skip_rest, step_outcome
 from processes.engine.plan import ForEachCapExceeded, PlannedStep, plan_build
 from processes.engine.rollback import rollback_continue
 from processes.engine.runtime import ModuleRuntime
@@ -117,8 +117,10 @@ def run_claim(run_id: str, delivery: int | None = None) -> tuple[ProcessRun, Lea
         return None
     run = ProcessRun.objects.select_related("invoked_by").get(pk=run_id)
     # The ledger is the truth about what earlier deliveries wrote, whatever a dead one left.
-    run.writes = writes_count(run)
-    return run, Lease(run.pk, token)
+    ledger_position(run)
+    lease = Lease(run.pk, token)
+    lease.cancel_seen = run.cancel_requested
+    return run, lease
 
 
 def run_deliver(
@@ -249,9 +251,12 @@ class ChainRunner:
         self.walk(plan)
 
     def stop_check(self) -> Stop | None:
-        """At a step boundary: a cancel, an off switch or a per-run ceiling stops the run here."""
-        fresh = ProcessRun.objects.only("cancel_requested", "started_at").get(pk=self.run.pk)
-        if fresh.cancel_requested:
+        """At a step boundary: a cancel, an off switch or a per-run ceiling stops the run here.
+
+        Nothing here costs a statement per step: the cancel request is the one the last ledger
+        row's statement read back (``Lease.cancel_seen``, or the claim's), the switches are
+        re-read at most once a second, the ceilings are counted in memory."""
+        if self._cancel_requested():
             return Stop(RunState.CANCELLED, "cancelled on request")
         if not setting_get("processes.enabled"):
             return Stop(
@@ -267,7 +272,9 @@ class ChainRunner:
                 RunState.COMMITTED,
                 f"stopped at the per-run write ceiling processes.max_writes_per_run ({self.ceilings.max_writes})",
             )
-        started_at = fresh.started_at or timezone.now()  # set by the claim; unset, nothing elapsed
+        started_at = (
+            self.run.started_at or timezone.now()
+        )  # set by the claim; unset, nothing elapsed
         elapsed_ms = (timezone.now() - started_at).total_seconds() * 1000
         if elapsed_ms >= self.ceilings.max_run_ms:
             return Stop(
@@ -275,6 +282,11 @@ class ChainRunner:
                 f"stopped at the per-run runtime ceiling processes.max_run_ms ({self.ceilings.max_run_ms} ms)",
             )
         return None
+
+    def _cancel_requested(self) -> bool:
+        if self.lease is not None:
+            return self.lease.cancel_seen
+        return ProcessRun.objects.filter(pk=self.run.pk, cancel_requested=True).exists()
 
     def _process_enabled(self) -> bool:
         """The process's switch, re-read at most once a second (as the settings are)."""
@@ -377,6 +389,7 @@ class ChainRunner:
                     slice_number=visit,
                     visit=visit,
                     lease=self.lease,
+                    started_at=timezone.now(),
                 )
                 result = step_execute(scope, planned, ctx, self.runtime())
                 if result.status == StepStatus.WAIT_WINDOW:

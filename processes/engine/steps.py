@@ -27,9 +27,11 @@ from processes.models import Disposition, ProcessRun, ProcessRunStep, SkipReason
 from records.boundary import (
     DeleteWindowWait,
     WriteResult,
+    WriteUnit,
     record_create,
     record_delete,
     record_update,
+    write_unit,
 )
 from records.codes import RefusalCode
 from records.models import RecordWriteState
@@ -69,6 +71,7 @@ class StepScope:
     lease: Lease | None = (
         None  # the delivery's; every ledger row proves it in the step's transaction
     )
+    started_at: datetime | None = None  # when the step began: its ledger row's started_at
 
 
 class Unresolved(Exception):
@@ -84,6 +87,7 @@ def record_step(scope: StepScope, planned: PlannedStep, **fields: Any) -> Proces
         slice_number=scope.slice_number,
         visit=scope.visit,
         lease=scope.lease,
+        started_at=scope.started_at,
         **fields,
     )
 
@@ -210,13 +214,23 @@ def step_execute(
     return _write(scope, planned, parent, lines, address)
 
 
+def _refused(scope: StepScope, planned: PlannedStep, unit: WriteUnit, exc: Exception) -> StepResult:
+    """The boundary refused: the step's transaction rolled back whole (no savepoint was paid for on
+    the way); the refusal's trail row and the failed ledger row are written in a fresh one."""
+    with transaction.atomic():
+        unit.refusals_trail()
+        row = record_step(scope, planned, disposition=Disposition.FAILED, refusal=Refused.of(exc))
+        return StepResult(StepStatus.FAILED, row)
+
+
 def _write(
     scope: StepScope, planned: PlannedStep, parent: dict, lines: list | None, address: dict | None
 ) -> StepResult:
     record_type = planned.definition["recordType"]
     awaits = planned.definition.get("awaitSource") is True
-    with transaction.atomic():
-        try:
+    unit = WriteUnit()
+    try:
+        with write_unit() as unit:
             if address is None:
                 result: WriteResult = record_create(
                     actor=scope.actor,
@@ -229,29 +243,26 @@ def _write(
                 result = record_update(
                     actor=scope.actor, record_type=record_type, parent=parent, **address
                 )
-        except (Refusal, NotFound, TurbobaseError) as exc:
-            return StepResult(
-                StepStatus.FAILED,
-                record_step(
-                    scope, planned, disposition=Disposition.FAILED, refusal=Refused.of(exc)
-                ),
+            record = result.record
+            reused = result.outcome == WriteOutcome.DUPLICATE and scope.row_key != ""
+            write_state = (
+                _latest_write_state(record.pk) if awaits and record.source_system else None
             )
-        record = result.record
-        reused = result.outcome == WriteOutcome.DUPLICATE and scope.row_key != ""
-        write_state = _latest_write_state(record.pk) if awaits and record.source_system else None
-        row = record_step(
-            scope,
-            planned,
-            disposition=Disposition.SKIPPED if reused else Disposition.CONFIRMED,
-            skip_reason=SkipReason.REUSED if reused else SkipReason.NONE,
-            pg_row_id=record.pk,
-            external_id=record.external_id,
-            created_record=address is None and not reused,
-            awaiting=write_state is not None and not reused,
-            write_state_id=write_state,
-            counts_write=result.outcome in (WriteOutcome.CREATED, WriteOutcome.UPDATED),
-        )
-        return StepResult(StepStatus.DONE, row)
+            row = record_step(
+                scope,
+                planned,
+                disposition=Disposition.SKIPPED if reused else Disposition.CONFIRMED,
+                skip_reason=SkipReason.REUSED if reused else SkipReason.NONE,
+                pg_row_id=record.pk,
+                external_id=record.external_id,
+                created_record=address is None and not reused,
+                awaiting=write_state is not None and not reused,
+                write_state_id=write_state,
+                counts_write=result.outcome in (WriteOutcome.CREATED, WriteOutcome.UPDATED),
+            )
+            return StepResult(StepStatus.DONE, row)
+    except (Refusal, NotFound, TurbobaseError) as exc:
+        return _refused(scope, planned, unit, exc)
 
 
 def _delete(
@@ -260,8 +271,9 @@ def _delete(
     delete = planned.definition["delete"]
     key = "pgRowId" if delete.get("pgRowId") is not None else "externalId"
     value = _address_value(runtime, planned, ctx, "delete", key)
-    with transaction.atomic():
-        try:
+    unit = WriteUnit()
+    try:
+        with write_unit() as unit:
             result = record_delete(
                 actor=scope.actor,
                 record_type=planned.definition["recordType"],
@@ -270,31 +282,26 @@ def _delete(
                 source_system=delete.get("sourceSystem"),
                 on_cap="wait",
             )
-        except DeleteWindowWait as wait:
-            return StepResult(StepStatus.WAIT_WINDOW, cap=wait.cap, retry_at=wait.retry_at)
-        except (Refusal, NotFound, TurbobaseError) as exc:
-            return StepResult(
-                StepStatus.FAILED,
-                record_step(
-                    scope, planned, disposition=Disposition.FAILED, refusal=Refused.of(exc)
-                ),
+            notice = Refused(result.code, None, result.message) if result.code else None
+            # A delete on its way to a connected system waits for the source's verdict, as an
+            # awaitSource create does: a refusal (the record comes back) fails the step with the
+            # source's code and sentence, and onRefused decides the run. A held delete does not
+            # wait (nothing bounds how long a person takes); it is confirmed with its notice.
+            sent = result.outcome == WriteOutcome.QUEUED and bool(result.record.source_system)
+            write_state = _latest_write_state(result.record.pk) if sent else None
+            row = record_step(
+                scope,
+                planned,
+                disposition=Disposition.CONFIRMED,
+                refusal=notice,
+                pg_row_id=result.record.pk,
+                external_id=result.record.external_id,
+                counts_write=True,
+                awaiting=write_state is not None,
+                write_state_id=write_state,
             )
-        notice = Refused(result.code, None, result.message) if result.code else None
-        # A delete on its way to a connected system waits for the source's verdict, as an
-        # awaitSource create does: a refusal (the record comes back) fails the step with the
-        # source's code and sentence, and onRefused decides the run. A held delete does not wait
-        # (nothing bounds how long a person takes); it is confirmed with its notice.
-        sent = result.outcome == WriteOutcome.QUEUED and bool(result.record.source_system)
-        write_state = _latest_write_state(result.record.pk) if sent else None
-        row = record_step(
-            scope,
-            planned,
-            disposition=Disposition.CONFIRMED,
-            refusal=notice,
-            pg_row_id=result.record.pk,
-            external_id=result.record.external_id,
-            counts_write=True,
-            awaiting=write_state is not None,
-            write_state_id=write_state,
-        )
-        return StepResult(StepStatus.DONE, row)
+            return StepResult(StepStatus.DONE, row)
+    except DeleteWindowWait as wait:  # nothing was written: the step waits for the window
+        return StepResult(StepStatus.WAIT_WINDOW, cap=wait.cap, retry_at=wait.retry_at)
+    except (Refusal, NotFound, TurbobaseError) as exc:
+        return _refused(scope, planned, unit, exc)

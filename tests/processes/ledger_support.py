@@ -23,8 +23,8 @@ def run_with_ledger(
     slice_rows: int = 0,
     user=None,
 ) -> ProcessRun:
-    """A run of ``process_id`` whose ledger holds ``steps`` rows, 20 ms apart (``slice_rows`` > 0:
-    a migration's slices of that many rows)."""
+    """A run of ``process_id`` whose ledger holds ``steps`` rows, 20 ms apart, each step started
+    10 ms before its row was written (``slice_rows`` > 0: a migration's slices of that many rows)."""
     started = timezone.now() - timedelta(milliseconds=20 * steps + 1000)
     run = ProcessRun.objects.create(
         process_id=process_id,
@@ -67,5 +67,8 @@ def run_with_ledger(
     made = ProcessRunStep.objects.bulk_create(rows, batch_size=1000)
     for row in made:
         row.created_at = row.updated_at = started + timedelta(milliseconds=20 * row.sequence)
-    ProcessRunStep.objects.bulk_update(made, ["created_at", "updated_at"], batch_size=500)
+        row.started_at = row.created_at - timedelta(milliseconds=10)
+    ProcessRunStep.objects.bulk_update(
+        made, ["started_at", "created_at", "updated_at"], batch_size=500
+    )
     return run

@@ -62,6 +62,24 @@ def test_a_small_run_draws_one_bar_per_step_coloured_by_disposition_with_its_ref
     step = run.ledger.get(sequence=1)
     assert f"/admin/records/record/{step.pg_row_id}/change/" in page
     assert 'name="_save"' not in page
+    # Each ledger row carries when its step began, set by the engine before the step's code ran.
+    for row in run.ledger.all():
+        assert run.started_at <= row.started_at <= row.created_at
+
+
+def test_a_step_bar_starts_when_its_step_started_not_where_the_step_before_ended(operator):
+    run = run_with_ledger("acme:big", 3)  # rows 20 ms apart, each step began 10 ms before its row
+    page = _page(operator, run)
+    bars = [
+        (float(left), float(width))
+        for left, width in re.findall(
+            r'class="bar \w+" style="left:([\d.]+)%;width:([\d.]+)%"', page
+        )
+    ]
+    assert len(bars) == 3
+    # 60 ms drawn: every step 10 ms of work, then 10 ms between it and the next — left blank.
+    assert [round(left) for left, _ in bars] == [17, 50, 83]
+    assert all(round(width) == 17 for _, width in bars)
 
 
 def test_a_migration_run_marks_its_slices_and_a_parked_run_shows_its_wait_with_the_reason(operator):
