@@ -28,6 +28,8 @@ RUN_COLUMNS = (
     Column("pending_reason", "pending_reason", K.TEXT),
     Column("invoked_by", "invoked_by_id", K.INTEGER),
     Column("schedule_name", "schedule_name", K.TEXT),
+    # What started a triggered run: record:<process>:<pgRowId>:<syncVersion>, event:<process>:<eventId>.
+    Column("idempotency_key", "idempotency_key", K.TEXT),
     Column("input", "input", K.JSON),
     Column("module_version", "module_version", K.INTEGER),
     Column("started_at", "started_at", K.DATETIME),

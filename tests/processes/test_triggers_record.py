@@ -340,3 +340,17 @@ def test_the_process_list_and_the_admin_screen_show_each_trigger(
         "<code>status = &quot;approved&quot;</code></li>"
     ) in page
     assert '<li class="trigger-event">on each event <code>lead.created</code></li>' in page
+
+
+def test_the_runs_a_record_started_are_found_by_their_key_over_rest(on_approved, alice_api):
+    pg_row_id = order(alice_api, status="approved")
+    rows = alice_api.get(
+        "/v1/rest/process_run",
+        {"select": "process_id,idempotency_key", "idempotency_key": f"like.record:*:{pg_row_id}:*"},
+    ).json()
+    assert rows == [
+        {
+            "process_id": "acme:on-approved",
+            "idempotency_key": f"record:acme:on-approved:{pg_row_id}:1",
+        }
+    ]
