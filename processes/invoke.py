@@ -16,6 +16,7 @@ from django.db.models import JSONField, Value
 from django.utils import timezone
 from jsonschema import Draft202012Validator
 
+from extensions.models import ExtensionModule
 from guardrails.settings import setting_get
 from processes.catalog import process_module_get
 from processes.codes import ProcessCode
@@ -32,8 +33,10 @@ def access_fingerprint(user: User) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
-def switch_check(process_id: str) -> None:
-    """409 ``process_disabled`` naming the switch, when this process or every process is off."""
+def switch_check(process_id: str) -> bool:
+    """409 ``process_disabled`` naming the switch, when this process or every process is off.
+
+    Answers whether the process has its row (no switch was ever set: it is written on first use)."""
     if not setting_get("processes.enabled"):
         raise ProcessDisabled(
             "every process on this instance is switched off (processes.enabled)",
@@ -50,6 +53,7 @@ def switch_check(process_id: str) -> None:
             id=process_id,
             reason=reason,
         )
+    return process is not None
 
 
 def input_check(schema: dict, body: Any) -> None:
@@ -88,17 +92,20 @@ def run_invoke(
     schedule_name: str = "",
     idempotency_key: str | None = None,
     send: bool = True,
+    module: ExtensionModule | None = None,
 ) -> ProcessRun:
     """Queue a run of ``process_id`` as ``user``: its row committed, its delivery sent to its lane.
 
     ``send=False`` (a sync run the request delivers itself, ``processes.sync_run``) writes the
     same row, noted as sent now, and hands the broker nothing: if the request never claims it,
-    the lane's redelivery watch sends it a lease later, as it does any lost delivery."""
-    module = process_module_get(process_id)
-    switch_check(process_id)
+    the lane's redelivery watch sends it a lease later, as it does any lost delivery.
+    ``module``: the served module the caller already read (``process_module_get``)."""
+    module = module or process_module_get(process_id)
+    has_row = switch_check(process_id)
     input_check(module.definition.get("input") or {}, body)
     with transaction.atomic():
-        Process.objects.get_or_create(pk=process_id)
+        if not has_row:  # process rows are never deleted: one that was read is still there
+            Process.objects.get_or_create(pk=process_id)
         run = ProcessRun.objects.create(
             process_id=process_id,
             mode=mode,

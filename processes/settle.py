@@ -37,6 +37,11 @@ def run_settled_notify(run_id: UUID | str, mode: str) -> None:
 
 def run_settle_wait(run: ProcessRun, *, deadline: float) -> ProcessRun | None:
     """Until ``deadline`` (``time.monotonic()``): the run once terminal, or None when time runs out."""
+    run.refresh_from_db()  # a run the request delivered itself is usually settled: no LISTEN
+    if run.is_terminal:
+        return run
+    if time.monotonic() >= deadline:
+        return None
     if _listening():
         return _wait_notified(run, deadline)
     return _wait_polling(run, deadline)

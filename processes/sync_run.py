@@ -31,6 +31,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import connection
 
+from extensions.models import ExtensionModule
 from processes.catalog import process_module_get
 from processes.engine.runner import run_deliver
 from processes.invoke import run_invoke
@@ -38,22 +39,31 @@ from processes.models import ProcessRun, RunMode
 from processes.settle import run_settle_wait
 
 
-def sync_in_request(process_id: str) -> bool:
-    """Whether this request may deliver a sync run of ``process_id`` itself."""
+def sync_in_request(module: ExtensionModule) -> bool:
+    """Whether this request may deliver a sync run of the process ``module`` serves itself."""
     if not getattr(settings, "PROCESS_SYNC_IN_REQUEST", True):
         return False
     if connection.in_atomic_block:  # the row would not be committed before its first step
         return False
-    return process_module_get(process_id).definition.get("eachRow") is None
+    return module.definition.get("eachRow") is None
 
 
 def sync_invoke(
-    *, process_id: str, body: Any, user: User, budget_ms: int
+    *, process_id: str, body: Any, user: User, budget_ms: int, module: ExtensionModule | None = None
 ) -> tuple[ProcessRun, ProcessRun | None]:
-    """Invoke ``process_id`` and wait up to ``budget_ms``: (the run, the run settled or None)."""
+    """Invoke ``process_id`` and wait up to ``budget_ms``: (the run, the run settled or None).
+    ``module``: the served module the caller already read (``process_module_get``)."""
     deadline = time.monotonic() + budget_ms / 1000
-    here = sync_in_request(process_id)
-    run = run_invoke(process_id=process_id, body=body, user=user, mode=RunMode.SYNC, send=not here)
+    module = module or process_module_get(process_id)
+    here = sync_in_request(module)
+    run = run_invoke(
+        process_id=process_id,
+        body=body,
+        user=user,
+        mode=RunMode.SYNC,
+        send=not here,
+        module=module,
+    )
     if here:
         run_deliver(str(run.pk), run.delivery, hand_back_at=deadline)
     return run, run_settle_wait(run, deadline=deadline)

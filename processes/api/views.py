@@ -136,14 +136,17 @@ class ProcessInvokeView(APIView):
     )
     def post(self, request: Request, process_id: str) -> Response:
         invoke_access_check(request)
-        process_module_get(process_id)  # 404 before the mode is read: no such process is the news
+        # 404 before the mode is read: no such process is the news. Read once, passed on.
+        module = process_module_get(process_id)
         mode = mode_parse(request.query_params.get("mode"))
         body, user = request_input(request), acting_user(request)
         if mode != RunMode.SYNC:
-            run = run_invoke(process_id=process_id, body=body, user=user, mode=mode)
+            run = run_invoke(process_id=process_id, body=body, user=user, mode=mode, module=module)
             return Response(out.run_queued(run), status=202)
         budget_ms = setting_get("processes.sync_budget_ms")
-        run, settled = sync_invoke(process_id=process_id, body=body, user=user, budget_ms=budget_ms)
+        run, settled = sync_invoke(
+            process_id=process_id, body=body, user=user, budget_ms=budget_ms, module=module
+        )
         if settled is None:
             return Response(out.sync_budget_exceeded(run, budget_ms), status=202)
         return Response(out.run_settled(settled, run_ledger(settled)), status=200)
