@@ -240,3 +240,18 @@ def test_the_same_key_sent_again_delivers_what_the_first_send_did_not(admin_user
     pump()
     assert ProcessRun.objects.get(pk=run.pk).state == "committed"
     assert EventWait.objects.get(run=run).event_id == stranded.pk
+
+
+def test_the_admin_lists_events_and_an_event_names_the_runs_it_resumed(admin_user, alice, operator):
+    deploy(trial_to_paid(), by=admin_user)
+    run = invoke("e:trial-to-paid", {"customer": "c1"}, alice)
+    pump()
+    sent = _send(alice, "order.paid", {"customer": "c1", "order": "SO-1"}, key="pay-1")
+    listing = operator.get("/admin/processes/event/")
+    assert listing.status_code == 200
+    assert "order.paid" in listing.content.decode() and "pay-1" in listing.content.decode()
+    page = operator.get(f"/admin/processes/event/{sent['eventId']}/change/").content.decode()
+    assert (
+        f'href="/admin/processes/processrun/{run.pk}/change/">{str(run.pk)[:8]}</a> (paid)' in page
+    )
+    assert operator.get("/admin/processes/event/add/").status_code == 403
