@@ -16,6 +16,10 @@ Exactly once per transition:
   bumped by every write of the record — so a second start for the same write is refused by the
   database however it came about. A write that keeps the record in the state starts nothing;
   leaving and entering again is a new write, with a new version, and starts another run.
+
+A run's own writes never start its own process again: a process whose steps make the record leave
+and re-enter its own ``enters`` state would otherwise start itself without end. Other processes
+watching the same state still start.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any
 from processes.errors import ProcessNotFound
 from processes.events.service import json_equal
 from processes.invoke import run_start
+from processes.models import ProcessRun
 from processes.triggers.index import record_triggers
 from processes.triggers.shape import RecordTrigger
 from records.watches import RecordWritten, Watcher
@@ -73,7 +78,19 @@ def record_triggers_fire(written: RecordWritten) -> None:
             continue
         if written.before is not None and enters_matches(trigger.enters, written.before):
             continue  # it was already in the state: this write keeps it there
+        if _written_by_own_run(trigger, written):
+            logger.info(
+                "record trigger of %s: its own run's write starts nothing", trigger.process_id
+            )
+            continue
         _start(trigger, written)
+
+
+def _written_by_own_run(trigger: RecordTrigger, written: RecordWritten) -> bool:
+    run_id = written.actor.process_run_id
+    if not run_id:
+        return False  # an app's or a person's write: the common case costs no query
+    return ProcessRun.objects.filter(pk=run_id, process_id=trigger.process_id).exists()
 
 
 def record_watcher(record_type: str) -> Watcher | None:

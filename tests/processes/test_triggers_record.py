@@ -217,6 +217,37 @@ export default defineProcess({
     assert (run.state, run.invoked_by, run.input["pgRowId"]) == ("committed", alice, pg_row_id)
 
 
+SELF_REENTERING = """\
+import { defineProcess } from '@turbobase/extensions';
+export default defineProcess({
+  id: 'acme:reapprove',
+  trigger: { record: 'salesOrder', enters: { status: 'approved' } },
+  input: { type: 'object', required: ['pgRowId'] },
+  steps: [
+    { id: 'reopen', recordType: 'salesOrder', update: { pgRowId: (ctx) => ctx.input.pgRowId },
+      build: () => ({ parent: { status: 'pendingApproval' } }) },
+    { id: 'approve', recordType: 'salesOrder', update: { pgRowId: (ctx) => ctx.input.pgRowId },
+      build: () => ({ parent: { status: 'approved' } }) },
+  ],
+});
+"""
+
+
+def test_a_runs_own_write_never_starts_its_own_process_again_but_starts_the_others(
+    deploy, on_approved, alice_api
+):
+    deploy(SELF_REENTERING, "reapprove.ts")
+    order(alice_api, status="approved")  # one run of each watcher
+    drain_runs()  # until no run is due: a loop would run 50 rounds of reapprove
+    by_process = sorted(ProcessRun.objects.values_list("process_id", "state"))
+    # reapprove's run left and re-entered the state: on-approved starts again, reapprove does not.
+    assert by_process == [
+        ("acme:on-approved", "committed"),
+        ("acme:on-approved", "committed"),
+        ("acme:reapprove", "committed"),
+    ]
+
+
 def test_a_type_nobody_watches_costs_the_boundary_no_query(on_approved):
     assert record_watcher("salesOrder") is not None  # the index is read (and kept)
     with CaptureQueriesContext(connection) as queries:
