@@ -102,13 +102,15 @@ def run_queue(args: argparse.Namespace) -> None:
 def run_sync(args: argparse.Namespace) -> None:
     from sync_invoke import sync_bench
 
-    res = sync_bench(invokes=args.invokes)
+    detail: dict = {}
+    res = sync_bench(invokes=args.invokes, detail=detail)
     print(
         f"sync — {args.invokes} × POST /v1/processes/<id>?mode=sync (3 creates) over HTTP, gunicorn + qcluster"
     )
     row("sync invoke p50", f"{res['invoke_p50_ms']:10.1f} ms")
     row("3 × POST /v1/data in a row, p50", f"{res['plain_p50_ms']:10.1f} ms")
     row("ratio", f"{res['ratio']:10.2f}×")
+    row("  of an invoke: the run itself, p50", f"{detail['run_p50_ms']:10.1f} ms")
     result_print(res)
 
 

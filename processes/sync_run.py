@@ -65,5 +65,8 @@ def sync_invoke(
         module=module,
     )
     if here:
-        run_deliver(str(run.pk), run.delivery, hand_back_at=deadline)
+        delivered = run_deliver(str(run.pk), run.delivery, hand_back_at=deadline)
+        # Ended by this delivery: the row is what it left (run_end mirrors what it wrote).
+        if delivered is not None and delivered.is_terminal:
+            return run, delivered
     return run, run_settle_wait(run, deadline=deadline)

@@ -125,13 +125,14 @@ def run_claim(run_id: str, delivery: int | None = None) -> tuple[ProcessRun, Lea
 
 def run_deliver(
     run_id: str, delivery: int | None = None, *, hand_back_at: float | None = None
-) -> None:
+) -> ProcessRun | None:
     """The lane task: perform one delivery of the run (``delivery``: the number it was queued
     with; a stale one does nothing). ``hand_back_at`` (``time.monotonic()``; a sync run delivered
-    on its request): at the first step boundary past it, give the run back to its lane."""
+    on its request): at the first step boundary past it, give the run back to its lane.
+    Answers the run as this delivery left it (its ending mirrored on it), None if not claimed."""
     claimed = run_claim(run_id, delivery)
     if claimed is None:
-        return
+        return None
     run, lease = claimed
     runner: ChainRunner | None = None
     lease.heartbeat_start()
@@ -158,6 +159,7 @@ def run_deliver(
         if runner is not None:
             runner.close()
         lease.owned().update(lease_owner="", lease_until=None, writes=run.writes)
+    return run
 
 
 class RunInvokerGone(RuntimeError):
