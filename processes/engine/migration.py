@@ -5,8 +5,10 @@ take (up to the slice's row budget) so a crash re-delivery works through the sam
 after every step the slice recorded. Before each row — never mid-row — it checks its own budget
 (rows, wall clock) and the run's stops (cancel, switches, ceilings). Each row is a new visit: create
 steps are keyed by process + row key + step, so a row offered again writes nothing and hands on the
-first record; update and declined steps run again. A slice with rows left queues the next slice as
-a separate job on the async lane, until nothing is outstanding or the slice cap.
+first record; update and declined steps run again. Nothing one row's calls leave behind is seen by
+the next: every sandbox call starts in a fresh scope (``extensions/js/runtime.js``). A slice with
+rows left queues the next slice as a separate job on the async lane, until nothing is outstanding
+or the slice cap.
 
 A migration of one create step (no ``when``, no ``awaitSource``) works in batches of
 ``PROCESS_SLICE_BATCH_ROWS`` rows: their builds in one exchange with the sandbox (each still in

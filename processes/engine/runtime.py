@@ -85,9 +85,5 @@ class ModuleRuntime:
         except SandboxError:
             return []
 
-    def new_row(self) -> None:
-        """A fresh JS context: nothing one row or run set is visible to the next."""
-        self.sandbox.new_run()
-
     def close(self) -> None:
         """Hand the interpreter back to the pool (the next delivery starts a fresh context)."""
