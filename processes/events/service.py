@@ -102,7 +102,10 @@ def event_body_check(body: Any) -> tuple[str, dict, str | None]:
 
 
 def event_send(*, sender: User, name: str, data: dict, key: str | None = None) -> EventSent:
-    """Keep the event (once per sender and key), start its triggers' runs, resume its waits."""
+    """Keep the event (once per sender and key), start its triggers' runs, resume its waits.
+
+    Call it outside any transaction (a view, a task): its two steps must each commit for the
+    exactly-once reasoning above to hold."""
     try:
         with transaction.atomic():
             event = Event.objects.create(name=name, data=data, key=key, sender=sender)
