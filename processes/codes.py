@@ -43,6 +43,8 @@ class ProcessCode(StrEnum):
     AI_PROVIDER_UNREACHABLE = "AI_PROVIDER_UNREACHABLE"
     AI_PROVIDER_UNKNOWN = "AI_PROVIDER_UNKNOWN"
     # A task step (a person's decision): on its ledger row, and answered by /v1/tasks.
+    # A sleep step whose function returned no duration ('30s', '15m', '2h', '30d').
+    SLEEP_DURATION_INVALID = "SLEEP_DURATION_INVALID"
     TASK_REJECTED = "TASK_REJECTED"  # the assignee rejected it; the refusal carries the reason
     TASK_EXPIRED = "TASK_EXPIRED"  # its ``timeout`` came before anyone decided
     TASK_TITLE_INVALID = "TASK_TITLE_INVALID"  # ``task.title`` returned something other than text

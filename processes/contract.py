@@ -45,6 +45,7 @@ TASK_STEP_KEYS = frozenset({"id", "task", "when", "onRefused", "rollback", "desc
 TASK_KEYS = frozenset({"assignee", "title", "details", "timeout"})
 WAIT_STEP_KEYS = frozenset({"id", "waitFor", "when", "description"})
 WAIT_FOR_KEYS = frozenset({"event", "match", "timeout"})
+SLEEP_STEP_KEYS = frozenset({"id", "sleep", "when", "description"})
 
 
 class ContractInvalid(InvalidRequest):
@@ -209,6 +210,17 @@ def _check_wait_step(step: dict, where: str) -> None:
     _check_fn(step, "when", where)
 
 
+def _check_sleep_step(step: dict, where: str) -> None:
+    """``{ id, sleep: '30s' | (ctx) => string, when? }``: a wait on the clock, no record."""
+    _check_known(step, SLEEP_STEP_KEYS, where, "a sleep step (it writes no record)")
+    if not is_function(step["sleep"]):
+        try:
+            duration_parse(step["sleep"])
+        except ValueError as exc:
+            _fail(f"{where}.sleep", f"{exc} (or a function (ctx) => string)")
+    _check_fn(step, "when", where)
+
+
 def _check_step(step: Any, where: str, catalog_types: set[str]) -> None:
     if not isinstance(step, dict):
         _fail(where, "must be a step object")
@@ -220,6 +232,9 @@ def _check_step(step: Any, where: str, catalog_types: set[str]) -> None:
         return
     if "waitFor" in step:
         _check_wait_step(step, where)
+        return
+    if "sleep" in step:
+        _check_sleep_step(step, where)
         return
     _check_known(step, STEP_KEYS, where, "a step")
     record_type = step.get("recordType")
@@ -347,4 +362,6 @@ def process_contract_check(definition: Any) -> dict:
                         f"{at}.waitFor",
                         "a migration's rows do not wait for events: waitFor is for chains",
                     )
+                if "sleep" in found:
+                    _fail(f"{at}.sleep", "a migration's rows do not sleep: sleep is for chains")
     return definition

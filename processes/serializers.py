@@ -6,7 +6,14 @@ from typing import Any
 
 from rest_framework import serializers
 
-from processes.models import ProcessRun, ProcessRunSlice, ProcessRunStep, RunMode, RunState
+from processes.models import (
+    PendingReason,
+    ProcessRun,
+    ProcessRunSlice,
+    ProcessRunStep,
+    RunMode,
+    RunState,
+)
 
 
 class RefusalSerializer(serializers.Serializer):
@@ -59,6 +66,10 @@ class RunSerializer(serializers.ModelSerializer):
     runId = serializers.UUIDField(source="run_id")
     processId = serializers.CharField(source="process_id")
     pendingReason = serializers.SerializerMethodField()
+    # When a run parked on the clock (a sleep, a delete window) is due, and when a delivery that
+    # failed on a transient error is tried again; null otherwise.
+    wakeAt = serializers.SerializerMethodField()
+    retryAt = serializers.SerializerMethodField()
     invokedBy = serializers.SerializerMethodField()
     schedule = serializers.SerializerMethodField()
     startedAt = serializers.DateTimeField(source="started_at", allow_null=True)
@@ -79,6 +90,8 @@ class RunSerializer(serializers.ModelSerializer):
             "outstanding",
             "mode",
             "pendingReason",
+            "wakeAt",
+            "retryAt",
             "invokedBy",
             "schedule",
             "startedAt",
@@ -92,6 +105,18 @@ class RunSerializer(serializers.ModelSerializer):
 
     def get_pendingReason(self, run: ProcessRun) -> str | None:
         return None if run.is_terminal else (run.pending_reason or None)
+
+    def _due(self, run: ProcessRun, reason: str) -> str | None:
+        if run.is_terminal or run.pending_reason != reason:
+            return None
+        at = run.wake_at or run.wait_deadline  # the watch clears wake_at as it sends the wake-up
+        return serializers.DateTimeField().to_representation(at) if at else None
+
+    def get_wakeAt(self, run: ProcessRun) -> str | None:
+        return self._due(run, PendingReason.AWAITING_TIME)
+
+    def get_retryAt(self, run: ProcessRun) -> str | None:
+        return self._due(run, PendingReason.RETRYING)
 
     def get_invokedBy(self, run: ProcessRun) -> str | None:
         return run.invoked_by.get_username() if run.invoked_by is not None else None

@@ -143,4 +143,6 @@ def step_outcome(row: ProcessRunStep) -> dict[str, Any]:
         outcome["output"] = row.answer  # what the person completed it with (none if not completed)
     elif row.action == "waitFor":
         outcome["event"] = (row.answer or {}).get("event")  # the event, or None: timed out
+    elif row.action == "sleep":
+        outcome["wakeAt"] = (row.answer or {}).get("wakeAt")  # when it was due to wake
     return outcome

@@ -42,13 +42,18 @@ class PlannedStep:
             return "task"
         if self.definition.get("waitFor") is not None:
             return "waitFor"
+        if self.definition.get("sleep") is not None:
+            return "sleep"
         if self.definition.get("delete") is not None:
             return "delete"
         return "update" if self.definition.get("update") is not None else "create"
 
     @property
     def is_keep(self) -> bool:
-        return self.kind in ("delete", "ai", "waitFor") or self.definition.get("rollback") == "keep"
+        return (
+            self.kind in ("delete", "ai", "waitFor", "sleep")
+            or self.definition.get("rollback") == "keep"
+        )
 
 
 def plan_build(

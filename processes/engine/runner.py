@@ -13,7 +13,7 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -337,6 +337,8 @@ class ChainRunner:
             self.wait_action(walk.at, walk.result.task)
         elif walk.status == WalkStatus.WAIT_INPUT:
             self.wait_input(walk.at, walk.result.event_wait)
+        elif walk.status == WalkStatus.WAIT_TIME:
+            self.wait_time(walk.at, walk.result.retry_at)
         elif walk.status == WalkStatus.FAILED:
             ledger_skip_rest(self.run, plan[walk.position + 1 :], lease=self.lease)
             self.fail(walk.at, walk.ledger_row, outstanding=0)
@@ -400,6 +402,8 @@ class ChainRunner:
                     return Walk(WalkStatus.WAIT_ACTION, position, planned, result=result)
                 if result.status == StepStatus.WAIT_INPUT:
                     return Walk(WalkStatus.WAIT_INPUT, position, planned, result=result)
+                if result.status == StepStatus.WAIT_TIME:
+                    return Walk(WalkStatus.WAIT_TIME, position, planned, result=result)
                 ledger_row = result.ledger_row
             if (
                 ledger_row.awaiting_verdict
@@ -482,6 +486,20 @@ class ChainRunner:
             run_redeliver(self.run.pk)
         else:
             wait_claim_earlier(wait)  # claims it with an earlier event and queues the run
+
+    def wait_time(self, planned: PlannedStep, until: datetime) -> None:
+        """Park a sleep step until ``until``: the lane's watch delivers the run then (wake_at)."""
+        run_wait(
+            self.run,
+            lease=self.lease,
+            pending_reason=PendingReason.AWAITING_TIME,
+            deadline=until,
+            wake_at=until,
+            waiting_step=planned.step_id,
+        )
+        # A cancel asked for while we were parking found the run still held: end it now.
+        if ProcessRun.objects.filter(pk=self.run.pk, cancel_requested=True).exists():
+            run_redeliver(self.run.pk)
 
     def wait_window(
         self,

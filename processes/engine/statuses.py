@@ -18,6 +18,7 @@ class StepStatus(StrEnum):
     WAIT_WINDOW = "wait_window"  # a delete met a full delete window: nothing written, wait
     WAIT_ACTION = "wait_action"  # a task step's task is open: nothing written, wait for a person
     WAIT_INPUT = "wait_input"  # a waitFor step's wait is open: nothing written, wait for an event
+    WAIT_TIME = "wait_time"  # a sleep step's time has not come: nothing written, park until it
 
 
 class WalkStatus(StrEnum):
@@ -30,6 +31,7 @@ class WalkStatus(StrEnum):
     WAIT_WINDOW = "wait_window"  # a delete waits for the delete window to free
     WAIT_ACTION = "wait_action"  # a task step waits for a person's decision
     WAIT_INPUT = "wait_input"  # a waitFor step waits for a matching event
+    WAIT_TIME = "wait_time"  # a sleep step waits for its time
     FAILED = "failed"  # a step failed (and is not a delete that continues on refusal)
 
 

@@ -20,6 +20,7 @@ from processes.engine.lease import Lease
 from processes.engine.ledger import Refused, ledger_write
 from processes.engine.plan import PlannedStep
 from processes.engine.runtime import ModuleRuntime, StepCodeFailed
+from processes.engine.sleep_step import sleep_parked_until, sleep_step_resume, sleep_step_start
 from processes.engine.statuses import StepStatus
 from processes.engine.task_step import task_of, task_step_resume, task_step_start
 from processes.engine.wait_step import wait_of, wait_step_resume, wait_step_start
@@ -180,6 +181,11 @@ def step_execute(
         wait = wait_of(scope, planned)
         if wait is not None:
             return wait_step_resume(scope, planned, wait)
+    if planned.kind == "sleep":
+        # Parked on this step by an earlier delivery: only the clock is left to read.
+        until = sleep_parked_until(scope, planned)
+        if until is not None:
+            return sleep_step_resume(scope, planned, until)
     try:
         if step.get("when") is not None:
             try:
@@ -199,6 +205,8 @@ def step_execute(
             return task_step_start(scope, planned, ctx, runtime)
         if planned.kind == "waitFor":
             return wait_step_start(scope, planned, ctx, runtime)
+        if planned.kind == "sleep":
+            return sleep_step_start(scope, planned, ctx, runtime)
         if planned.kind == "delete":
             return _delete(scope, planned, ctx, runtime)
         built = runtime.call(planned.path + ("build",), ctx)
