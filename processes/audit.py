@@ -19,6 +19,8 @@ class ProcessAuditAction(StrEnum):
     RUN_CANCELLED = "run.cancelled"
     RUN_RESUMED = "run.resumed"
     RUN_ROLLED_BACK = "run.rolled_back"
+    RUN_RETRIED = "run.retried"  # target: the old run; after: the new run
+    RUN_REDIRECTED = "run.redirected"
     SCHEDULE_PAUSED = "schedule.paused"
     SCHEDULE_RESUMED = "schedule.resumed"
     TASK_COMPLETED = "task.completed"

@@ -78,6 +78,13 @@ class ProcessIsMigration(RunStateConflict):
     code = ProcessCode.PROCESS_IS_A_MIGRATION
 
 
+class RunNotRetryable(RunStateConflict):
+    """Only a run that ended failed, cancelled, rolled back or refused is retried."""
+
+    error = "process_run_not_retryable"
+    code = ProcessCode.PROCESS_RUN_NOT_RETRYABLE
+
+
 class RunNotRollbackable(RunStateConflict):
     """A run still queued or running cannot be rolled back: cancel it first."""
 

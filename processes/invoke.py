@@ -93,13 +93,16 @@ def run_invoke(
     idempotency_key: str | None = None,
     send: bool = True,
     module: ExtensionModule | None = None,
+    linked_from: ProcessRun | None = None,
+    linked_how: str = "",
 ) -> ProcessRun:
     """Queue a run of ``process_id`` as ``user``: its row committed, its delivery sent to its lane.
 
     ``send=False`` (a sync run the request delivers itself, ``processes.sync_run``) writes the
     same row, noted as sent now, and hands the broker nothing: if the request never claims it,
     the lane's redelivery watch sends it a lease later, as it does any lost delivery.
-    ``module``: the served module the caller already read (``process_module_get``)."""
+    ``module``: the served module the caller already read (``process_module_get``).
+    ``linked_from``: the run a retry or a redirect starts it from (``processes.steering``)."""
     module = module or process_module_get(process_id)
     has_row = switch_check(process_id)
     input_check(module.definition.get("input") or {}, body)
@@ -114,6 +117,8 @@ def run_invoke(
             module_version=module.version,
             schedule_name=schedule_name,
             idempotency_key=idempotency_key,
+            linked_from=linked_from,
+            linked_how=linked_how,
             delivery=1,
             enqueued_at=timezone.now(),
             access_fingerprint=access_fingerprint(user),

@@ -70,6 +70,14 @@ class PendingReason(models.TextChoices):
     NONE = "", "—"  # the run ended
 
 
+class LinkHow(models.TextChoices):
+    """How a run was started from another (``linkedFrom``/``linkedTo``): steering, never a trigger."""
+
+    RETRY = "retry"  # the same input again, after the old run ended failed/cancelled/...
+    REDIRECT = "redirect"  # a new input; the old run was cancelled if it had not ended
+    NONE = "", "—"
+
+
 class RunMode(models.TextChoices):
     SYNC = "sync"
     ASYNC = "async"
@@ -125,6 +133,14 @@ class ProcessRun(models.Model):
     # switch it names; blank on every other run.
     refusal_code = models.CharField(max_length=64, blank=True, default="")
     refusal_field = models.CharField(max_length=255, blank=True, default="")
+    # The run this one was started from by a retry or a redirect (``processes.steering``), and how;
+    # the old run's ``linked_to`` lists the runs started from it.
+    linked_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="linked_to"
+    )
+    linked_how = models.CharField(
+        max_length=16, blank=True, choices=LinkHow.choices, default=LinkHow.NONE
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from processes.models import (
+    LinkHow,
     PendingReason,
     ProcessRun,
     ProcessRunSlice,
@@ -60,6 +62,13 @@ class SliceSerializer(serializers.ModelSerializer):
         fields = ("slice", "moduleVersion", "startedAt", "finishedAt")
 
 
+class LinkOut(serializers.Serializer):
+    """One link between runs made by steering: ``{runId, how: 'retry' | 'redirect'}``."""
+
+    runId = serializers.UUIDField()
+    how = serializers.ChoiceField(choices=[LinkHow.RETRY, LinkHow.REDIRECT])
+
+
 class RunSerializer(serializers.ModelSerializer):
     """The run half of the single-run read."""
 
@@ -79,6 +88,9 @@ class RunSerializer(serializers.ModelSerializer):
     sliceLog = SliceSerializer(source="slice_log", many=True, read_only=True)
     # A refused run's check (the field or the switch it names); null on every other run.
     refusal = RefusalSerializer(allow_null=True, read_only=True)
+    # The run a retry or redirect started this one from, and the runs started from this one.
+    linkedFrom = serializers.SerializerMethodField()
+    linkedTo = serializers.SerializerMethodField()
 
     class Meta:
         model = ProcessRun
@@ -101,6 +113,8 @@ class RunSerializer(serializers.ModelSerializer):
             "moduleVersion",
             "sliceLog",
             "refusal",
+            "linkedFrom",
+            "linkedTo",
         )
 
     def get_pendingReason(self, run: ProcessRun) -> str | None:
@@ -117,6 +131,17 @@ class RunSerializer(serializers.ModelSerializer):
 
     def get_retryAt(self, run: ProcessRun) -> str | None:
         return self._due(run, PendingReason.RETRYING)
+
+    @extend_schema_field(LinkOut(allow_null=True))
+    def get_linkedFrom(self, run: ProcessRun) -> dict[str, str] | None:
+        if run.linked_from_id is None:
+            return None
+        return {"runId": str(run.linked_from_id), "how": run.linked_how}
+
+    @extend_schema_field(LinkOut(many=True))
+    def get_linkedTo(self, run: ProcessRun) -> list[dict[str, str]]:
+        later = run.linked_to.order_by("created_at", "pk").values_list("pk", "linked_how")
+        return [{"runId": str(pk), "how": how} for pk, how in later]
 
     def get_invokedBy(self, run: ProcessRun) -> str | None:
         return run.invoked_by.get_username() if run.invoked_by is not None else None
@@ -197,6 +222,12 @@ def cancel_answer(run: ProcessRun) -> dict[str, Any]:
         "runId": str(run.run_id),
         "state": RunState.CANCELLED if run.cancel_requested else run.state,
     }
+
+
+def retry_answer(new: ProcessRun) -> dict[str, Any]:
+    """``POST .../retry`` and ``.../redirect``: the new run, and the old one it came from."""
+    key = "retryOf" if new.linked_how == LinkHow.RETRY else "redirectOf"
+    return {"runId": str(new.run_id), key: str(new.linked_from_id)}
 
 
 def steering_answer(run: ProcessRun, *, is_queued: bool | None = None) -> dict[str, Any]:
@@ -335,6 +366,18 @@ class SyncBudgetExceededOut(RunQueuedOut):
 
 class CancelledOut(serializers.Serializer):
     cancelled = serializers.IntegerField(help_text="How many queued runs were cancelled.")
+
+
+class RetryOut(serializers.Serializer):
+    runId = serializers.UUIDField(help_text="The new run.")
+    retryOf = serializers.UUIDField(help_text="The run it retries.")
+
+
+class RedirectOut(serializers.Serializer):
+    runId = serializers.UUIDField(help_text="The new run.")
+    redirectOf = serializers.UUIDField(
+        help_text="The run it replaces, cancelled unless it had ended."
+    )
 
 
 class SteeringOut(serializers.Serializer):

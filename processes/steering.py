@@ -1,6 +1,10 @@
-"""Steering a run from outside: cancel, resume, roll back. Open to the invoker and administrators."""
+"""Steering a run from outside: cancel, resume, roll back, retry, redirect. Open to the invoker
+and administrators. A retry or a redirect starts a new run linked to the old one (``linked_from``,
+``linked_how``); the old run is never changed by a retry, and only cancelled by a redirect."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
@@ -18,10 +22,12 @@ from processes.errors import (
     ProcessIsMigration,
     RunNotFound,
     RunNotResumable,
+    RunNotRetryable,
     RunNotRollbackable,
 )
+from processes.invoke import run_invoke
 from processes.lanes import lane_enqueue
-from processes.models import PendingReason, ProcessRun, RunState, SkipReason
+from processes.models import LinkHow, PendingReason, ProcessRun, RunState, SkipReason
 from processes.status import MOVES, RunMove, states_from
 
 
@@ -188,3 +194,66 @@ def run_rollback(*, user: User, run_id: str) -> tuple[ProcessRun, bool]:
         )
         lane_enqueue(run_id=run.pk, delivery=run.delivery, mode=run.mode)
     return run, True
+
+
+# A retry starts the same input again: only a run that ended without doing what it was asked.
+RETRYABLE = frozenset({RunState.FAILED, RunState.CANCELLED, RunState.ROLLED_BACK, RunState.REFUSED})
+
+
+def run_retry(*, user: User, run_id: str) -> ProcessRun:
+    """Start a new run of the same process with the same input, linked to the old one (``retry``).
+
+    The new run is invoked by whoever asks (as any invoke is), on the version deployed now, with a
+    ledger of its own; its input is checked again (a schema that changed since answers 400). Any
+    state but failed, cancelled, rolled_back or refused is 409 ``process_run_not_retryable``."""
+    old = run_get(user=user, run_id=run_id)
+    with transaction.atomic():
+        old = ProcessRun.objects.select_for_update().get(pk=old.pk)
+        if old.state not in RETRYABLE:
+            raise RunNotRetryable(
+                f"only a run that ended {', '.join(sorted(RETRYABLE))} can be retried; "
+                f"this run is {old.state}",
+                runId=str(old.pk),
+                state=old.state,
+            )
+        new = run_invoke(
+            process_id=old.process_id,
+            body=old.input,
+            user=user,
+            linked_from=old,
+            linked_how=LinkHow.RETRY,
+        )
+        audit_record(
+            actor=user,
+            action=ProcessAuditAction.RUN_RETRIED,
+            target=f"run:{old.pk}",
+            before={"state": old.state},
+            after={"runId": str(new.pk)},
+        )
+    return new
+
+
+def run_redirect(*, user: User, run_id: str, body: Any) -> ProcessRun:
+    """Start a new run of the same process with ``body`` as its input, linked to the old one
+    (``redirect``), and cancel the old one as ``run_cancel`` does if it has not ended. One
+    transaction: an input the schema refuses (400) or a switch that is off (409) changes nothing."""
+    old = run_get(user=user, run_id=run_id)
+    with transaction.atomic():
+        old = ProcessRun.objects.select_for_update().get(pk=old.pk)
+        new = run_invoke(
+            process_id=old.process_id,
+            body=body,
+            user=user,
+            linked_from=old,
+            linked_how=LinkHow.REDIRECT,
+        )
+        audit_record(
+            actor=user,
+            action=ProcessAuditAction.RUN_REDIRECTED,
+            target=f"run:{old.pk}",
+            before={"state": old.state},
+            after={"runId": str(new.pk)},
+        )
+        if not old.is_terminal:
+            run_cancel(user=user, run_id=str(old.pk))
+    return new

@@ -12,7 +12,9 @@ from processes.api.views import (
     QueueView,
     RunCancelView,
     RunDetailView,
+    RunRedirectView,
     RunResumeView,
+    RunRetryView,
     RunRollbackView,
 )
 
@@ -31,6 +33,12 @@ urlpatterns = [
         name="process-run-rollback",
     ),
     path("processes/runs/<str:run_id>/resume", RunResumeView.as_view(), name="process-run-resume"),
+    path("processes/runs/<str:run_id>/retry", RunRetryView.as_view(), name="process-run-retry"),
+    path(
+        "processes/runs/<str:run_id>/redirect",
+        RunRedirectView.as_view(),
+        name="process-run-redirect",
+    ),
     path("processes/<str:process_id>/runs", ProcessRunsView.as_view(), name="process-runs"),
     path("processes/<str:process_id>/cancel", ProcessCancelView.as_view(), name="process-cancel"),
     path("processes/<str:process_id>", ProcessInvokeView.as_view(), name="process-invoke"),

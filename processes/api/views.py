@@ -42,7 +42,15 @@ from processes.catalog import process_module_get
 from processes.errors import InvokeForbidden
 from processes.invoke import mode_parse, run_invoke
 from processes.models import RunMode
-from processes.steering import process_cancel_queued, run_cancel, run_get, run_resume, run_rollback
+from processes.steering import (
+    process_cancel_queued,
+    run_cancel,
+    run_get,
+    run_redirect,
+    run_resume,
+    run_retry,
+    run_rollback,
+)
 from processes.sync_run import sync_invoke
 
 # Steering a run: it may be missing, not yours, or in a state that does not allow the verb.
@@ -259,6 +267,39 @@ class RunResumeView(APIView):
         invoke_access_check(request)
         run = run_resume(user=acting_user(request), run_id=run_id)
         return Response(out.steering_answer(run, is_queued=True), status=202)
+
+
+class RunRetryView(APIView):
+    """202 ``{runId, retryOf}``: a new run, same process and input; 409 ``process_run_not_retryable``
+    unless the run ended failed, cancelled, rolled_back or refused."""
+
+    required_scopes = {"post": EXTENSIONS_DEPLOY}
+
+    @extend_schema(
+        request=None,
+        responses={202: out.RetryOut, **error_responses(400, 401, 403, 404, 409)},
+    )
+    def post(self, request: Request, run_id: str) -> Response:
+        invoke_access_check(request)
+        return Response(
+            out.retry_answer(run_retry(user=acting_user(request), run_id=run_id)), status=202
+        )
+
+
+class RunRedirectView(APIView):
+    """The body is the new run's input, bare (checked as an invoke's: 400 ``invalid_input``, nothing
+    changed). 202 ``{runId, redirectOf}``; the old run is cancelled unless it had ended."""
+
+    required_scopes = {"post": EXTENSIONS_DEPLOY}
+
+    @extend_schema(
+        request={"application/json": out.INVOKE_INPUT},
+        responses={202: out.RedirectOut, **error_responses(400, 401, 403, 404, 409)},
+    )
+    def post(self, request: Request, run_id: str) -> Response:
+        invoke_access_check(request)
+        new = run_redirect(user=acting_user(request), run_id=run_id, body=request_input(request))
+        return Response(out.retry_answer(new), status=202)
 
 
 class QueueView(APIView):

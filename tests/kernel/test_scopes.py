@@ -109,6 +109,20 @@ RULES = [
     ),
     (
         "post",
+        "v1/processes/runs/<str:run_id>/retry",
+        f"/v1/processes/runs/{RUN}/retry",
+        None,
+        DEPLOY,
+    ),
+    (
+        "post",
+        "v1/processes/runs/<str:run_id>/redirect",
+        f"/v1/processes/runs/{RUN}/redirect",
+        None,
+        DEPLOY,
+    ),
+    (
+        "post",
         "v1/processes/<str:process_id>/cancel",
         "/v1/processes/acme:nothing/cancel",
         None,

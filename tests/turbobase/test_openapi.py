@@ -48,10 +48,12 @@ BODILESS = {
     ("post", "/v1/processes/runs/{run_id}/cancel"),
     ("post", "/v1/processes/runs/{run_id}/rollback"),
     ("post", "/v1/processes/runs/{run_id}/resume"),
+    ("post", "/v1/processes/runs/{run_id}/retry"),
 }
 # Bodies whose keys are the caller's own, so the schema can only say "an object" (and says why).
 FREE_FORM = {
     ("post", "/v1/processes/{process_id}", "request"),  # the process's inputSchema decides
+    ("post", "/v1/processes/runs/{run_id}/redirect", "request"),  # so does a redirect's
     ("get", "/v1/rest/{resource}", "200"),  # a row's columns are the resource's
 }
 
@@ -512,6 +514,29 @@ def test_processes_invoke_watch_and_steer_fit_the_schema(admin):
         assert_documented(cancelled, "post", "/v1/processes/runs/{run_id}/cancel")["state"]
         == "cancelled"
     )
+    retried = client.post(f"/v1/processes/runs/{waiting.run_id}/retry")
+    assert assert_documented(retried, "post", "/v1/processes/runs/{run_id}/retry")["retryOf"] == (
+        str(waiting.run_id)
+    )
+    assert_documented(
+        client.post(f"/v1/processes/runs/{retried.json()['runId']}/retry"),
+        "post",
+        "/v1/processes/runs/{run_id}/retry",
+    )  # 409: still queued
+    redirect = f"/v1/processes/runs/{retried.json()['runId']}/redirect"
+    redirected = client.post(redirect, {"memo": "r"}, format="json")
+    assert (
+        assert_documented(redirected, "post", "/v1/processes/runs/{run_id}/redirect")["redirectOf"]
+        == retried.json()["runId"]
+    )
+    assert_documented(
+        client.post(redirect, {"memo": 1}, format="json"),
+        "post",
+        "/v1/processes/runs/{run_id}/redirect",
+    )  # 400: input refused
+    linked = client.get(f"/v1/processes/runs/{retried.json()['runId']}")
+    assert assert_documented(linked, "get", "/v1/processes/runs/{run_id}")["run"]["linkedTo"]
+    client.post(f"/v1/processes/runs/{redirected.json()['runId']}/cancel")
     run_invoke(process_id="acme:two-notes", body={"memo": "c"}, user=admin)
     stopped = client.post("/v1/processes/acme:two-notes/cancel")
     assert assert_documented(stopped, "post", "/v1/processes/{process_id}/cancel") == {
