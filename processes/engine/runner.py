@@ -158,7 +158,10 @@ def run_deliver(
         lease.heartbeat_stop()
         if runner is not None:
             runner.close()
-        lease.owned().update(lease_owner="", lease_until=None, writes=run.writes)
+        # Ending, parking or handing the run back released the lease (mirrored on ``run``):
+        # only a delivery that left it otherwise (lost it, an engine fault) frees it here.
+        if run.lease_owner:
+            lease.owned().update(lease_owner="", lease_until=None, writes=run.writes)
     return run
 
 
