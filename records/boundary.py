@@ -4,8 +4,11 @@ Every call runs in one ``transaction.atomic()`` with its trail row: payload chec
 entitlement and write RLS, guardrail rules, ``before_save``/``before_delete`` hooks, the write,
 the outbound write state for a connected type, the record's watchers (``records.watches``: a
 process triggered by the record entering a state) and the trail. A refusal changes nothing and leaves
-a ``refused`` trail row (written after the failed write's savepoint is rolled back). Outbound
-sending happens after commit (``outbound_write_queued``), never inside the request.
+a ``refused`` trail row (written after the failed write's savepoint is rolled back; inside a
+``WriteUnit`` — a process step — after the caller's whole transaction is, with no savepoint paid
+on success). A create's record and its ``allowed`` trail row are one INSERT statement on
+PostgreSQL. Outbound sending happens after commit (``outbound_write_queued``), never inside the
+request.
 """
 
 from __future__ import annotations
@@ -18,7 +21,6 @@ from typing import Any
 
 from django.db import IntegrityError, connections, router, transaction
 from django.db.models import F
-from django.db.models.sql import InsertQuery
 from django.utils import timezone
 
 from guardrails.models import Decision, HeldDelete, RuleAction, WindowKind
@@ -27,6 +29,7 @@ from guardrails.windows import window_admit
 from kernel.bulk import rows_insert
 from kernel.errors import Refusal, TurbobaseError
 from kernel.ids import uuid_or_none
+from kernel.rows import row_insert, row_inserted
 from records.catalog import RecordType, record_type_get
 from records.codes import RefusalCode
 from records.door import door_opened
@@ -51,11 +54,12 @@ from records.models import (
     TrailOutcome,
     WriteOperation,
     WriteStatus,
+    WriteTrail,
 )
 from records.outcomes import WriteOutcome
 from records.policies import default_group, records_writable, write_entitlement_check
 from records.signals import outbound_write_queued
-from records.trail import Actor, trail_write, trails_write
+from records.trail import Actor, trail_row, trail_write, trails_write
 from records.watches import record_written
 
 
@@ -263,9 +267,14 @@ def record_create(
                     process_run_id=actor.process_run_id or None,
                 )
             )
-        if not idempotency_key:
-            record.save(force_insert=True)
-        elif not _insert_new(record):
+        trail = trail_row(
+            actor=actor,
+            action=TrailAction.CREATE,
+            record_type=rt.name,
+            outcome=TrailOutcome.ALLOWED,
+            pg_row_id=record.pg_row_id,
+        )
+        if not _insert_trailed(record, trail, keyed=bool(idempotency_key)):
             # A writer with the same key committed first (or was first in this transaction):
             # ON CONFLICT waited for it, and this create answers with that writer's record.
             existing = Record.objects.filter(idempotency_key=idempotency_key).first()
@@ -275,30 +284,40 @@ def record_create(
         if rt.is_connected:
             _queue_outbound(record, WriteOperation.CREATE, {"parent": parent, "lines": lines or []})
         record_written(actor, record, before=None)
-        trail_write(
-            actor=actor,
-            action=TrailAction.CREATE,
-            record_type=rt.name,
-            outcome=TrailOutcome.ALLOWED,
-            pg_row_id=record.pg_row_id,
-        )
         return WriteResult(record, WriteOutcome.CREATED)
 
 
-def _insert_new(record: Record) -> bool:
-    """INSERT the record unless its idempotency key is taken: ``INSERT … ON CONFLICT
-    (idempotency_key) DO NOTHING`` (PostgreSQL and SQLite alike). No savepoint is needed to survive
-    a concurrent writer's key: a conflict is not an error, it inserts nothing (False)."""
+def _insert_trailed(record: Record, trail: WriteTrail, *, keyed: bool) -> bool:
+    """INSERT the record and its ``allowed`` trail row. ``keyed``: unless its idempotency key is
+    taken — ``INSERT … ON CONFLICT (idempotency_key) DO NOTHING`` (PostgreSQL and SQLite alike),
+    so no savepoint is needed to survive a concurrent writer's key: a conflict is not an error, it
+    inserts nothing (False). On PostgreSQL the trail row rides in the same statement, inserted
+    from the record INSERT's RETURNING (so only when the record was): one round trip for both."""
     db = router.db_for_write(Record, instance=record)
-    query = InsertQuery(Record)
-    query.insert_values(Record._meta.concrete_fields, [record])
-    ((sql, params),) = query.get_compiler(using=db).as_sql()
-    with connections[db].cursor() as cursor:
-        cursor.execute(f"{sql} ON CONFLICT (idempotency_key) DO NOTHING", params)
-        inserted = cursor.rowcount == 1
-    if inserted:
-        record._state.adding, record._state.db = False, db
-    return inserted
+    conn = connections[db]
+    new, trailed = row_insert(conn, record), row_insert(conn, trail)
+    sql = f"{new.head} VALUES ({new.values})"
+    if keyed:
+        sql += " ON CONFLICT (idempotency_key) DO NOTHING"
+    with conn.cursor() as cursor:
+        if conn.vendor == "postgresql":
+            cursor.execute(
+                f"WITH created AS ({sql} RETURNING 1) "
+                f"{trailed.head} SELECT {trailed.values} FROM created RETURNING id",
+                new.params + trailed.params,
+            )
+            answer = cursor.fetchone()
+            if answer is not None:
+                row_inserted(trail, db, answer[0])
+        else:
+            cursor.execute(sql, new.params)
+            answer = (None,) if cursor.rowcount == 1 else None
+            if answer is not None:
+                trail.save(force_insert=True)
+    if answer is None:
+        return False
+    row_inserted(record, db)
+    return True
 
 
 def _duplicate(actor: Actor, rt: RecordType, existing: Record) -> WriteResult:

@@ -26,8 +26,7 @@ class Actor:
         return bool(getattr(self.user, "is_staff", False))
 
 
-@door_opened
-def trail_write(
+def trail_row(
     *,
     actor: Actor | None,
     action: str,
@@ -38,7 +37,8 @@ def trail_write(
     field: str | None = "",
     message: str = "",
 ) -> WriteTrail:
-    return WriteTrail.objects.create(
+    """The trail row of one decision, not yet saved (the boundary may insert it with its write)."""
+    return WriteTrail(
         actor=actor.user if actor and getattr(actor.user, "pk", None) else None,
         action=action,
         record_type=record_type,
@@ -54,17 +54,35 @@ def trail_write(
 
 
 @door_opened
+def trail_write(
+    *,
+    actor: Actor | None,
+    action: str,
+    record_type: str,
+    outcome: str,
+    pg_row_id: UUID | str | None = None,
+    code: str = "",
+    field: str | None = "",
+    message: str = "",
+) -> WriteTrail:
+    row = trail_row(
+        actor=actor,
+        action=action,
+        record_type=record_type,
+        outcome=outcome,
+        pg_row_id=pg_row_id,
+        code=code,
+        field=field,
+        message=message,
+    )
+    row.save(force_insert=True)
+    return row
+
+
+@door_opened
 def trails_write(
     *, actor: Actor | None, action: str, record_type: str, outcome: str, pg_row_ids: list
 ) -> None:
     """One trail row per record of a batch, with one INSERT (the same rows ``trail_write`` writes)."""
-    user = actor.user if actor and getattr(actor.user, "pk", None) else None
-    template = WriteTrail(
-        actor=user,
-        action=action,
-        record_type=record_type,
-        outcome=outcome,
-        process_run_id=actor.process_run_id if actor else "",
-        process_step=actor.process_step if actor else "",
-    )
+    template = trail_row(actor=actor, action=action, record_type=record_type, outcome=outcome)
     rows_insert(WriteTrail, template, {"pg_row_id": list(pg_row_ids)})

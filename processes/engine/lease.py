@@ -29,6 +29,7 @@ from django.db import connection, connections, models, router
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
+from kernel.rows import row_insert, row_inserted
 from processes.models import ProcessRun
 
 logger = logging.getLogger("turbobase.processes.engine")
@@ -109,25 +110,20 @@ class Lease:
             self.hold(**columns)
             row.save(force_insert=True, using=db)
             return
-        meta = row._meta
-        fields = [f for f in meta.concrete_fields if not f.primary_key]
-        values = [f.get_db_prep_save(f.pre_save(row, add=True), conn) for f in fields]
-        names = ", ".join(conn.ops.quote_name(str(f.column)) for f in fields)
-        pk = conn.ops.quote_name(str(meta.pk.column))
+        written = row_insert(conn, row)
+        pk = conn.ops.quote_name(str(row._meta.pk.column))
         sql = (
             f"WITH held AS ({update} RETURNING {cancel}), "
-            f"written AS (INSERT INTO {conn.ops.quote_name(meta.db_table)} ({names}) "
-            f"SELECT {', '.join(['%s'] * len(fields))} FROM held RETURNING {pk}) "
+            f"written AS ({written.head} SELECT {written.values} FROM held RETURNING {pk}) "
             f"SELECT held.{cancel}, written.{pk} FROM held, written"
         )
         with conn.cursor() as cursor:
-            cursor.execute(sql, params + values)
+            cursor.execute(sql, params + written.params)
             answer = cursor.fetchone()
         if answer is None:
             raise LeaseLost(f"run {self.run_id}: this delivery's lease was taken over")
         self.cancel_seen = bool(answer[0])
-        row.pk = answer[1]
-        row._state.adding, row._state.db = False, db
+        row_inserted(row, db, answer[1])
 
     def let_go(self) -> None:
         """The delivery gave the run back (ended, parked): the heartbeat stops renewing."""

@@ -6,8 +6,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.db.models import F
 from django.test import TestCase
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from django_q.models import OrmQ
 from django_q.tasks import async_task
@@ -167,3 +169,61 @@ def test_a_backlog_still_waiting_in_the_broker_is_not_sent_again(admin_user, ali
     first_task = next(task for task in OrmQ.objects.all() if task.task["args"][0] == str(first.pk))
     first_task.delete()  # taken by a cluster that was then killed
     assert [run_id for run_id, _, _ in runs_lost(mode="async")] == [first.pk]
+
+
+def _chain_of_creates(process_id: str, steps: int) -> str:
+    body = ",\n".join(
+        f"    {{ id: 's{n}', recordType: 'legacy_customer', build: (ctx) => ({{ parent: {{ n: {n} }} }}) }}"
+        for n in range(steps)
+    )
+    return (
+        "import { defineProcess } from '@turbobase/extensions';\n"
+        f"export default defineProcess({{\n  id: '{process_id}',\n  input: {{ type: 'object' }},\n"
+        f"  steps: [\n{body}\n  ],\n}});\n"
+    )
+
+
+@pytest.mark.django_db(transaction=True)  # the step's transaction is the outermost, as in a worker
+def test_a_create_step_is_one_short_transaction_and_the_stop_check_reads_nothing(admin_user, alice):
+    """The promise behind the step bench's statement count: no SAVEPOINT, no look-up of the key
+    before the INSERT, no SELECT of the run between steps (the cancel request comes back with the
+    lease proof) — on PostgreSQL BEGIN, the record with its trail row, the ledger row with the
+    lease proof, COMMIT."""
+    deploy(_chain_of_creates("t:six", 6), by=admin_user)
+    run = invoke("t:six", {}, alice)
+    with CaptureQueriesContext(connection) as captured:
+        run_deliver(str(run.pk))
+    run.refresh_from_db()
+    assert (run.state, run.writes, Record.reads.count()) == ("committed", 6, 6)
+    sqls = [query["sql"] for query in captured.captured_queries]
+    assert not [sql for sql in sqls if sql.startswith(("SAVEPOINT", "RELEASE", "ROLLBACK"))]
+    assert not [sql for sql in sqls if sql.startswith('SELECT "record"')]
+    run_reads = [sql for sql in sqls if sql.startswith("SELECT") and 'FROM "process_run" ' in sql]
+    assert len(run_reads) == 1  # the claim's read of the run it took
+    # Each steady-state step's transaction, but for the caches' reads (settings, rules: at most
+    # once a second): one statement per write — on PostgreSQL one per pair — then COMMIT.
+    if connection.vendor == "postgresql":
+        expected = [
+            "BEGIN",
+            'WITH created AS (INSERT INTO "record"',
+            'WITH held AS (UPDATE "process_run"',
+        ]
+    else:  # SQLite has no data-modifying CTE: each write alone
+        expected = [
+            "BEGIN",  # BEGIN IMMEDIATE
+            'INSERT INTO "record"',
+            'INSERT INTO "write_trail"',
+            'UPDATE "process_run"',
+            'INSERT INTO "process_run_step"',
+        ]
+    expected.append("COMMIT")
+    steps = [n for n, sql in enumerate(sqls) if 'INSERT INTO "record"' in sql]
+    assert len(steps) == 6
+    for n in steps[1:]:
+        since = max(i for i in range(n) if sqls[i] == "COMMIT") + 1
+        step = sqls[since : sqls.index("COMMIT", n) + 1]
+        written = [sql for sql in step if not sql.startswith("SELECT")]
+        assert len(written) == len(expected), written
+        assert all(sql.startswith(start) for sql, start in zip(written, expected, strict=True)), (
+            step
+        )
