@@ -196,6 +196,7 @@ def run_summary(run: ProcessRun, failure: dict[str, Any] | None) -> dict[str, An
         "processId": run.process_id,
         "mode": run.mode,
         "state": run.state,
+        "pendingReason": None if run.is_terminal else (run.pending_reason or None),
         "outstanding": run.outstanding,
         "failure": failure,
     }
@@ -265,6 +266,9 @@ class RunSummaryOut(serializers.Serializer):
     processId = serializers.CharField()
     mode = serializers.ChoiceField(choices=RunMode.choices)
     state = serializers.ChoiceField(choices=RunState.choices)
+    pendingReason = serializers.ChoiceField(
+        choices=[r for r in PendingReason.values if r], allow_null=True
+    )
     outstanding = serializers.IntegerField()
     failure = FailureOut(allow_null=True)
 

@@ -42,9 +42,9 @@ from django_q.signing import SignedPackage
 
 from kernel.ids import uuid_or_none
 from processes.engine.lease import lease_seconds
-from processes.engine.wakeups import WAKE_POLL_S, wakeups_due
+from processes.engine.wakeups import WAKE_POLL_S, WANTS_WORKER, wakeups_due, workers_busy_mark
 from processes.lanes import DELIVER_TASK, LANE_CLUSTERS, lane_send
-from processes.models import PendingReason, ProcessRun, RunState
+from processes.models import ProcessRun, RunState
 
 logger = logging.getLogger("turbobase.processes.engine")
 
@@ -104,7 +104,7 @@ def runs_lost(*, mode: str, now: datetime | None = None) -> list[tuple]:
     if waiting_since is not None:
         queued &= Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=waiting_since)
     dropped = (
-        Q(state=RunState.RUNNING, pending_reason__in=[PendingReason.RUNNING, PendingReason.QUEUED])
+        Q(state=RunState.RUNNING, pending_reason__in=WANTS_WORKER)
         & (Q(lease_until__isnull=True) | Q(lease_until__lt=now))
         # not sent again since its lease ran out (or that too was a lease ago)
         & (sent_long_ago | Q(enqueued_at__lt=F("lease_until")))
@@ -157,6 +157,7 @@ def wakeups_look(modes: Iterable[str]) -> None:
     for mode in modes:
         try:
             wakeups_due(mode=mode)
+            workers_busy_mark(mode=mode)
         except Exception:  # the database blinked: look again next time
             logger.exception("lane %s: wake-up look failed", mode)
 

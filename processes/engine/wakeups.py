@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
@@ -57,6 +57,27 @@ def on_source_verdict(
 
 
 WAKE_POLL_S = 0.5  # how often each lane's watch reads the due-time index
+# A delivery not taken this long after it was sent waits for a worker: a free one takes it at once.
+AWAITING_WORKER_AFTER = timedelta(seconds=1)
+# Waiting for a worker, whichever way it was put: the runs a lost delivery is looked for among.
+WANTS_WORKER = (PendingReason.RUNNING, PendingReason.QUEUED, PendingReason.AWAITING_WORKER)
+
+
+def workers_busy_mark(*, mode: str, now: datetime | None = None) -> int:
+    """Mark the lane's runs whose delivery was sent over ``AWAITING_WORKER_AFTER`` ago and that no
+    worker has taken ``awaitingWorker`` (the claim sets ``running``). One UPDATE on the live runs'
+    (state, pending_reason) index, from the lanes' watch every ``WAKE_POLL_S``. Returns how many."""
+    now = now or timezone.now()
+    return (
+        ProcessRun.objects.filter(
+            mode=mode,
+            state__in=states_from(RunMove.CLAIM),
+            pending_reason=PendingReason.QUEUED,
+            enqueued_at__lt=now - AWAITING_WORKER_AFTER,
+        )
+        .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
+        .update(pending_reason=PendingReason.AWAITING_WORKER)
+    )
 
 
 def wakeups_due(*, mode: str, now: datetime | None = None, limit: int = 200) -> int:
@@ -97,7 +118,7 @@ def runs_due(now: datetime | None = None) -> list[Any]:
     due = []
     for run in parked.only("run_id", "pending_reason", "wait_deadline", "wake_at", "lease_until"):
         if (
-            run.pending_reason in (PendingReason.RUNNING, PendingReason.QUEUED)
+            run.pending_reason in WANTS_WORKER
             or (run.wait_deadline is not None and run.wait_deadline <= now)
             or (run.wake_at is not None and run.wake_at <= now)
             or (run.pending_reason == PendingReason.AWAITING_SOURCE and _verdict_in(run))

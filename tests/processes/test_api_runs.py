@@ -42,6 +42,8 @@ def test_a_run_reads_in_exactly_the_seed_shape(alice_api, alice, two_notes):
             "outstanding": 0,
             "mode": "async",
             "pendingReason": None,
+            "wakeAt": None,
+            "retryAt": None,
             "invokedBy": "alice",
             "schedule": None,
             "slices": 1,
@@ -49,6 +51,8 @@ def test_a_run_reads_in_exactly_the_seed_shape(alice_api, alice, two_notes):
             "moduleVersion": 1,
             "sliceLog": [],
             "refusal": None,
+            "linkedFrom": None,
+            "linkedTo": [],
         },
         "steps": [
             {

@@ -214,6 +214,31 @@ def test_cancel_rollback_and_resume(instance, capsys):
     assert "rolled_back" in err
 
 
+def test_retry_and_redirect_print_the_new_run_and_the_read_shows_the_links(instance, capsys):
+    cli(capsys, "processes", "invoke", "acme:two-notes", "--input", '{"memo": "c"}')
+    old = ProcessRun.objects.get()
+    code, out, err = cli(capsys, "processes", "retry", str(old.run_id))
+    assert (code, out) == (1, "")
+    assert "409 process_run_not_retryable" in err and "queued" in err
+    code, out, _ = cli(capsys, "processes", "redirect", str(old.run_id), "--input", '{"memo": "d"}')
+    new = ProcessRun.objects.get(linked_from=old)
+    assert (code, new.input, new.linked_how) == (0, {"memo": "d"}, "redirect")
+    assert out == (
+        f"redirect of {old.run_id}: queued {new.run_id}\n"
+        f"follow it: turbobase logs --process-run {new.run_id} --follow\n"
+    )
+    code, out, _ = cli(capsys, "processes", "retry", str(old.run_id))  # now cancelled
+    retried = ProcessRun.objects.get(linked_from=old, linked_how="retry")
+    assert (code, out.splitlines()[0]) == (0, f"retry of {old.run_id}: queued {retried.run_id}")
+    code, out, _ = cli(capsys, "processes", "run", str(old.run_id))
+    assert f"  redirect: {new.run_id}" in out and f"  retry: {retried.run_id}" in out
+    code, out, _ = cli(capsys, "processes", "run", str(new.run_id))
+    assert f"  redirect of: {old.run_id}" in out
+    code, out, err = cli(capsys, "processes", "redirect", str(old.run_id), "--input", '{"memo": 1}')
+    assert (code, ProcessRun.objects.count()) == (1, 3)
+    assert "400 invalid_input" in err
+
+
 def test_a_non_admin_token_is_refused_invoke(instance, live_server, monkeypatch, capsys):
     _, raw = token_issue(user=make_user("clerk"), scopes=["extensions:deploy"])
     monkeypatch.setenv("TURBOBASE_TOKEN", raw)

@@ -51,6 +51,7 @@ def test_a_scheduled_run_with_input_the_schema_refuses_reads_refused_naming_the_
             "processId": "acme:notes",
             "mode": "async",
             "state": "refused",
+            "pendingReason": None,
             "outstanding": 0,
             "failure": {
                 "stepId": None,

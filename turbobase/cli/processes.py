@@ -1,4 +1,5 @@
-"""``turbobase processes …``: list, history, one run, invoke, cancel, resume, roll back.
+"""``turbobase processes …``: list, history, one run, invoke, cancel, resume, roll back, retry,
+redirect.
 
 ``invoke`` sends the input — a JSON object from ``--input`` or ``--input-file`` — as the whole
 request body, exactly as an app does. Queued, it prints the run id and the ``turbobase logs``
@@ -25,7 +26,8 @@ SYNC_TIMEOUT_S = 15 * 60.0
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     group = subparsers.add_parser(
-        "processes", help="processes: list, runs, run, invoke, cancel, resume, rollback"
+        "processes",
+        help="processes: list, runs, run, invoke, cancel, resume, rollback, retry, redirect",
     )
     group.set_defaults(group_parser=group)
     verbs = group.add_subparsers(dest="processes_command", metavar="VERB")
@@ -61,6 +63,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         steer.add_argument("run_id", metavar="RUN_ID")
         steer.set_defaults(handler=processes_steer, verb=verb)
 
+    retry = verbs.add_parser("retry", help="start a run that ended failed/cancelled/... again")
+    retry.add_argument("run_id", metavar="RUN_ID")
+    retry.set_defaults(handler=processes_relink, verb="retry")
+
+    redirect = verbs.add_parser("redirect", help="cancel a run and start it with a new input")
+    redirect.add_argument("run_id", metavar="RUN_ID")
+    new_input = redirect.add_mutually_exclusive_group(required=True)
+    new_input.add_argument("--input", metavar="JSON", help="the new input, a JSON object")
+    new_input.add_argument("--input-file", metavar="FILE", help="a file holding the new input")
+    redirect.set_defaults(handler=processes_relink, verb="redirect")
+
 
 # --- printing ----------------------------------------------------------------------------------
 
@@ -88,7 +101,12 @@ def run_lines(run: dict[str, Any], steps: list[dict[str, Any]]) -> list[str]:
     if run.get("outstanding"):
         lines.append(f"  outstanding: {run['outstanding']}")
     if run.get("pendingReason") and run["pendingReason"] not in ("queued", "running"):
-        lines.append(f"  waiting: {run['pendingReason']}")
+        due = run.get("wakeAt") or run.get("retryAt")
+        lines.append(f"  waiting: {run['pendingReason']}" + (f" until {due}" if due else ""))
+    if run.get("linkedFrom"):
+        lines.append(f"  {run['linkedFrom']['how']} of: {run['linkedFrom']['runId']}")
+    for link in run.get("linkedTo") or []:
+        lines.append(f"  {link['how']}: {link['runId']}")
     for key, label in (
         ("invokedBy", "invoked by"),
         ("startedAt", "started"),
@@ -221,4 +239,17 @@ def processes_steer(args: argparse.Namespace, client: Client) -> int:
     else:
         text = f"{answer['runId']} is already {answer['state']}; nothing queued"
     emit(args, answer, text)
+    return 0
+
+
+def processes_relink(args: argparse.Namespace, client: Client) -> int:
+    """``retry`` / ``redirect``: the new run's id, the old one's, and how to follow the new one."""
+    path = f"/v1/processes/runs/{quote(args.run_id, safe='')}/{args.verb}"
+    answer = client.post(path, input_read(args) if args.verb == "redirect" else None)
+    old = answer.get("retryOf") or answer.get("redirectOf")
+    emit(
+        args,
+        answer,
+        f"{args.verb} of {old}: queued {answer['runId']}\nfollow it: {follow_hint(answer['runId'])}",
+    )
     return 0
