@@ -1,8 +1,8 @@
 """Demo data of the processes room, loaded by ``manage.py tb_demo`` (``make run``).
 
-Deploys the demo project (``demo/`` at the top of the source tree: the seed's two example
-processes ``acme:migrate-customers-tracked`` and ``acme:raise-po-and-bill``, a hook and a nightly
-schedule) through the same reader the ``turbobase`` CLI uses (``extensions.project``), as one
+Deploys the demo project (``demo/`` at the top of the source tree: the seed's example processes
+``acme:migrate-customers-tracked``, ``acme:raise-po-and-bill`` and seed 004's
+``acme:trial-to-paid``, a hook and a nightly schedule) through the same reader the ``turbobase`` CLI uses (``extensions.project``), as one
 bundle — unchanged code stores no new version, so this is safe on every start, and
 ``turbobase ext plan --to local`` from ``demo/`` right after reports everything unchanged — and
 generates a batch of ``migration_item`` rows for the
@@ -11,6 +11,10 @@ migration to move, owned by the demo user, through the write boundary. Then::
     POST /v1/processes/acme:migrate-customers-tracked   {"batch": "2026-10"}
 
 (signed in as demo/demo) and watch the run take the batch in slices until nothing is outstanding.
+
+It also starts one ``acme:trial-to-paid`` run (once per database: its key is fixed) so a newcomer
+sees each wait in the admin: ``awaitingTime`` for a minute, ``awaitingInput`` for five (until an
+``order.paid`` event for its customer), then ``awaitingAction`` with a task in demo's Inbox.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from django.conf import settings
 from extensions.bundle import bundle_apply
 from extensions.models import DeployOutcome
 from extensions.project import project_bundle
+from processes.invoke import run_start
+from processes.models import ProcessRun
 from records.boundary import record_create
 from records.models import Record
 from records.trail import Actor
@@ -31,6 +37,8 @@ from records.trail import Actor
 DEMO_PROJECT = Path(settings.BASE_DIR) / "demo"
 DEMO_BATCH = "2026-10"
 DEMO_BATCH_ROWS = 200
+DEMO_TRIAL_KEY = "demo:trial-to-paid:first"
+DEMO_TRIAL_CUSTOMER = "Demo Trial Co"
 
 
 def demo_processes_deploy(*, admin: Any) -> list[dict[str, Any]]:
@@ -79,3 +87,16 @@ def demo_load(*, admin: Any, user: Any, write: Callable[[str], Any]) -> None:
             f"demo migration batch {DEMO_BATCH}: {created} pending migration_item rows "
             f'(invoke acme:migrate-customers-tracked with {{"batch": "{DEMO_BATCH}"}})'
         )
+    if ProcessRun.objects.filter(idempotency_key=DEMO_TRIAL_KEY).exists():
+        return
+    trial = run_start(
+        process_id="acme:trial-to-paid",
+        body={"customer": DEMO_TRIAL_CUSTOMER},
+        user=user,
+        idempotency_key=DEMO_TRIAL_KEY,
+    )
+    write(
+        f"demo trial-to-paid run {trial.run_id}: a minute awaitingTime, five awaitingInput "
+        f'(POST /v1/events {{"name": "order.paid", "data": {{"customer": "{DEMO_TRIAL_CUSTOMER}"}}}}), '
+        "then awaitingAction with a task in demo's Inbox"
+    )

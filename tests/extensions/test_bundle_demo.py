@@ -31,9 +31,12 @@ def test_the_demo_deploys_once_generates_a_batch_once_and_the_migration_moves_it
     admin, demo = make_user("admin", admin=True), make_user("demo")
     said: list[str] = []
     demo_load(admin=admin, user=demo, write=said.append)
+    assert said.pop().startswith(
+        "demo trial-to-paid run "
+    )  # tests/processes/test_demo_trial_to_paid.py
     assert said == [
         "demo extensions deployed: acme:classify-customer, acme:migrate-customers-tracked, "
-        "acme:raise-po-and-bill, "
+        "acme:raise-po-and-bill, acme:trial-to-paid, "
         "acme:legacy-customer-name",
         "demo migration batch 2026-10: 200 pending migration_item rows (invoke "
         'acme:migrate-customers-tracked with {"batch": "2026-10"})',
@@ -41,7 +44,7 @@ def test_the_demo_deploys_once_generates_a_batch_once_and_the_migration_moves_it
     again: list[str] = []
     demo_load(admin=admin, user=demo, write=again.append)
     assert again == []  # unchanged code, keyed rows: nothing new on the next start
-    assert ExtensionVersion.objects.count() == 4
+    assert ExtensionVersion.objects.count() == 5
     assert list(ProcessSchedule.objects.values_list("name", flat=True)) == [
         "demo-migrate-customers-nightly"
     ]
@@ -68,6 +71,7 @@ def test_a_plan_of_the_demo_project_right_after_the_demo_load_changes_nothing():
         ("acme:classify-customer", "unchanged"),
         ("acme:migrate-customers-tracked", "unchanged"),
         ("acme:raise-po-and-bill", "unchanged"),
+        ("acme:trial-to-paid", "unchanged"),
         ("acme:legacy-customer-name", "unchanged"),
     }
     assert [item["change"] for item in plan.parts["schedules"]] == ["unchanged"]
@@ -81,6 +85,7 @@ def test_tb_demo_finds_the_processes_demo():
         "acme:legacy-customer-name",
         "acme:migrate-customers-tracked",
         "acme:raise-po-and-bill",
+        "acme:trial-to-paid",
     ]
     assert (
         Record.reads.filter(record_type="migration_item", fields__batch="2026-10").count()
