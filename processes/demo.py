@@ -2,10 +2,10 @@
 
 Deploys the demo project (``demo/`` at the top of the source tree: the seed's example processes
 ``acme:migrate-customers-tracked``, ``acme:raise-po-and-bill`` and seed 004's
-``acme:trial-to-paid``, a hook and a nightly schedule) through the same reader the ``turbobase`` CLI uses (``extensions.project``), as one
-bundle — unchanged code stores no new version, so this is safe on every start, and
-``turbobase ext plan --to local`` from ``demo/`` right after reports everything unchanged — and
-generates a batch of ``migration_item`` rows for the
+``acme:trial-to-paid``, a hook and a nightly schedule) through the same reader the ``turbobase``
+CLI uses (``extensions.project``), as one bundle — unchanged code stores no new version, so this
+is safe on every start, and ``turbobase ext plan --to local`` from ``demo/`` right after reports
+everything unchanged — and generates a batch of ``migration_item`` rows for the
 migration to move, owned by the demo user, through the write boundary. Then::
 
     POST /v1/processes/acme:migrate-customers-tracked   {"batch": "2026-10"}
