@@ -13,6 +13,8 @@ export interface StepOutcome {
   output?: Json;
   /** A waitFor step's event: the one that resumed it, or null when its timeout came first. */
   event?: EventReceived | null;
+  /** A sleep step's due time (ISO 8601): when the run was parked until. */
+  wakeAt?: string;
 }
 
 /** An event as a waitFor step received it (`POST /v1/events`). */
@@ -129,14 +131,35 @@ export interface WaitForStep {
   description?: string;
 }
 
-export interface StepGroup {
+/**
+ * Sleep; it writes no record. The run parks (`awaitingTime`, `wakeAt` on its read, holding no
+ * worker) and goes on within about a second after that time — `ctx.steps[id].wakeAt`. A literal
+ * that is no duration is refused at deploy; a function that returns none fails the step
+ * `SLEEP_DURATION_INVALID`.
+ */
+export interface SleepStep {
   id: string;
-  forEach: { input: string };
-  steps: (WriteStep | DeleteStep | AiStep | TaskStep | WaitForStep)[];
+  /** '30s', '15m', '2h', '30d' (a whole number and one unit), or worked out from the context. */
+  sleep: string | CtxFn<string>;
+  when?: CtxFn<boolean>;
   description?: string;
 }
 
-export type Step = WriteStep | DeleteStep | AiStep | TaskStep | WaitForStep | StepGroup;
+export interface StepGroup {
+  id: string;
+  forEach: { input: string };
+  steps: (WriteStep | DeleteStep | AiStep | TaskStep | WaitForStep | SleepStep)[];
+  description?: string;
+}
+
+export type Step =
+  | WriteStep
+  | DeleteStep
+  | AiStep
+  | TaskStep
+  | WaitForStep
+  | SleepStep
+  | StepGroup;
 
 /**
  * What starts a run besides an invoke or a schedule: a record entering a state (one run per

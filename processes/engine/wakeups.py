@@ -10,6 +10,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from processes.engine.ending import run_end, run_redeliver
+from processes.engine.lease import lease_seconds
 from processes.engine.rollback import rolled_back_reason
 from processes.engine.waits import runs_waiting_on
 from processes.lanes import lane_enqueue
@@ -127,12 +128,35 @@ def runs_due(now: datetime | None = None) -> list[Any]:
     return due
 
 
+PARKED = (
+    PendingReason.AWAITING_SOURCE,
+    PendingReason.AWAITING_TIME,
+    PendingReason.AWAITING_ACTION,
+    PendingReason.AWAITING_INPUT,
+)
+
+
 def waits_sweep(now: datetime | None = None) -> int:
-    """The sweeper's task: re-queue every due run. Returns how many."""
+    """The sweeper's task: re-queue every due run. Returns how many.
+
+    Not a parked run whose wake-up the lanes' watch sent less than a lease ago: it waits in its
+    lane's queue for a worker, and sending it again would make that delivery stale and put the run
+    at the back — with many runs due at once (a thousand sleepers), every minute, for ever. One
+    whose wake-up was lost is sent again here once a lease has passed."""
+    now = now or timezone.now()
     due = runs_due(now)
-    for run_id in due:
+    waiting = set(
+        ProcessRun.objects.filter(
+            pk__in=due,
+            pending_reason__in=PARKED,
+            wake_at__isnull=True,
+            enqueued_at__gt=now - timedelta(seconds=lease_seconds()),
+        ).values_list("pk", flat=True)
+    )
+    swept = [run_id for run_id in due if run_id not in waiting]
+    for run_id in swept:
         run_redeliver(run_id)
-    return len(due)
+    return len(swept)
 
 
 def _verdict_in(run: ProcessRun) -> bool:
