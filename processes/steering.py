@@ -203,8 +203,9 @@ RETRYABLE = frozenset({RunState.FAILED, RunState.CANCELLED, RunState.ROLLED_BACK
 def run_retry(*, user: User, run_id: str) -> ProcessRun:
     """Start a new run of the same process with the same input, linked to the old one (``retry``).
 
-    The new run is invoked by whoever asks (as any invoke is), on the version deployed now, with a
-    ledger of its own; its input is checked again (a schema that changed since answers 400). Any
+    The new run is invoked by the old run's invoker — an administrator who steers someone's run
+    does not lend it an administrator's reach (the audit names who steered) — on the version
+    deployed now, with a ledger of its own; its input is checked again (a schema that changed since answers 400). Any
     state but failed, cancelled, rolled_back or refused is 409 ``process_run_not_retryable``."""
     old = run_get(user=user, run_id=run_id)
     with transaction.atomic():
@@ -219,7 +220,7 @@ def run_retry(*, user: User, run_id: str) -> ProcessRun:
         new = run_invoke(
             process_id=old.process_id,
             body=old.input,
-            user=user,
+            user=old.invoked_by or user,
             linked_from=old,
             linked_how=LinkHow.RETRY,
         )
@@ -235,7 +236,8 @@ def run_retry(*, user: User, run_id: str) -> ProcessRun:
 
 def run_redirect(*, user: User, run_id: str, body: Any) -> ProcessRun:
     """Start a new run of the same process with ``body`` as its input, linked to the old one
-    (``redirect``), and cancel the old one as ``run_cancel`` does if it has not ended. One
+    (``redirect``), invoked as the old one was (see ``run_retry``), and cancel the old one as
+    ``run_cancel`` does if it has not ended. One
     transaction: an input the schema refuses (400) or a switch that is off (409) changes nothing."""
     old = run_get(user=user, run_id=run_id)
     with transaction.atomic():
@@ -243,7 +245,7 @@ def run_redirect(*, user: User, run_id: str, body: Any) -> ProcessRun:
         new = run_invoke(
             process_id=old.process_id,
             body=body,
-            user=user,
+            user=old.invoked_by or user,
             linked_from=old,
             linked_how=LinkHow.REDIRECT,
         )

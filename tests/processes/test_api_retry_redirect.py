@@ -176,3 +176,22 @@ def test_steering_someone_elses_run_is_404_and_a_token_needs_an_admin_owner(alic
     res = bob_api.post(f"/v1/processes/runs/{old.pk}/redirect", {"memo": "x"}, format="json")
     assert res.status_code == 404
     assert ProcessRun.objects.count() == 1
+
+
+def test_an_administrator_steering_someones_run_starts_it_as_its_invoker(
+    admin_user, alice, two_notes
+):
+    old = _two_notes(alice)
+    ProcessRun.objects.filter(pk=old.pk).update(state="failed")
+    admin_api = client_for(admin_user)
+    retried = admin_api.post(f"/v1/processes/runs/{old.pk}/retry")
+    redirected = admin_api.post(
+        f"/v1/processes/runs/{old.pk}/redirect", {"memo": "r"}, format="json"
+    )
+    assert (retried.status_code, redirected.status_code) == (202, 202)
+    invokers = ProcessRun.objects.filter(
+        pk__in=[retried.json()["runId"], redirected.json()["runId"]]
+    ).values_list("invoked_by", flat=True)
+    assert list(invokers) == [alice.pk, alice.pk]  # the runs write with alice's reach, not root's
+    actors = AuditEvent.objects.filter(action__in=["run.retried", "run.redirected"])
+    assert set(actors.values_list("actor", flat=True)) == {admin_user.pk}
