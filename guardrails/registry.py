@@ -177,6 +177,16 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "How long an awaitSource step waits for the source's verdict; 0 ends the wait at once.",
     ),
     SettingSpec(
+        "processes.transient_retries",
+        _T.INTEGER,
+        5,
+        _G.WAITS,
+        "How many times an AI step asks its provider while it fails transiently (5xx, 429, a "
+        "timeout, a refused connection), waiting 1 s, 2 s, 4 s … between; then the step fails.",
+        min=1,
+        max=20,
+    ),
+    SettingSpec(
         "processes.delete_wait_budget_ms",
         _T.MILLISECONDS,
         5 * _MINUTE,

@@ -99,6 +99,9 @@ class ProcessRun(models.Model):
     # When the engine must deliver this parked run (a wait budget's end, a window's free time):
     # the due-time index each lane's watch reads twice a second (engine.wakeups.wakeups_due).
     wake_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    # How many times the current step's provider failed transiently (``retrying``); 0 once the
+    # step is recorded. Kept here so a dead worker's attempts still count (engine.ai_step).
+    transient_attempts = models.PositiveIntegerField(default=0)
     invoked_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -4,7 +4,8 @@ One ``POST {base}/chat/completions`` per question. With a schema it asks for a J
 (``response_format: json_schema``) and parses it; the engine then checks the answer against the
 schema itself, whatever the server promised. A refusal from the server keeps the server's own
 code (``error.code``, else ``error.type``, else ``AI_PROVIDER_HTTP_<status>``); a server that
-cannot be reached is ``AI_PROVIDER_UNREACHABLE``. Vendor errors are translated here, at the edge.
+cannot be reached is ``AI_PROVIDER_UNREACHABLE``. A 5xx, a 429, a timeout or a refused connection
+is transient (the engine asks again later); any other refusal is not. Vendor errors are translated here, at the edge.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ class OpenAICompatProvider:
             raise AiProviderError(
                 ProcessCode.AI_PROVIDER_UNREACHABLE,
                 f"the AI provider at {self.base_url} did not answer: {type(exc).__name__}",
+                transient=isinstance(exc, (requests.Timeout, requests.ConnectionError)),
             ) from exc
         if res.status_code >= 300:
             raise _refusal(res)
@@ -75,4 +77,8 @@ def _refusal(res: requests.Response) -> AiProviderError:
         error = {"message": str(error)}
     code = error.get("code") or error.get("type") or f"AI_PROVIDER_HTTP_{res.status_code}"
     message = error.get("message") or f"the AI provider answered HTTP {res.status_code}"
-    return AiProviderError(str(code), f"the AI provider refused ({res.status_code}): {message}")
+    return AiProviderError(
+        str(code),
+        f"the AI provider refused ({res.status_code}): {message}",
+        transient=res.status_code >= 500 or res.status_code == 429,
+    )

@@ -11,11 +11,14 @@ from processes.codes import ProcessCode
 
 
 class AiProviderError(Exception):
-    """The provider did not answer; ``code`` (the provider's own where it gave one) goes on the ledger."""
+    """The provider did not answer; ``code`` (the provider's own where it gave one) goes on the ledger.
 
-    def __init__(self, code: str, message: str) -> None:
+    ``transient``: asking again later may work (a 5xx, a 429, a timeout, a refused connection), so
+    the engine parks the run ``retrying`` instead of failing the step (engine.ai_step)."""
+
+    def __init__(self, code: str, message: str, *, transient: bool = False) -> None:
         super().__init__(message)
-        self.code, self.message = code, message
+        self.code, self.message, self.transient = code, message, transient
 
 
 class AiProvider(Protocol):

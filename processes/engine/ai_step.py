@@ -10,22 +10,44 @@ that answer (``skip_reason = reused``) without asking or billing again. A new ru
 The provider is called outside any transaction (it is a network call and may be slow); only
 the ledger row is written in one. A worker killed between the answer and the row asks again on
 the next delivery: at most one extra question, never a lost or doubled write.
+
+A transient provider failure (a 5xx, a 429, a timeout, a refused connection) does not fail the
+step: the run parks ``retrying`` with ``wake_at`` (``retryAt``) at now plus a backoff (1 s, 2 s,
+4 s … capped at ``RETRY_BACKOFF_CAP``), holding no worker, and the delivery the lanes' watch sends
+then asks again. The failed attempts are counted on the run (``transient_attempts``, durable across
+workers); the ``processes.transient_retries``-th one fails the step with the provider's code as
+any refusal does. Nothing is written to the ledger until the step confirms or fails: one row.
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 from jsonschema import Draft202012Validator
 
+from guardrails.settings import setting_get
 from processes.ai.providers import AiProviderError, ai_provider
 from processes.codes import ProcessCode
 from processes.engine.ledger import Refused
 from processes.engine.plan import PlannedStep
 from processes.engine.runtime import ModuleRuntime, StepCodeFailed
 from processes.engine.statuses import StepStatus
-from processes.models import Disposition, ProcessRunStep, SkipReason
+from processes.models import Disposition, ProcessRun, ProcessRunStep, SkipReason
+
+RETRY_BACKOFF_FIRST = timedelta(seconds=1)
+RETRY_BACKOFF_CAP = timedelta(minutes=5)
+
+
+class TransientFailure(StepCodeFailed):
+    """The provider failed in a way that asking again later may fix."""
+
+
+def retry_backoff(attempts: int) -> timedelta:
+    """How long to wait after the ``attempts``-th failed question: 1 s, 2 s, 4 s … capped."""
+    return min(RETRY_BACKOFF_FIRST * 2 ** max(attempts - 1, 0), RETRY_BACKOFF_CAP)
 
 
 def _earlier_answer(scope: Any, planned: PlannedStep) -> ProcessRunStep | None:
@@ -52,6 +74,8 @@ def _ask(runtime: ModuleRuntime, planned: PlannedStep, ctx: dict) -> Any:
     try:
         answer = ai_provider().answer(prompt=prompt, schema=schema)
     except AiProviderError as exc:
+        if exc.transient:
+            raise TransientFailure(exc.code, exc.message) from exc
         raise StepCodeFailed(exc.code, exc.message) from exc
     if schema is not None:
         error = next(iter(Draft202012Validator(schema).iter_errors(answer)), None)
@@ -77,17 +101,50 @@ def ai_step_execute(scope: Any, planned: PlannedStep, ctx: dict, runtime: Module
                 answer=earlier.answer,
             )
         return StepResult(StepStatus.DONE, row)
+    run = scope.run
+    now = timezone.now()
+    if run.waiting_step == planned.step_id and run.wake_at is not None and now < run.wake_at:
+        # A stray delivery before retryAt (a lost wake-up sent again): park again, same time.
+        return StepResult(
+            StepStatus.WAIT_RETRY, retry_at=run.wake_at, attempts=run.transient_attempts
+        )
     try:
         answer = _ask(runtime, planned, ctx)
+    except TransientFailure as exc:
+        attempts = run.transient_attempts + 1
+        if attempts < setting_get("processes.transient_retries"):
+            return StepResult(
+                StepStatus.WAIT_RETRY, retry_at=now + retry_backoff(attempts), attempts=attempts
+            )
+        return _recorded(scope, planned, StepStatus.FAILED, Disposition.FAILED, refusal=exc)
     except StepCodeFailed as exc:
-        with transaction.atomic():
+        return _recorded(scope, planned, StepStatus.FAILED, Disposition.FAILED, refusal=exc)
+    return _recorded(scope, planned, StepStatus.DONE, Disposition.CONFIRMED, answer=answer)
+
+
+def _recorded(
+    scope: Any,
+    planned: PlannedStep,
+    status: StepStatus,
+    disposition: str,
+    *,
+    refusal: StepCodeFailed | None = None,
+    answer: Any = None,
+) -> Any:
+    """The step's one ledger row; the run's count of transient failures starts again at 0."""
+    from processes.engine.steps import StepResult, record_step
+
+    with transaction.atomic():
+        if refusal is not None:
             row = record_step(
                 scope,
                 planned,
-                disposition=Disposition.FAILED,
-                refusal=Refused(exc.code, "ai", exc.message),
+                disposition=disposition,
+                refusal=Refused(refusal.code, "ai", refusal.message),
             )
-        return StepResult(StepStatus.FAILED, row)
-    with transaction.atomic():
-        row = record_step(scope, planned, disposition=Disposition.CONFIRMED, answer=answer)
-    return StepResult(StepStatus.DONE, row)
+        else:
+            row = record_step(scope, planned, disposition=disposition, answer=answer)
+        if scope.run.transient_attempts:
+            ProcessRun.objects.filter(pk=scope.run.pk).update(transient_attempts=0)
+            scope.run.transient_attempts = 0
+    return StepResult(status, row)

@@ -95,22 +95,22 @@ def run_wait(
     wake_at: datetime | None = None,
     waiting_step: str = "",
     lease: Lease | None = None,
+    transient_attempts: int | None = None,
 ) -> None:
     """Park the run (still ``running``) and give the worker back; a verdict or the clock re-queues it."""
-    _apply(
-        run,
-        lease,
-        {
-            "pending_reason": pending_reason,
-            "wait_deadline": deadline,
-            "wake_at": wake_at,
-            "waiting_step": waiting_step,
-            "lease_owner": "",
-            "lease_until": None,
-            "writes": run.writes,
-            "updated_at": timezone.now(),
-        },
-    )
+    changes: dict[str, Any] = {
+        "pending_reason": pending_reason,
+        "wait_deadline": deadline,
+        "wake_at": wake_at,
+        "waiting_step": waiting_step,
+        "lease_owner": "",
+        "lease_until": None,
+        "writes": run.writes,
+        "updated_at": timezone.now(),
+    }
+    if transient_attempts is not None:
+        changes["transient_attempts"] = transient_attempts
+    _apply(run, lease, changes)
 
 
 def run_hand_back(run: ProcessRun, *, lease: Lease | None) -> None:

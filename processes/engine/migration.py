@@ -210,6 +210,8 @@ class MigrationSlice:
                     visit=current.number,
                     outstanding=left + 1,
                 )
+            elif walk.status == WalkStatus.WAIT_RETRY:
+                self.runner.wait_retry(walk.at, walk.result.retry_at, walk.result.attempts)
             elif walk.status == WalkStatus.FAILED:
                 ledger_skip_rest(
                     self.run,

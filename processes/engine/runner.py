@@ -342,6 +342,8 @@ class ChainRunner:
             self.wait_input(walk.at, walk.result.event_wait)
         elif walk.status == WalkStatus.WAIT_TIME:
             self.wait_time(walk.at, walk.result.retry_at)
+        elif walk.status == WalkStatus.WAIT_RETRY:
+            self.wait_retry(walk.at, walk.result.retry_at, walk.result.attempts)
         elif walk.status == WalkStatus.FAILED:
             ledger_skip_rest(self.run, plan[walk.position + 1 :], lease=self.lease)
             self.fail(walk.at, walk.ledger_row, outstanding=0)
@@ -407,6 +409,8 @@ class ChainRunner:
                     return Walk(WalkStatus.WAIT_INPUT, position, planned, result=result)
                 if result.status == StepStatus.WAIT_TIME:
                     return Walk(WalkStatus.WAIT_TIME, position, planned, result=result)
+                if result.status == StepStatus.WAIT_RETRY:
+                    return Walk(WalkStatus.WAIT_RETRY, position, planned, result=result)
                 ledger_row = result.ledger_row
             if (
                 ledger_row.awaiting_verdict
@@ -501,6 +505,19 @@ class ChainRunner:
             waiting_step=planned.step_id,
         )
         # A cancel asked for while we were parking found the run still held: end it now.
+        if ProcessRun.objects.filter(pk=self.run.pk, cancel_requested=True).exists():
+            run_redeliver(self.run.pk)
+
+    def wait_retry(self, planned: PlannedStep, until: datetime, attempts: int) -> None:
+        """Park ``retrying`` until ``until`` (wake_at), counting the failed attempts on the run."""
+        run_wait(
+            self.run,
+            lease=self.lease,
+            pending_reason=PendingReason.RETRYING,
+            wake_at=until,
+            waiting_step=planned.step_id,
+            transient_attempts=attempts,
+        )
         if ProcessRun.objects.filter(pk=self.run.pk, cancel_requested=True).exists():
             run_redeliver(self.run.pk)
 

@@ -19,6 +19,7 @@ class StepStatus(StrEnum):
     WAIT_ACTION = "wait_action"  # a task step's task is open: nothing written, wait for a person
     WAIT_INPUT = "wait_input"  # a waitFor step's wait is open: nothing written, wait for an event
     WAIT_TIME = "wait_time"  # a sleep step's time has not come: nothing written, park until it
+    WAIT_RETRY = "wait_retry"  # an AI step's provider failed transiently: nothing written, retry
 
 
 class WalkStatus(StrEnum):
@@ -32,6 +33,7 @@ class WalkStatus(StrEnum):
     WAIT_ACTION = "wait_action"  # a task step waits for a person's decision
     WAIT_INPUT = "wait_input"  # a waitFor step waits for a matching event
     WAIT_TIME = "wait_time"  # a sleep step waits for its time
+    WAIT_RETRY = "wait_retry"  # an AI step waits to ask its provider again (retrying)
     FAILED = "failed"  # a step failed (and is not a delete that continues on refusal)
 
 

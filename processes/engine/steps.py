@@ -50,6 +50,7 @@ class StepResult:
     retry_at: datetime | None = None
     task: Any = None  # the open HumanTask a task step waits on (WAIT_ACTION)
     event_wait: Any = None  # the open EventWait a waitFor step waits on (WAIT_INPUT)
+    attempts: int = 0  # the provider questions that failed transiently so far (WAIT_RETRY)
 
     @property
     def ledger_row(self) -> ProcessRunStep:

@@ -7,17 +7,23 @@ questions it is asked, so "does not ask (or bill) again" is counted, not assumed
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from collections.abc import Iterator
+from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from django.utils import timezone
 
+from guardrails.settings import setting_set
 from processes.ai.local import LocalProvider
 from processes.contract import ContractInvalid
+from processes.models import ProcessRun
 from records.boundary import record_create
 from records.models import Record
 from records.trail import Actor
+from tests.conftest import client_for
 from tests.processes.engine_support import deploy, invoke, ledger, pump
 
 pytestmark = pytest.mark.django_db
@@ -60,6 +66,7 @@ class FakeModel:
     def __init__(self) -> None:
         self.prompts: list[str] = []
         self.refuse: tuple[int, dict] | None = None
+        self.script: list[tuple[int, dict]] = []  # answered first, one per question
         self.content: str | None = None
 
 
@@ -73,19 +80,23 @@ def model(settings) -> Iterator[FakeModel]:
             assert self.path == "/v1/chat/completions"
             assert self.headers["Authorization"] == "Bearer sk-test"
             fake.prompts.append(body["messages"][0]["content"])
-            status, answer = fake.refuse or (
-                200,
-                {
-                    "choices": [
-                        {
-                            "message": {
-                                "content": fake.content
-                                if fake.content is not None
-                                else f"tag for {body['messages'][0]['content']}"
+            status, answer = (
+                (fake.script.pop(0) if fake.script else None)
+                or fake.refuse
+                or (
+                    200,
+                    {
+                        "choices": [
+                            {
+                                "message": {
+                                    "content": fake.content
+                                    if fake.content is not None
+                                    else f"tag for {body['messages'][0]['content']}"
+                                }
                             }
-                        }
-                    ]
-                },
+                        ]
+                    },
+                )
             )
             payload = json.dumps(answer).encode()
             self.send_response(status)
@@ -184,16 +195,17 @@ def test_a_later_slice_hands_the_answer_on_as_skipped_and_a_new_run_asks_again(
 
 
 def test_a_provider_refusal_fails_the_step_with_the_providers_code(admin_user, alice, model):
-    model.refuse = (429, {"error": {"code": "rate_limit_exceeded", "message": "slow down"}})
+    model.refuse = (400, {"error": {"code": "context_length_exceeded", "message": "too long"}})
     deploy(CLASSIFY, by=admin_user)
     run = invoke("acme:classify-customer", {"name": "Acme"}, alice)
     pump()
     run.refresh_from_db()
-    assert ledger(run)[0] == ("classify", "failed", "rate_limit_exceeded")
+    assert len(model.prompts) == 1  # a 4xx other than 429 is not retried
+    assert ledger(run)[0] == ("classify", "failed", "context_length_exceeded")
     row = run.ledger.get(step_id="classify")
     assert (row.refusal_field, row.refusal_message) == (
         "ai",
-        "the AI provider refused (429): slow down",
+        "the AI provider refused (400): too long",
     )
     assert run.state == "failed"
     assert not Record.reads.filter(record_type="customer").exists()
@@ -263,3 +275,95 @@ def test_a_delivery_after_a_wait_reads_the_answer_from_the_ledger_and_does_not_a
     assert Record.reads.get(record_type="legacy_customer").fields == {
         "note": f"tag for Which vendor? / {po.external_id}"
     }
+
+
+UNAVAILABLE = (503, {"error": {"code": "overloaded", "message": "try later"}})
+
+
+def _retry_now(run) -> None:
+    """The retry's time has come (``retryAt`` moved into the past; ``pump`` delivers it)."""
+    ProcessRun.objects.filter(pk=run.pk).update(wake_at=timezone.now() - timedelta(seconds=1))
+
+
+def test_a_transient_failure_parks_the_run_retrying_then_the_next_delivery_asks_again(
+    admin_user, alice, model
+):
+    model.script = [UNAVAILABLE, (429, {"error": {"code": "rate_limit_exceeded"}})]
+    model.content = json.dumps({"segment": "retail"})
+    deploy(CLASSIFY, by=admin_user)
+    before = timezone.now()
+    run = invoke("acme:classify-customer", {"name": "Acme"}, alice)
+    pump()
+    run.refresh_from_db()
+    assert (run.state, run.pending_reason, run.transient_attempts, run.lease_owner) == (
+        "running",
+        "retrying",
+        1,
+        "",
+    )
+    assert timedelta(seconds=1) <= run.wake_at - before < timedelta(seconds=30)
+    read = client_for(alice).get(f"/v1/processes/runs/{run.pk}").json()
+    assert read["run"]["pendingReason"] == "retrying"
+    assert read["run"]["retryAt"] == run.wake_at.isoformat().replace("+00:00", "Z")
+    assert read["run"]["wakeAt"] is None
+    assert ledger(run) == []  # no row per attempt
+    # A stray delivery before retryAt does not ask early.
+    ProcessRun.objects.filter(pk=run.pk).update(pending_reason="running")
+    pump()
+    run.refresh_from_db()
+    assert (len(model.prompts), run.pending_reason) == (1, "retrying")
+    _retry_now(run)
+    pump()
+    run.refresh_from_db()
+    assert (run.pending_reason, run.transient_attempts, len(model.prompts)) == ("retrying", 2, 2)
+    _retry_now(run)
+    pump()
+    run.refresh_from_db()
+    assert run.state == "committed", run.reason
+    assert len(model.prompts) == 3
+    assert ledger(run) == [("classify", "confirmed", None), ("customer", "confirmed", None)]
+    assert run.ledger.get(step_id="classify").answer == {"segment": "retail"}
+    assert run.transient_attempts == 0
+
+
+def test_a_provider_that_keeps_failing_fails_the_step_after_the_setting_s_attempts(
+    admin_user, alice, model
+):
+    model.refuse = UNAVAILABLE
+    setting_set("processes.transient_retries", 3, by=admin_user)
+    deploy(CLASSIFY, by=admin_user)
+    run = invoke("acme:classify-customer", {"name": "Acme"}, alice)
+    waits = []
+    for _ in range(3):
+        pump()
+        run.refresh_from_db()
+        if run.state != "running":
+            break
+        waits.append(run.wake_at - run.updated_at)
+        _retry_now(run)
+    assert run.state == "failed"
+    assert len(model.prompts) == 3
+    assert ledger(run) == [("classify", "failed", "overloaded"), ("customer", "skipped", None)]
+    assert run.ledger.get(step_id="classify").refusal_message == (
+        "the AI provider refused (503): try later"
+    )
+    # The backoff doubles: about 1 s, then about 2 s.
+    assert [round(w.total_seconds()) for w in waits] == [1, 2]
+
+
+def test_a_provider_that_cannot_be_reached_is_retried(admin_user, alice, model, settings):
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()  # nothing listens there: the connection is refused
+    settings.TURBOBASE_AI_BASE_URL = f"http://127.0.0.1:{port}/v1"
+    deploy(CLASSIFY, by=admin_user)
+    run = invoke("acme:classify-customer", {"name": "Acme"}, alice)
+    pump()
+    run.refresh_from_db()
+    assert (run.state, run.pending_reason, ledger(run)) == ("running", "retrying", [])
+
+
+def test_the_retry_setting_is_listed(admin_user):
+    settings_read = client_for(admin_user).get("/v1/settings").json()
+    assert "processes.transient_retries" in json.dumps(settings_read)
