@@ -61,7 +61,7 @@ class QCluster:
         workers: int = 2,
         log_path: Path,
         extra_env: dict[str, str] | None = None,
-        ready_timeout: float = 60.0,
+        ready_timeout: float = 180.0,  # a loaded 2-core machine took over 60 s to start one
         stop_timeout: float = 15.0,
     ) -> None:
         self.workers = workers
