@@ -4,6 +4,8 @@
 - wake-ups sent: how many of the runs the lanes' watch had handed to the broker (their ``wake_at``
   cleared by its claim) one second after ``wakeAt``, and when the last one was — the timer firing
   (sampled every 0.1 s);
+- wake-up sent lateness: each run's ``enqueued_at`` (noted by the watch's claim) after ``wakeAt``,
+  p50/p99/max;
 - step recorded: how long after ``wakeAt`` each run's sleep step was recorded ``confirmed`` — the
   timer firing plus the wait for one of the lane's workers (``TURBOBASE_ASYNC_WORKERS``, 2).
 
@@ -110,12 +112,22 @@ def sleepers_bench(*, sleepers: int) -> dict:
         .values_list("created_at", flat=True)
     ]
     early = sum(1 for ms in recorded if ms < 0)
+    # When each wake-up was sent: the watch's claim notes it (enqueued_at) as it hands it over.
+    sent = [
+        (at - due).total_seconds() * 1000
+        for at in ProcessRun.objects.filter(
+            process_id=PROCESS_ID, enqueued_at__gte=due
+        ).values_list("enqueued_at", flat=True)
+    ]
     return {
         "sleepers": sleepers,
         "woken": len(recorded),
         "early": early,
         "sent_within_1s": sent_at_1s,
         "all_sent_ms": None if all_sent_ms is None else round(all_sent_ms),
+        "sent_p50_ms": round(_ms(sent, 50)) if sent else None,
+        "sent_p99_ms": round(_ms(sent, 99)) if sent else None,
+        "sent_max_ms": round(max(sent)) if sent else None,
         "recorded_p50_ms": round(_ms(recorded, 50)),
         "recorded_p99_ms": round(_ms(recorded, 99)),
         "recorded_max_ms": round(max(recorded)),

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 from typing import Any
+from uuid import UUID
 
-from django.db import transaction
-from django.db.models import F, Q
+from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from processes.engine.ending import run_end, run_redeliver
 from processes.engine.lease import lease_seconds
 from processes.engine.rollback import rolled_back_reason
 from processes.engine.waits import runs_waiting_on
-from processes.lanes import lane_enqueue
+from processes.lanes import lane_send_many
 from processes.models import Disposition, PendingReason, ProcessRun, ProcessRunStep, RunState
 from processes.status import RunMove, states_from
 from records.models import RecordWriteState, WriteOperation
@@ -81,32 +82,51 @@ def workers_busy_mark(*, mode: str, now: datetime | None = None) -> int:
     )
 
 
-def wakeups_due(*, mode: str, now: datetime | None = None, limit: int = 200) -> int:
+def wakeups_due(*, mode: str, now: datetime | None = None, limit: int = 1000) -> int:
     """Deliver every parked run of the lane whose due time (``wake_at``: an awaitSource budget's
-    end, a delete window's free time, a rollback's retry) has come. Read from the ``wake_at``
-    index every ``WAKE_POLL_S``, so a wake-up fires within about a second of its time, not at
-    the next minute sweep. Each run is claimed with one conditional UPDATE on the due time it
-    was read with, so of two watches (two hosts) exactly one sends it. Returns how many."""
+    end, a delete window's free time, a sleep's end, a rollback's retry) has come. Read from the
+    ``wake_at`` index every ``WAKE_POLL_S``, so a wake-up is sent within about a second of its
+    time, not at the next minute sweep. Up to ``limit`` due runs are claimed by one statement
+    (``wake_due_claim``) and their wake-ups sent in bulk (``lane_send_many``): a thousand sleepers
+    due in the same second cost one UPDATE and one broker insert, not a thousand of each. Of two
+    watches (two hosts) exactly one claims a run. Returns how many."""
     now = now or timezone.now()
-    due = list(
-        ProcessRun.objects.filter(mode=mode, state=RunState.RUNNING, wake_at__lte=now)
-        .filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
-        .order_by("wake_at")
-        .values_list("run_id", "wake_at")[:limit]
-    )
     woken = 0
-    for run_id, at in due:
+    while True:
         with transaction.atomic():
-            claimed = ProcessRun.objects.filter(
-                pk=run_id, wake_at=at, state__in=states_from(RunMove.CLAIM)
-            ).update(wake_at=None, delivery=F("delivery") + 1, updated_at=timezone.now())
-            if claimed:
-                delivery = (
-                    ProcessRun.objects.filter(pk=run_id).values_list("delivery", flat=True).get()
-                )
-                lane_enqueue(run_id=run_id, delivery=delivery, mode=mode)
-                woken += 1
-    return woken
+            claimed = wake_due_claim(mode=mode, now=now, limit=limit)
+            lane_send_many(claimed, mode=mode)
+        woken += len(claimed)
+        if len(claimed) < limit:
+            return woken
+
+
+def wake_due_claim(*, mode: str, now: datetime, limit: int) -> list[tuple[UUID, int]]:
+    """Claim up to ``limit`` of the lane's due parked runs in one UPDATE … RETURNING: clear
+    ``wake_at`` (so no other look claims them), bump ``delivery`` (an older delivery still
+    waiting is stale) and note ``enqueued_at`` (a lost wake-up is sent again by the sweep a lease
+    later). On PostgreSQL the due rows are picked ``FOR UPDATE SKIP LOCKED``, so two watches
+    split them; SQLite serializes writers. Returns (run id, new delivery) of each claimed run."""
+    table = ProcessRun._meta.db_table
+    ops = connection.ops
+    at = ops.adapt_datetimefield_value(now)
+    stamp = ops.adapt_datetimefield_value(timezone.now())
+    lock = (
+        " FOR UPDATE SKIP LOCKED" if connection.features.has_select_for_update_skip_locked else ""
+    )
+    due = (
+        f"SELECT run_id FROM {table} WHERE mode = %s AND state = %s AND wake_at <= %s"
+        f" AND (lease_until IS NULL OR lease_until < %s) ORDER BY wake_at LIMIT %s{lock}"
+    )
+    sql = (
+        f"UPDATE {table} SET wake_at = NULL, delivery = delivery + 1, updated_at = %s,"
+        f" enqueued_at = %s WHERE run_id IN ({due}) AND wake_at IS NOT NULL"
+        " RETURNING run_id, delivery"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [stamp, stamp, mode, RunState.RUNNING, at, at, limit])
+        rows = cursor.fetchall()
+    return [(run_id if isinstance(run_id, UUID) else UUID(run_id), n) for run_id, n in rows]
 
 
 def runs_due(now: datetime | None = None) -> list[Any]:

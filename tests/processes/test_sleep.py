@@ -5,13 +5,19 @@ The same journeys with real workers (and a worker killed while a run sleeps) are
 
 from __future__ import annotations
 
+import uuid
 from datetime import timedelta
 
 import pytest
+from django.test import TestCase
 from django.utils import timezone
+from django_q.models import OrmQ
+from django_q.signing import SignedPackage
 
 from processes.contract import ContractInvalid
-from processes.models import ProcessRun
+from processes.engine.runner import run_deliver
+from processes.engine.wakeups import wakeups_due
+from processes.models import ProcessRun, ProcessRunStep
 from records.models import Record
 from tests.conftest import client_for
 from tests.processes.engine_support import deploy, invoke, ledger, pump
@@ -122,3 +128,44 @@ export default defineProcess({ id: 't:bad', input: { type: 'object' },
     with pytest.raises(ContractInvalid) as refused:
         deploy(source, by=admin_user)
     assert refused.value.field == "steps[0].sleep"
+
+
+def test_many_sleepers_due_at_once_are_all_claimed_by_one_look_and_each_woken_once(
+    admin_user, alice
+):
+    """300 sleepers due in the same second: one look of the lanes' watch claims them all (one
+    statement, one bulk insert of the broker's rows), each gets exactly one wake-up carrying its
+    new delivery number, and a second look sends nothing."""
+    run = _parked(admin_user, alice, sleeper(sleep="'1h'"))
+    copies = []
+    for _ in range(299):
+        copy = ProcessRun.objects.get(pk=run.pk)
+        copy.run_id = uuid.uuid4()
+        copies.append(copy)
+    ProcessRun.objects.bulk_create(copies)
+    due = timezone.now() - timedelta(seconds=1)
+    ProcessRun.objects.filter(process_id="t:nap").update(wake_at=due, wait_deadline=due)
+    before = dict(ProcessRun.objects.values_list("run_id", "delivery"))
+    OrmQ.objects.all().delete()
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        assert wakeups_due(mode="async") == 300
+    sent = [SignedPackage.loads(row.payload) for row in OrmQ.objects.filter(key="tb_async")]
+    assert sorted(tuple(task["args"]) for task in sent) == sorted(
+        (str(run_id), delivery + 1) for run_id, delivery in before.items()
+    )
+    assert {task["func"] for task in sent} == {"processes.tasks.run_deliver"}
+    after = ProcessRun.objects.filter(process_id="t:nap")
+    assert after.filter(wake_at__isnull=True, enqueued_at__isnull=False).count() == 300
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        assert wakeups_due(mode="async") == 0  # claimed: a second look sends nothing
+    assert OrmQ.objects.count() == 300
+    # Each wake-up, delivered as a worker would, records the nap's end once; a stale one does nothing.
+    for task in sent:
+        with TestCase.captureOnCommitCallbacks(execute=True):
+            run_deliver(*task["args"])
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        run_deliver(*sent[0]["args"])
+    pump()
+    assert set(after.values_list("state", flat=True)) == {"committed"}
+    naps = ProcessRunStep.objects.filter(run__process_id="t:nap", step_id="nap")
+    assert naps.filter(disposition="confirmed").count() == naps.count() == 300
