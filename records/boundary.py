@@ -223,6 +223,21 @@ def _queue_outbound(
     return state
 
 
+def _before_save_on_create(actor: Actor, rt: RecordType, record: Record, parent: dict) -> None:
+    """A create's ``before_save`` hooks (they may refuse): one call for a single and a batch create."""
+    hooks_run(
+        HookContext(
+            HookSlot.BEFORE_SAVE,
+            rt.name,
+            WriteOperation.CREATE,
+            record_snapshot(record),
+            dict(parent),
+            actor=actor.user.get_username(),
+            process_run_id=actor.process_run_id or None,
+        )
+    )
+
+
 @door_opened
 def record_create(
     *,
@@ -256,17 +271,7 @@ def record_create(
             sync_state=SyncState.PENDING if rt.is_connected else SyncState.LOCAL,
         )
         if hooked:
-            hooks_run(
-                HookContext(
-                    HookSlot.BEFORE_SAVE,
-                    rt.name,
-                    WriteOperation.CREATE,
-                    record_snapshot(record),
-                    dict(parent),
-                    actor=actor.user.get_username(),
-                    process_run_id=actor.process_run_id or None,
-                )
-            )
+            _before_save_on_create(actor, rt, record, parent)
         trail = trail_row(
             actor=actor,
             action=TrailAction.CREATE,
@@ -664,17 +669,7 @@ def records_create_batch(
         )
         try:
             _check_payload(rt, item.parent, item.lines, is_create=True)
-            hooks_run(
-                HookContext(
-                    HookSlot.BEFORE_SAVE,
-                    rt.name,
-                    WriteOperation.CREATE,
-                    record_snapshot(record),
-                    dict(item.parent),
-                    actor=actor.user.get_username(),
-                    process_run_id=actor.process_run_id or None,
-                )
-            )
+            _before_save_on_create(actor, rt, record, item.parent)
         except Exception:  # refused (or worse): record_create meets it again, and answers it
             break
         seen.add(item.idempotency_key)
