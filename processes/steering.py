@@ -200,13 +200,39 @@ def run_rollback(*, user: User, run_id: str) -> tuple[ProcessRun, bool]:
 RETRYABLE = frozenset({RunState.FAILED, RunState.CANCELLED, RunState.ROLLED_BACK, RunState.REFUSED})
 
 
+_LINK_AUDIT = {
+    LinkHow.RETRY: ProcessAuditAction.RUN_RETRIED,
+    LinkHow.REDIRECT: ProcessAuditAction.RUN_REDIRECTED,
+}
+
+
+def _linked_start(old: ProcessRun, *, body: Any, how: LinkHow, by: User) -> ProcessRun:
+    """The new run linked to ``old`` (as ``old``'s invoker), audited as ``by``'s act."""
+    new = run_invoke(
+        process_id=old.process_id,
+        body=body,
+        user=old.invoked_by or by,
+        linked_from=old,
+        linked_how=how,
+    )
+    audit_record(
+        actor=by,
+        action=_LINK_AUDIT[how],
+        target=f"run:{old.pk}",
+        before={"state": old.state},
+        after={"runId": str(new.pk)},
+    )
+    return new
+
+
 def run_retry(*, user: User, run_id: str) -> ProcessRun:
     """Start a new run of the same process with the same input, linked to the old one (``retry``).
 
     The new run is invoked by the old run's invoker — an administrator who steers someone's run
     does not lend it an administrator's reach (the audit names who steered) — on the version
-    deployed now, with a ledger of its own; its input is checked again (a schema that changed since answers 400). Any
-    state but failed, cancelled, rolled_back or refused is 409 ``process_run_not_retryable``."""
+    deployed now, with a ledger of its own; its input is checked again (a schema that changed
+    since answers 400). Any state but failed, cancelled, rolled_back or refused is 409
+    ``process_run_not_retryable``."""
     old = run_get(user=user, run_id=run_id)
     with transaction.atomic():
         old = ProcessRun.objects.select_for_update().get(pk=old.pk)
@@ -217,45 +243,19 @@ def run_retry(*, user: User, run_id: str) -> ProcessRun:
                 runId=str(old.pk),
                 state=old.state,
             )
-        new = run_invoke(
-            process_id=old.process_id,
-            body=old.input,
-            user=old.invoked_by or user,
-            linked_from=old,
-            linked_how=LinkHow.RETRY,
-        )
-        audit_record(
-            actor=user,
-            action=ProcessAuditAction.RUN_RETRIED,
-            target=f"run:{old.pk}",
-            before={"state": old.state},
-            after={"runId": str(new.pk)},
-        )
+        new = _linked_start(old, body=old.input, how=LinkHow.RETRY, by=user)
     return new
 
 
 def run_redirect(*, user: User, run_id: str, body: Any) -> ProcessRun:
     """Start a new run of the same process with ``body`` as its input, linked to the old one
     (``redirect``), invoked as the old one was (see ``run_retry``), and cancel the old one as
-    ``run_cancel`` does if it has not ended. One
-    transaction: an input the schema refuses (400) or a switch that is off (409) changes nothing."""
+    ``run_cancel`` does if it has not ended. One transaction: an input the schema refuses (400)
+    or a switch that is off (409) changes nothing."""
     old = run_get(user=user, run_id=run_id)
     with transaction.atomic():
         old = ProcessRun.objects.select_for_update().get(pk=old.pk)
-        new = run_invoke(
-            process_id=old.process_id,
-            body=body,
-            user=old.invoked_by or user,
-            linked_from=old,
-            linked_how=LinkHow.REDIRECT,
-        )
-        audit_record(
-            actor=user,
-            action=ProcessAuditAction.RUN_REDIRECTED,
-            target=f"run:{old.pk}",
-            before={"state": old.state},
-            after={"runId": str(new.pk)},
-        )
+        new = _linked_start(old, body=body, how=LinkHow.REDIRECT, by=user)
         if not old.is_terminal:
             run_cancel(user=user, run_id=str(old.pk))
     return new
