@@ -32,6 +32,7 @@ class SettingGroup(enum.StrEnum):
     WAITS = "waits"
     RUN_CEILINGS = "per-run ceilings"
     READS = "reads"
+    HOOKS = "hooks"
     SOURCES = "sources"
     SWITCHES = "switches"
 
@@ -270,6 +271,31 @@ SETTINGS: tuple[SettingSpec, ...] = (
         1_000,
         _G.READS,
         "Rows one /v1/batch read may return.",
+        min=1,
+    ),
+    SettingSpec(
+        "rest.max_response_bytes",
+        _T.BYTES,
+        10 * 1024 * 1024,
+        _G.READS,
+        "The largest answer one /v1/rest read may return; past it the read is refused 413 "
+        "READ_BYTE_CEILING, never answered short.",
+        min=1,
+    ),
+    SettingSpec(
+        "batch.max_reads",
+        _T.INTEGER,
+        50,
+        _G.READS,
+        "Reads one /v1/batch request may hold.",
+        min=1,
+    ),
+    SettingSpec(
+        "extensions.hook_cpu_ms",
+        _T.MILLISECONDS,
+        500,
+        _G.HOOKS,
+        "CPU one hook call may use; past it the write is refused HOOK_TIMEOUT.",
         min=1,
     ),
     SettingSpec(

@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth.models import User
 
 from guardrails.settings import setting_get
@@ -20,8 +19,6 @@ from kernel.errors import InvalidRequest, TurbobaseError
 from records.codes import RefusalCode
 from records.rest.execute import rows_stream
 from records.rest.parser import query_parse
-
-DEFAULT_BATCH_MAX_READS = 50
 
 
 class BatchInvalid(InvalidRequest):
@@ -32,7 +29,7 @@ class BatchInvalid(InvalidRequest):
 
 
 def batch_max_reads() -> int:
-    return int(getattr(settings, "BATCH_MAX_READS", DEFAULT_BATCH_MAX_READS))
+    return setting_get("batch.max_reads")
 
 
 def batch_reads_parse(body: Any) -> list[str]:

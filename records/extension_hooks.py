@@ -21,12 +21,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
-
 from extensions.errors import ExtensionInvalid, ExtensionNotFound
 from extensions.pool import sandbox_pooled
 from extensions.sandbox import SandboxError, SandboxLimits, SandboxTimeout
 from extensions.store import ServedModule, hooks_served, store_forget
+from guardrails.settings import setting_get
 from records.catalog import catalog_load
 from records.codes import RefusalCode
 from records.errors import HookRejection
@@ -72,7 +71,7 @@ def hook_contract_check(definition: Any) -> dict:
 
 def hook_limits() -> SandboxLimits:
     """One hook call's CPU budget (read at call time); every call starts the budget afresh."""
-    cpu_ms = int(getattr(settings, "EXTENSIONS_HOOK_CPU_MS", 500))
+    cpu_ms = setting_get("extensions.hook_cpu_ms")
     return SandboxLimits(call_budget_ms=cpu_ms, slice_budget_ms=max(cpu_ms * 100, 30_000))
 
 

@@ -4,7 +4,7 @@
 It answers the whole result or raises — never a shortened answer, because a step reads in order
 to decide what to write. Rows are streamed from the database and measured as they are encoded;
 the read stops at the first row that takes the answer past the ceiling
-(``REST_MAX_RESPONSE_BYTES``, default 10 MiB, or the caller's ``max_bytes``) and fails
+(the instance setting ``rest.max_response_bytes``, default 10 MiB, or the caller's ``max_bytes``) and fails
 ``READ_BYTE_CEILING`` naming it, so no unbounded list is built first.
 
 Comparison rules (PostgREST's, made to hold on SQLite too):
@@ -30,7 +30,6 @@ from collections.abc import Generator, Iterator
 from decimal import Decimal
 from typing import Any, cast
 
-from django.conf import settings
 from django.contrib.auth.models import User
 from django.db.models import F, Q, QuerySet, TextField, Value
 from django.db.models.expressions import OrderBy
@@ -47,6 +46,7 @@ from django.db.models.lookups import (
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
+from guardrails.settings import setting_get
 from records.rest.codes import ReadCode
 from records.rest.errors import InvalidQuery, ReadNotAuthenticated, ResponseTooLarge
 from records.rest.expressions import (
@@ -60,7 +60,6 @@ from records.rest.expressions import (
 from records.rest.parser import Filter, Operator, RestQuery, SelectItem, query_parse
 from records.rest.resources import Column, ColumnKind, Resource, resource_get
 
-DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024
 CHUNK_SIZE = 500
 JSON_NUMBER = re.compile(r"^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$")
 _COMPARISONS = {
@@ -99,7 +98,7 @@ def rest_read_encoded(*, user: User, query: RestQuery, max_bytes: int | None = N
 
 
 def max_bytes_default() -> int:
-    return int(getattr(settings, "REST_MAX_RESPONSE_BYTES", DEFAULT_MAX_RESPONSE_BYTES))
+    return setting_get("rest.max_response_bytes")
 
 
 def rows_stream(
@@ -109,7 +108,7 @@ def rows_stream(
     if user is None or not getattr(user, "is_authenticated", False):
         raise ReadNotAuthenticated("a read runs as a signed-in user", field=None)
     ceiling = max_bytes_default() if max_bytes is None else max_bytes
-    ceiling_name = "REST_MAX_RESPONSE_BYTES" if max_bytes is None else "this read's byte budget"
+    ceiling_name = "rest.max_response_bytes" if max_bytes is None else "this read's byte budget"
     resource = resource_get(query.resource)
     select = _select_resolve(resource, query.select)
     rows = _queryset_build(resource, query, user)

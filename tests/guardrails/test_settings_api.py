@@ -121,3 +121,22 @@ def test_tokens_need_data_read_to_read_and_deploy_to_change(admin_user):
     assert res.json()["scope"] == "extensions:deploy"
     assert not InstanceSetting.objects.exists()
     assert client_for(admin_user).get("/v1/settings").status_code == 200
+
+
+def test_the_hook_budget_and_the_read_caps_are_settings_the_instance_reads(admin_api, alice_api):
+    from records.extension_hooks import hook_limits
+
+    res = admin_api.patch(
+        "/v1/settings",
+        {"extensions.hook_cpu_ms": 250, "rest.max_response_bytes": 1, "batch.max_reads": 1},
+        format="json",
+    )
+    assert res.status_code == 200
+    assert hook_limits().call_budget_ms == 250
+    made = alice_api.post("/v1/data/legacy_customer", {"parent": {"id": "L1"}}, format="json")
+    assert made.status_code == 201, made.content
+    read = alice_api.get("/v1/rest/legacy_customer")
+    assert read.status_code == 413
+    assert "(rest.max_response_bytes)" in read.json()["rejection"]["message"]
+    batch = alice_api.post("/v1/batch", {"reads": ["customer", "invoice"]}, format="json")
+    assert (batch.status_code, batch.json()["rejection"]["field"]) == (400, "reads")

@@ -463,7 +463,7 @@ def test_byte_ceiling_fails_by_name_and_never_answers_short(alice_api, rows):
                 "code": "READ_BYTE_CEILING",
                 "field": None,
                 "message": f"the answer to this read is larger than the read byte ceiling of {size - 1} bytes "
-                "(REST_MAX_RESPONSE_BYTES); ask for a page with limit and offset, or filter more",
+                "(rest.max_response_bytes); ask for a page with limit and offset, or filter more",
             },
         }
         # A page that fits is answered whole.
