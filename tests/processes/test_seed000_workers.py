@@ -316,3 +316,26 @@ def test_an_ai_step_is_asked_once_per_run_and_row_across_slices(
         (2, "L-3", "confirmed"),
     ]
     assert model.prompts[3:] == ["Tag Company 2"]  # a new run asks again, once
+
+
+def test_cancelling_a_run_waiting_on_the_source_answers_cancelled_and_keeps_what_landed(
+    admin_user, alice_api, tmp_path
+):
+    from sources.scripting import sandbox_script_set
+
+    deploy((FIXTURES / "raise-po-and-bill.ts").read_text(), by=admin_user)
+    sandbox_script_set("purchaseOrder", never_answer=True)  # the po's verdict never comes
+    with QCluster(workers=2, log_path=tmp_path / "q.log"):
+        run_id = _invoke(alice_api, "acme:raise-po-and-bill", {"vendorId": "V", "amount": 1})
+        wait_until(
+            lambda: ProcessRun.objects.filter(pk=run_id, waiting_step="po").exists(),
+            timeout=90,
+            message="the run waiting on the po's verdict",
+        )
+        res = alice_api.post(f"/v1/processes/runs/{run_id}/cancel")
+        assert (res.status_code, res.json()) == (200, {"runId": run_id, "state": "cancelled"})
+        wait_until(lambda: _ended(run_id), timeout=60, message="the run ended")
+    run = _run_read(alice_api, run_id)["run"]
+    assert (run["state"], run["outstanding"]) == ("cancelled", 1)
+    assert Record.reads.filter(record_type="purchaseOrder").count() == 1  # what landed stays
+    assert not Record.reads.filter(record_type="vendorBill").exists()
