@@ -20,9 +20,12 @@ from guardrails.settings import setting_set
 from processes.ai.local import LocalProvider
 from processes.contract import ContractInvalid
 from processes.models import ProcessRun
+from processes.steering import run_resume
 from records.boundary import record_create
-from records.models import Record
+from records.door import door_open
+from records.models import Record, RecordWriteState
 from records.trail import Actor
+from sources.scripting import sandbox_script_clear, sandbox_script_set
 from tests.conftest import client_for
 from tests.processes.engine_support import deploy, invoke, ledger, pump
 
@@ -271,6 +274,30 @@ def test_a_delivery_after_a_wait_reads_the_answer_from_the_ledger_and_does_not_a
     run.refresh_from_db()
     assert run.state == "committed", run.reason
     assert model.prompts == ["Which vendor?"]
+    po = Record.reads.get(record_type="purchaseOrder")
+    assert Record.reads.get(record_type="legacy_customer").fields == {
+        "note": f"tag for Which vendor? / {po.external_id}"
+    }
+
+
+def test_a_resumed_run_hands_the_answer_on_and_does_not_ask_again(admin_user, alice, model):
+    sandbox_script_set("purchaseOrder", never_answer=True)
+    setting_set("processes.await_source_budget_ms", 1)
+    deploy(WAITS, by=admin_user)
+    run = invoke("acme:classify-then-order", {}, alice)
+    pump()
+    run.refresh_from_db()
+    assert (run.state, run.outstanding) == ("committed", 1)  # stopped on the po's wait
+    sandbox_script_clear()  # the source answers again, and the backed-off write is due now
+    with door_open():
+        RecordWriteState.objects.filter(status="pending").update(next_attempt_at=None)
+    setting_set("processes.await_source_budget_ms", 60_000)
+    run_resume(user=alice, run_id=str(run.pk))
+    pump()
+    run.refresh_from_db()
+    assert (run.state, run.outstanding) == ("committed", 0), run.reason
+    assert model.prompts == ["Which vendor?"]  # asked once, by the first delivery
+    assert run.ledger.get(step_id="classify").answer == "tag for Which vendor?"
     po = Record.reads.get(record_type="purchaseOrder")
     assert Record.reads.get(record_type="legacy_customer").fields == {
         "note": f"tag for Which vendor? / {po.external_id}"
