@@ -61,6 +61,8 @@ from records.rest.parser import Filter, Operator, RestQuery, SelectItem, query_p
 from records.rest.resources import Column, ColumnKind, Resource, resource_get
 
 CHUNK_SIZE = 500
+# The widest integer a column holds (and SQLite binds).
+INT64_MAX = 2**63 - 1
 JSON_NUMBER = re.compile(r"^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$")
 _COMPARISONS = {
     Operator.GT: GreaterThan,
@@ -269,10 +271,20 @@ def _json_key_condition(json_field: str, column: Column, flt: Filter) -> Q:
     value = _word(flt)
     if op in _COMPARISONS:
         if JSON_NUMBER.match(value):
-            number = float(value) if any(c in value for c in ".eE") else int(value)
-            return Q(_COMPARISONS[op](JsonKeyNumber(json_field, column.path), Value(number)))
+            return Q(
+                _COMPARISONS[op](JsonKeyNumber(json_field, column.path), Value(_json_number(value)))
+            )
         return Q(_COMPARISONS[op](text, value))
     return _equality_or_pattern(text, op, value)
+
+
+def _json_number(text: str) -> int | float:
+    """A JSON number of a filter as a bindable value: an integer past 64 bits compares as a float
+    (SQLite cannot bind it, and ``int()`` of a very long one fails)."""
+    if any(c in text for c in ".eE") or len(text.lstrip("-")) > len(str(INT64_MAX)):
+        return float(text)
+    number = int(text)
+    return number if -INT64_MAX - 1 <= number <= INT64_MAX else float(number)
 
 
 def _word(flt: Filter) -> str:
@@ -323,9 +335,13 @@ def _value_parse(column: Column, raw: str, *, field: str) -> Any:
         if column.kind is ColumnKind.UUID:
             return uuid.UUID(raw)
         if column.kind is ColumnKind.INTEGER:
-            if not re.fullmatch(r"-?[0-9]+", raw):
+            # Past 64 bits no column holds it, and SQLite cannot bind it: refused, not a 500.
+            if not re.fullmatch(r"-?[0-9]+", raw) or len(raw.lstrip("-").lstrip("0")) > 19:
                 raise ValueError(raw)
-            return int(raw)
+            number = int(raw)
+            if not -INT64_MAX - 1 <= number <= INT64_MAX:
+                raise ValueError(raw)
+            return number
         if column.kind is ColumnKind.BOOLEAN:
             if raw not in ("true", "false"):
                 raise ValueError(raw)

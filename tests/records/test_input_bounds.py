@@ -59,6 +59,29 @@ def test_the_largest_limit_and_offset_are_answered(alice_api, a_row):
     assert res.json() == []
 
 
+@pytest.mark.parametrize(
+    "value",
+    ["9223372036854775808", "-9223372036854775809", "99999999999999999999999", "1" + "0" * 5000],
+)
+@pytest.mark.parametrize("shape", ["eq.{}", "gt.{}", "in.(1,{})"])
+def test_an_integer_column_filter_past_64_bits_is_400_naming_the_column(
+    alice_api, a_row, value, shape
+):
+    res = alice_api.get(f"/v1/rest/customer?sync_version={shape.format(value)}")
+    assert res.status_code == 400, res.content
+    assert res.json()["rejection"]["code"] == "INVALID_VALUE"
+    assert res.json()["rejection"]["field"] == "sync_version"
+
+
+def test_an_integer_column_filter_at_the_64_bit_bounds_is_answered(alice_api, a_row):
+    res = alice_api.get("/v1/rest/customer?select=company_name&sync_version=lt.9223372036854775807")
+    assert res.json() == [{"company_name": "Acme"}]
+    res = alice_api.get(
+        "/v1/rest/customer?select=company_name&sync_version=gt.-9223372036854775808"
+    )
+    assert res.json() == [{"company_name": "Acme"}]
+
+
 @pytest.mark.parametrize("operator", ["like", "ilike"])
 def test_a_pattern_ending_in_a_lone_backslash_is_400(alice_api, a_row, operator):
     res = alice_api.get(f"/v1/rest/customer?company_name={operator}.Ac%5C")

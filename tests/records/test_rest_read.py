@@ -136,6 +136,11 @@ def test_star_select_is_every_column_and_an_alias_adds_one(alice_api, rows):
         ("amount=lt.10", ["L2"]),
         ("amount=lte.10", ["L1", "L2"]),
         ("rank=gt.9", ["L1", "L3"]),  # numeric, not text ("10" < "9" as text)
+        # Past 64 bits (SQLite cannot bind it) the integer compares as a float.
+        ("rank=lt.99999999999999999999999", ["L1", "L2", "L3"]),
+        ("rank=gt.-9223372036854775809", ["L1", "L2", "L3"]),
+        ("rank=gt.99999999999999999999999", []),
+        ("rank=lt.1" + "0" * 5000, ["L1", "L2", "L3"]),
         ("legacy_id=gt.L1", ["L2", "L3"]),  # not a number: compared as text
         ("legacy_id=lte.L2", ["L1", "L2"]),
         ("company_name=like.Acme*", ["L1"]),  # like is case-sensitive
