@@ -40,7 +40,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         uses_database = item.get_closest_marker(
             "django_db"
         ) is not None or not _DATABASE_FIXTURES.isdisjoint(getattr(item, "fixturenames", ()))
-        if not uses_database and item.get_closest_marker("workers") is None:
+        # A PostgreSQL-only test reaches a server of its own (tb_prepare creates a database) even
+        # without a Django fixture: never unit, so `make test-unit` touches no database.
+        if not uses_database and not any(
+            item.get_closest_marker(name) for name in ("workers", "postgres_only")
+        ):
             item.add_marker(unit)
 
 
