@@ -339,3 +339,37 @@ def test_cancelling_a_run_waiting_on_the_source_answers_cancelled_and_keeps_what
     assert (run["state"], run["outstanding"]) == ("cancelled", 1)
     assert Record.reads.filter(record_type="purchaseOrder").count() == 1  # what landed stays
     assert not Record.reads.filter(record_type="vendorBill").exists()
+
+
+def test_a_settle_conflict_s_source_id_is_read_on_record_write_state_by_its_writer(
+    admin_user, alice_api, admin_api, tmp_path
+):
+    from sources.scripting import sandbox_script_set
+    from tests.conftest import client_for, make_user
+
+    deploy((FIXTURES / "raise-po-and-bill.ts").read_text(), by=admin_user)
+    sandbox_script_set("purchaseOrder", settle_conflict=True)  # created upstream, link fails
+    with QCluster(workers=2, log_path=tmp_path / "q.log"):
+        run_id = _invoke(alice_api, "acme:raise-po-and-bill", {"vendorId": "V", "amount": 1})
+        wait_until(lambda: _ended(run_id), timeout=120, message="the run ended")
+    po = _run_read(alice_api, run_id)["steps"][0]
+    assert (po["stepId"], po["disposition"], po["refusal"]["code"]) == (
+        "po",
+        "failed",
+        "SOURCE_APPLIED_UNLINKED",
+    )
+    query = (
+        "/v1/rest/record_write_state?select=pg_row_id,external_id,reason_code"
+        "&reason_code=eq.write_settle_conflict"
+    )
+    expected = [
+        {
+            "pg_row_id": po["pgRowId"],
+            "external_id": po["externalId"],
+            "reason_code": "write_settle_conflict",
+        }
+    ]
+    assert po["externalId"]
+    assert alice_api.get(query).json() == expected  # the writer
+    assert admin_api.get(query).json() == expected  # an administrator
+    assert client_for(make_user("mallory")).get(query).json() == []  # nobody else
