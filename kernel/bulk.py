@@ -2,9 +2,11 @@
 
 A migration batch writes hundreds of records, trail rows and ledger rows that share most of their
 columns. ``bulk_create`` builds a model instance per row and prepares every column of every row;
-here every shared column is prepared once from a template instance and each differing column is
-one array: on PostgreSQL ``INSERT … SELECT shared…, v.* FROM unnest(arrays…)``. Other databases
-get ``bulk_create`` of instances copied from the template.
+here every shared column is prepared once from a template instance and the differing columns
+travel as one JSON document: on PostgreSQL ``INSERT … SELECT shared…, v.* FROM
+jsonb_to_recordset(%s)`` — one ``json.dumps`` (C) of the batch instead of an array parameter per
+column, which psycopg escapes element by element in Python (~40 % of a migration batch's
+client time). Other databases get ``bulk_create`` of instances copied from the template.
 
 The model's own manager decides whether the write is allowed here (a door-guarded model's
 refuses outside its door): ``rows_insert`` asks it with an empty ``bulk_create`` first.
@@ -12,10 +14,30 @@ refuses outside its door): ``rows_insert`` asks it with an empty ``bulk_create``
 
 from __future__ import annotations
 
+import datetime
+import decimal
+import json
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connection, models
+
+# Values a column takes as they are: their JSON text is what PostgreSQL's input of the column's
+# type reads (a JSON column's value is stored as the JSON it is). Others are prepared by the field.
+_PLAIN = (str, int, float, bool, uuid.UUID, type(None))
+
+
+class _Encoder(DjangoJSONEncoder):
+    """Django's encoder, but times keep their microseconds (it cuts them to milliseconds)."""
+
+    def default(self, o: Any) -> Any:
+        if isinstance(o, datetime.date | datetime.time):
+            return o.isoformat()
+        if isinstance(o, decimal.Decimal):
+            return str(o)
+        return super().default(o)
 
 
 def _columns(model: type[models.Model]) -> list[models.Field]:
@@ -56,25 +78,40 @@ def rows_insert(
     quote = connection.ops.quote_name
     selected: list[str] = []
     shared_params: list[Any] = []
-    arrays: list[str] = []
-    array_params: list[Any] = []
+    typed: list[str] = []
+    columns_of_rows: list[list[Any]] = []
     for field in fields:
         db_type = field.db_type(connection)
         if field.attname in varying:
-            arrays.append(f"%s::{db_type}[]")
-            array_params.append(
-                [field.get_db_prep_save(v, connection) for v in varying[field.attname]]
-            )
-            selected.append(f"v.c{len(arrays)}")
+            name = f"c{len(typed) + 1}"
+            typed.append(f"{name} {db_type}")
+            columns_of_rows.append(_json_ready(field, varying[field.attname]))
+            selected.append(f"v.{name}")
         else:
             value = field.pre_save(template, add=True)
             selected.append(f"%s::{db_type}")
             shared_params.append(field.get_db_prep_save(value, connection))
-    names = ", ".join(f"c{n}" for n in range(1, len(arrays) + 1))
+    names = [f"c{n}" for n in range(1, len(typed) + 1)]
+    document = json.dumps(
+        [dict(zip(names, values, strict=True)) for values in zip(*columns_of_rows, strict=True)],
+        cls=_Encoder,
+        separators=(",", ":"),
+    )
     columns = ", ".join(quote(f.column or f.attname) for f in fields)
     sql = (
         f"INSERT INTO {quote(model._meta.db_table)} ({columns}) "
-        f"SELECT {', '.join(selected)} FROM unnest({', '.join(arrays)}) AS v({names})"
+        f"SELECT {', '.join(selected)} FROM jsonb_to_recordset(%s::jsonb) AS v({', '.join(typed)})"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, shared_params + array_params)
+        cursor.execute(sql, [*shared_params, document])
+
+
+def _json_ready(field: models.Field, values: Sequence[Any]) -> list[Any]:
+    """One column's values for the JSON document: a JSON column's as they are (a ``null`` is
+    stored as SQL NULL, as the field stores ``None``), plain values as they are, others as the
+    field prepares them for the database."""
+    if isinstance(field, models.JSONField):
+        if field.encoder is not None and field.encoder is not DjangoJSONEncoder:
+            return [json.loads(json.dumps(v, cls=field.encoder)) for v in values]
+        return list(values)
+    return [v if isinstance(v, _PLAIN) else field.get_db_prep_save(v, connection) for v in values]

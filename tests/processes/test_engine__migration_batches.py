@@ -166,3 +166,32 @@ def test_the_batch_insert_is_refused_outside_the_records_door(alice):
             WriteTrail, WriteTrail(action="create", record_type="customer"), {"pg_row_id": []}
         )
     assert not WriteTrail.reads.exists()
+
+
+def test_the_batch_insert_stores_each_rows_values_as_the_orm_does(batched, alice):
+    """JSON (nested, with nulls and unicode), times to the microsecond, NULLs, one row each."""
+    import datetime
+
+    from django.utils import timezone
+
+    from kernel.bulk import rows_insert
+    from processes.models import ProcessRunSlice
+
+    run = invoke(batched, {}, alice)
+    at = timezone.now().replace(microsecond=123456)
+    values = [[{"a": {"b": [1, None, "é\u2028"]}}], [], [{"q": "x'\"\\"}]]
+    rows_insert(
+        ProcessRunSlice,
+        ProcessRunSlice(run=run, total_read=7),
+        {
+            "number": [11, 12, 13],
+            "rows": values,
+            "finished_at": [at, None, at + datetime.timedelta(microseconds=1)],
+        },
+    )
+    stored = ProcessRunSlice.objects.filter(run=run, number__gt=10).order_by("number")
+    assert [(s.number, s.rows, s.finished_at, s.total_read) for s in stored] == [
+        (11, values[0], at, 7),
+        (12, [], None, 7),
+        (13, values[2], at + datetime.timedelta(microseconds=1), 7),
+    ]
