@@ -13,6 +13,7 @@ request.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -21,6 +22,7 @@ from typing import Any
 
 from django.db import IntegrityError, connections, router, transaction
 from django.db.models import F
+from django.db.models.base import ModelState
 from django.utils import timezone
 
 from guardrails.models import Decision, HeldDelete, RuleAction, WindowKind
@@ -627,6 +629,17 @@ class CreateItem:
     idempotency_key: str
 
 
+def _record_like(shared: Record, *, parent: Any, lines: Any, key: str | None) -> Record:
+    """A new, unsaved record with ``shared``'s columns and related objects, and its own id."""
+    record = Record.__new__(Record)
+    record.__dict__.update(shared.__dict__)
+    record._state = ModelState()
+    record._state.fields_cache = dict(shared._state.fields_cache)
+    record.pg_row_id = uuid.uuid4()
+    record.fields, record.lines, record.idempotency_key = parent, lines, key
+    return record
+
+
 @door_opened
 def records_create_batch(
     *, actor: Actor, record_type: str, items: list[CreateItem]
@@ -650,26 +663,29 @@ def records_create_batch(
     used = set(
         Record.reads.filter(idempotency_key__in=keys).values_list("idempotency_key", flat=True)
     )
-    group = default_group(actor.user)
-    sync_state = SyncState.PENDING if rt.is_connected else SyncState.LOCAL
+    # What every record of the batch shares, built once; each record is a copy of it with its
+    # own key, id and payload (Model.__init__ per row was a tenth of a migration row's time).
+    shared = Record(
+        record_type=rt.name,
+        owner=actor.user,
+        group=default_group(actor.user),
+        source_system=rt.source or "",
+        sync_state=SyncState.PENDING if rt.is_connected else SyncState.LOCAL,
+    )
+    # The type's before_save hooks, looked up once: with none, no row builds a hook context.
+    is_hooked = bool(hooks_for(HookSlot.BEFORE_SAVE, rt.name))
     records: list[Record] = []
     seen: set[str] = set()
     for item in items:
         if item.idempotency_key in used or item.idempotency_key in seen:
             break
-        record = Record(
-            record_type=rt.name,
-            fields=item.parent,
-            lines=item.lines or [],
-            owner=actor.user,
-            group=group,
-            idempotency_key=item.idempotency_key,
-            source_system=rt.source or "",
-            sync_state=sync_state,
+        record = _record_like(
+            shared, parent=item.parent, lines=item.lines or [], key=item.idempotency_key
         )
         try:
             _check_payload(rt, item.parent, item.lines, is_create=True)
-            _before_save_on_create(actor, rt, record, item.parent)
+            if is_hooked:
+                _before_save_on_create(actor, rt, record, item.parent)
         except Exception:  # refused (or worse): record_create meets it again, and answers it
             break
         seen.add(item.idempotency_key)
