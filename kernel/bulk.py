@@ -26,7 +26,7 @@ from django.db import connection, models
 
 # Values a column takes as they are: their JSON text is what PostgreSQL's input of the column's
 # type reads (a JSON column's value is stored as the JSON it is). Others are prepared by the field.
-_PLAIN = (str, int, float, bool, uuid.UUID, type(None))
+_PLAIN = (str, int, float, bool, type(None))
 
 
 class _Encoder(DjangoJSONEncoder):
@@ -111,7 +111,14 @@ def _json_ready(field: models.Field, values: Sequence[Any]) -> list[Any]:
     stored as SQL NULL, as the field stores ``None``), plain values as they are, others as the
     field prepares them for the database."""
     if isinstance(field, models.JSONField):
-        if field.encoder is not None and field.encoder is not DjangoJSONEncoder:
+        if field.encoder is not None:  # its own encoding, then stored as that JSON
             return [json.loads(json.dumps(v, cls=field.encoder)) for v in values]
         return list(values)
-    return [v if isinstance(v, _PLAIN) else field.get_db_prep_save(v, connection) for v in values]
+    return [
+        v
+        if isinstance(v, _PLAIN)
+        else str(v)
+        if isinstance(v, uuid.UUID)  # here, not in the encoder's slower fallback
+        else field.get_db_prep_save(v, connection)
+        for v in values
+    ]
