@@ -145,7 +145,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec(
         "PROCESS_SLICE_BATCH_ROWS",
         _T.INTEGER,
-        200,
+        1000,
         _G.SLICES,
         "Rows of a one-create-step migration written per transaction (with their ledger rows); "
         "1 writes row by row.",
