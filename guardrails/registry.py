@@ -291,6 +291,14 @@ SETTINGS: tuple[SettingSpec, ...] = (
         min=1,
     ),
     SettingSpec(
+        "PROCESS_QUEUE_MAX_RUNS",
+        _T.INTEGER,
+        500,
+        _G.READS,
+        "Runs GET /v1/processes/queue lists, newest first (its counts cover every run).",
+        min=1,
+    ),
+    SettingSpec(
         "extensions.hook_cpu_ms",
         _T.MILLISECONDS,
         500,

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth.models import User
 from django.db.models import F, Q, QuerySet
 from django.http import QueryDict
@@ -31,7 +30,6 @@ from processes.run_tally import runs_counted, tally_counts
 from processes.steering import runs_visible
 from processes.triggers.shape import trigger_of, trigger_shown
 
-DEFAULT_QUEUE_MAX_RUNS = 500
 QUEUE_OWN_PARAMETERS = ("mode",)  # read by the view itself (the seed's lane filter)
 CREATED_BOUNDS = ("createdAfter", "createdBefore")
 LAST_RUNS = 5
@@ -159,7 +157,7 @@ def run_failures(runs: list[ProcessRun]) -> dict[Any, dict[str, Any]]:
 
 
 def queue_max_runs() -> int:
-    return int(getattr(settings, "PROCESS_QUEUE_MAX_RUNS", DEFAULT_QUEUE_MAX_RUNS))
+    return setting_get("PROCESS_QUEUE_MAX_RUNS")
 
 
 def queue_read(
