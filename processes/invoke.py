@@ -8,6 +8,7 @@ answer: a failed check is recorded as a run in state ``refused`` naming the fiel
 from __future__ import annotations
 
 import hashlib
+from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -20,6 +21,7 @@ from extensions.models import ExtensionModule
 from guardrails.settings import setting_get
 from processes.catalog import process_module_get
 from processes.codes import ProcessCode
+from processes.engine.lease import lease_seconds
 from processes.errors import InputInvalid, ModeInvalid, ProcessDisabled
 from processes.lanes import lane_send
 from processes.models import PendingReason, Process, ProcessRun, RunMode
@@ -95,6 +97,7 @@ def run_invoke(
     module: ExtensionModule | None = None,
     linked_from: ProcessRun | None = None,
     linked_how: str = "",
+    claimed_by: str | None = None,
 ) -> ProcessRun:
     """Queue a run of ``process_id`` as ``user``: its row committed, its delivery sent to its lane.
 
@@ -102,10 +105,25 @@ def run_invoke(
     same row, noted as sent now, and hands the broker nothing: if the request never claims it,
     the lane's redelivery watch sends it a lease later, as it does any lost delivery.
     ``module``: the served module the caller already read (``process_module_get``).
-    ``linked_from``: the run a retry or a redirect starts it from (``processes.steering``)."""
+    ``linked_from``: the run a retry or a redirect starts it from (``processes.steering``).
+    ``claimed_by`` (with ``send=False``): the lease token of the request that delivers the run
+    itself — the row is written as its claim leaves a run (running, leased to that token,
+    started, one slice), so the delivery needs no claim UPDATE and no re-read of the row; if the
+    request dies, the lease runs out and the redelivery watch sends the run to its lane."""
     module = module or process_module_get(process_id)
     has_row = switch_check(process_id)
     input_check(module.definition.get("input") or {}, body)
+    now = timezone.now()
+    claim: dict[str, Any] = {}
+    if claimed_by is not None:
+        claim = {
+            "state": MOVES[RunMove.CLAIM].target,
+            "pending_reason": PendingReason.RUNNING,
+            "lease_owner": claimed_by,
+            "lease_until": now + timedelta(seconds=lease_seconds()),
+            "started_at": now,
+            "slices": 1,  # a chain's one pass (ChainRunner.walk)
+        }
     with transaction.atomic():
         if not has_row:  # process rows are never deleted: one that was read is still there
             Process.objects.get_or_create(pk=process_id)
@@ -120,8 +138,9 @@ def run_invoke(
             linked_from=linked_from,
             linked_how=linked_how,
             delivery=1,
-            enqueued_at=timezone.now(),
+            enqueued_at=now,
             access_fingerprint=access_fingerprint(user),
+            **claim,
         )
         if send:
             lane_send(run_id=run.run_id, delivery=1, mode=mode)

@@ -1,11 +1,12 @@
 """``?mode=sync``: the run delivered on the request that asked for it, answered when it settles.
 
-The run's row commits first, exactly as an asynchronous invoke writes it (noted as sent, so a
-run nobody claims is sent to its lane by the redelivery watch a lease later). Then the request's
-own thread claims it — the same conditional UPDATE and lease a worker takes, the lease renewed
-by the same heartbeat — and walks its steps: no broker hop, no worker to wake, no poll. If the web
-process dies mid-run the lease runs out and the lane's watch sends the delivery again; the next
-one resumes at the first unrecorded step, as after a worker's death.
+The run's row commits first, as an asynchronous invoke writes it but already claimed by the
+request: in the same INSERT it is running, leased to the request's token and started, as a
+worker's claim would leave it (so no claim UPDATE, no re-read of the row, no ledger count: the
+run is new). Then the request's own thread walks its steps, the lease renewed by the same
+heartbeat a worker's is: no broker hop, no worker to wake, no poll. If the web process dies
+before or during the run the lease runs out and the lane's watch sends the delivery (the row is
+noted as sent); it resumes at the first unrecorded step, as after a worker's death.
 
 The budget (``processes.sync_budget_ms``) is checked at every step boundary: past it, the run is
 handed back to its lane between two steps (``engine.ending.run_hand_back``) and the answer is the
@@ -25,6 +26,7 @@ past the default budget (30 s), and then only until the step in flight ends.
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Any
 
 from django.conf import settings
@@ -33,6 +35,8 @@ from django.db import connection
 
 from extensions.models import ExtensionModule
 from processes.catalog import process_module_get
+from processes.engine.lease import Lease
+from processes.engine.ledger import ledger_position_empty
 from processes.engine.runner import run_deliver
 from processes.invoke import run_invoke
 from processes.models import ProcessRun, RunMode
@@ -53,9 +57,11 @@ def sync_invoke(
 ) -> tuple[ProcessRun, ProcessRun | None]:
     """Invoke ``process_id`` and wait up to ``budget_ms``: (the run, the run settled or None).
     ``module``: the served module the caller already read (``process_module_get``)."""
-    deadline = time.monotonic() + budget_ms / 1000
+    invoked_at = time.monotonic()  # the invoke reads the process's switch after this
+    deadline = invoked_at + budget_ms / 1000
     module = module or process_module_get(process_id)
     here = sync_in_request(module)
+    token = uuid.uuid4().hex if here else None
     run = run_invoke(
         process_id=process_id,
         body=body,
@@ -63,9 +69,19 @@ def sync_invoke(
         mode=RunMode.SYNC,
         send=not here,
         module=module,
+        claimed_by=token,
     )
-    if here:
-        delivered = run_deliver(str(run.pk), run.delivery, hand_back_at=deadline)
+    if token is not None:
+        # Written claimed by this request: the row in hand is the claim's, its ledger empty.
+        lease = Lease(run.pk, token)
+        ledger_position_empty(run)
+        delivered = run_deliver(
+            str(run.pk),
+            run.delivery,
+            hand_back_at=deadline,
+            claimed=(run, lease),
+            switch_read_at=invoked_at,
+        )
         # Ended by this delivery: the row is what it left (run_end mirrors what it wrote).
         if delivered is not None and delivered.is_terminal:
             return run, delivered

@@ -36,6 +36,12 @@ def ledger_position(run: ProcessRun) -> None:
     run.__dict__["_sequence_top"] = top["top"] or 0
 
 
+def ledger_position_empty(run: ProcessRun) -> None:
+    """``ledger_position`` of a run no delivery has claimed before: no row, nothing written."""
+    run.writes = 0
+    run.__dict__["_sequence_top"] = 0
+
+
 def sequence_next(run: ProcessRun) -> int:
     """The next ledger position. One delivery holds the run, so the top is read once per delivery
     and kept on the delivery's instance of the run (in its ``__dict__``, as ``cached_property`` does)."""

@@ -124,13 +124,20 @@ def run_claim(run_id: str, delivery: int | None = None) -> tuple[ProcessRun, Lea
 
 
 def run_deliver(
-    run_id: str, delivery: int | None = None, *, hand_back_at: float | None = None
+    run_id: str,
+    delivery: int | None = None,
+    *,
+    hand_back_at: float | None = None,
+    claimed: tuple[ProcessRun, Lease] | None = None,
+    switch_read_at: float | None = None,
 ) -> ProcessRun | None:
     """The lane task: perform one delivery of the run (``delivery``: the number it was queued
     with; a stale one does nothing). ``hand_back_at`` (``time.monotonic()``; a sync run delivered
     on its request): at the first step boundary past it, give the run back to its lane.
+    ``claimed``: the run and lease of a run written already claimed (``processes.sync_run``), its
+    ledger position known; ``switch_read_at``: when its process's switch was last read on.
     Answers the run as this delivery left it (its ending mirrored on it), None if not claimed."""
-    claimed = run_claim(run_id, delivery)
+    claimed = claimed or run_claim(run_id, delivery)
     if claimed is None:
         return None
     run, lease = claimed
@@ -138,7 +145,7 @@ def run_deliver(
     lease.heartbeat_start()
     try:
         runner = ChainRunner(
-            run, lease, hand_back_at=hand_back_at
+            run, lease, hand_back_at=hand_back_at, switch_read_at=switch_read_at
         )  # inside: a run that cannot act (RunInvokerGone) fails below
         runner.execute()
     except LeaseLost:  # another delivery holds the run now; ours rolled back its step
@@ -183,7 +190,12 @@ class ChainRunner:
     """Walks a chain's plan for one delivery."""
 
     def __init__(
-        self, run: ProcessRun, lease: Lease | None = None, *, hand_back_at: float | None = None
+        self,
+        run: ProcessRun,
+        lease: Lease | None = None,
+        *,
+        hand_back_at: float | None = None,
+        switch_read_at: float | None = None,
     ) -> None:
         self.run = run
         self.lease = lease
@@ -194,7 +206,8 @@ class ChainRunner:
         self.invoker = run_invoker(run)
         self.actor = Actor(user=self.invoker, process_run_id=str(run.run_id))
         self._runtime: ModuleRuntime | None = None
-        self._switch_read_at, self._switch_on = float("-inf"), True
+        self._switch_on = True
+        self._switch_read_at = float("-inf") if switch_read_at is None else switch_read_at
 
     def run_set(self, **columns: Any) -> None:
         """Set run columns — only while this delivery holds the run, when it is a delivery."""
@@ -349,6 +362,8 @@ class ChainRunner:
             self.fail(walk.at, walk.ledger_row, outstanding=0)
 
     def recorded(self, *, row_key: str, visit: int) -> dict[str, ProcessRunStep]:
+        if self.run.__dict__.get("_sequence_top") == 0:  # the claim saw no ledger row: none to read
+            return {}
         rows = self.run.ledger.filter(row_key=row_key, visit=visit).exclude(
             skip_reason=SkipReason.NOT_REACHED
         )

@@ -7,7 +7,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.test import TestCase
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from django_q.models import OrmQ
 
@@ -80,24 +82,65 @@ def test_a_sync_run_whose_web_process_died_is_sent_to_its_lane_by_the_watch(
     alice, two_notes, settings
 ):
     settings.PROCESS_RUN_LEASE_S = 5
-    # Died after the row committed, before its first step: as the request writes it, unsent.
+    # Died after the row committed, before its first step: as the request writes it, claimed by
+    # the request in the same INSERT, its lease never renewed.
     before = run_invoke(
-        process_id=two_notes, body={"memo": "a"}, user=alice, mode="sync", send=False
+        process_id=two_notes,
+        body={"memo": "a"},
+        user=alice,
+        mode="sync",
+        send=False,
+        claimed_by="a-request-that-died",
+    )
+    assert (before.state, before.pending_reason, before.lease_owner) == (
+        "running",
+        "running",
+        "a-request-that-died",
+    )
+    # Written unclaimed and unsent (the request path's older shape, or a row nobody claimed).
+    unclaimed = run_invoke(
+        process_id=two_notes, body={"memo": "c"}, user=alice, mode="sync", send=False
     )
     # Died mid-run: its claim's lease is never renewed.
     during = run_invoke(
         process_id=two_notes, body={"memo": "b"}, user=alice, mode="sync", send=False
     )
     assert run_claim(str(during.pk), 1) is not None
-    assert runs_lost(mode="sync") == []  # sent (noted) just now, and a live lease
+    assert run_claim(str(before.pk), 1) is None  # its lease is live: nobody else takes it
+    assert runs_lost(mode="sync") == []  # sent (noted) just now, and live leases
     long_ago = timezone.now() - timedelta(seconds=8)
-    ProcessRun.objects.filter(pk__in=[before.pk, during.pk]).update(enqueued_at=long_ago)
-    ProcessRun.objects.filter(pk=during.pk).update(lease_until=long_ago)
+    runs = (before, unclaimed, during)
+    ProcessRun.objects.filter(pk__in=[run.pk for run in runs]).update(enqueued_at=long_ago)
+    ProcessRun.objects.filter(pk__in=[before.pk, during.pk]).update(lease_until=long_ago)
     with TestCase.captureOnCommitCallbacks(execute=True):
-        assert redelivery_tick(mode="sync") == 2
-    assert sorted(_sync_lane_tasks()) == sorted([(str(before.pk), 1), (str(during.pk), 1)])
-    for run in (before, during):
+        assert redelivery_tick(mode="sync") == 3
+    assert sorted(_sync_lane_tasks()) == sorted((str(run.pk), 1) for run in runs)
+    for run in runs:
         run_deliver(str(run.pk), 1)
         run.refresh_from_db()
-        assert (run.state, run.outstanding) == ("committed", 0)
-    assert Record.reads.count() == 4
+        assert (run.state, run.outstanding, run.lease_owner) == ("committed", 0, "")
+        assert [row.step_id for row in run.ledger.order_by("sequence")] == ["first", "second"]
+    assert Record.reads.count() == 6
+
+
+def test_the_request_writes_its_run_claimed_and_reads_neither_the_run_nor_its_ledger_back(
+    alice_api, two_notes
+):
+    """The row is inserted running and leased to the request: no claim UPDATE, no SELECT of the
+    run or of its (empty) ledger before the steps."""
+    with CaptureQueriesContext(connection) as queries:
+        res = alice_api.post(URL, {"memo": "x"}, format="json")
+    assert res.status_code == 200, res.content
+    assert [s["stepId"] for s in res.json()["steps"]] == ["first", "second"]
+    statements = [q["sql"] for q in queries.captured_queries]
+    inserted = next(
+        i for i, sql in enumerate(statements) if sql.startswith('INSERT INTO "process_run"')
+    )
+    first_step = next(
+        i for i, sql in enumerate(statements) if '"record"' in sql and "INSERT" in sql
+    )
+    between = statements[inserted + 1 : first_step]
+    assert not [sql for sql in between if '"process_run' in sql], between
+    run = ProcessRun.objects.get()
+    assert (run.state, run.slices, run.writes, run.lease_owner) == ("committed", 1, 2, "")
+    assert run.started_at is not None and run.started_at <= run.finished_at
