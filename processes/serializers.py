@@ -15,6 +15,7 @@ from processes.models import (
     ProcessRunStep,
     RunMode,
     RunState,
+    RunSummarized,
 )
 
 
@@ -189,7 +190,7 @@ def sync_budget_exceeded(run: ProcessRun, budget_ms: int) -> dict[str, Any]:
     }
 
 
-def run_summary(run: ProcessRun, failure: dict[str, Any] | None) -> dict[str, Any]:
+def run_summary(run: RunSummarized, failure: dict[str, Any] | None) -> dict[str, Any]:
     """One run in the queue (and in a process's last runs); its failure travels with it."""
     return {
         "runId": str(run.run_id),
