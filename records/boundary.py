@@ -31,7 +31,7 @@ from guardrails.windows import window_admit
 from kernel.bulk import rows_insert
 from kernel.errors import Refusal, TurbobaseError
 from kernel.ids import uuid_or_none
-from kernel.rows import row_insert, row_inserted
+from kernel.rows import bound_cursor, row_insert, row_inserted
 from records.catalog import RecordType, record_type_get
 from records.codes import RefusalCode
 from records.door import door_opened
@@ -306,7 +306,7 @@ def _insert_trailed(record: Record, trail: WriteTrail, *, keyed: bool) -> bool:
     sql = f"{new.head} VALUES ({new.values})"
     if keyed:
         sql += " ON CONFLICT (idempotency_key) DO NOTHING"
-    with conn.cursor() as cursor:
+    with bound_cursor(conn) as cursor:
         if conn.vendor == "postgresql":
             cursor.execute(
                 f"WITH created AS ({sql} RETURNING 1) "

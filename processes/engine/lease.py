@@ -29,7 +29,7 @@ from django.db import connection, connections, models, router
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 
-from kernel.rows import row_insert, row_inserted
+from kernel.rows import bound_cursor, row_insert, row_inserted
 from processes.models import ProcessRun
 
 logger = logging.getLogger("turbobase.processes.engine")
@@ -117,7 +117,7 @@ class Lease:
             f"written AS ({written.head} SELECT {written.values} FROM held RETURNING {pk}) "
             f"SELECT held.{cancel}, written.{pk} FROM held, written"
         )
-        with conn.cursor() as cursor:
+        with bound_cursor(conn) as cursor:
             cursor.execute(sql, params + written.params)
             answer = cursor.fetchone()
         if answer is None:
