@@ -207,3 +207,25 @@ def wait_until(
             return
         time.sleep(interval)
     raise TimeoutError(f"timed out after {timeout:g}s waiting for {message}")
+
+
+# Correctness, not speed: one record type's writes go upstream one at a time, on cores the lanes
+# share with the suite (a loaded machine once took over 60 s for the 400 writes of a kill test).
+SETTLE_S = 180
+
+
+def outbound_settled_wait() -> float:
+    """Wait until no connected write is pending, running the outbound sweep meanwhile (the minute
+    sweep, sooner: it frees a lane a killed drain held); answers the seconds it took."""
+    from records.models import RecordWriteState, WriteStatus
+    from sources.outbound import outbound_sweep
+
+    def settled() -> bool:
+        if not RecordWriteState.reads.filter(status=WriteStatus.PENDING).exists():
+            return True
+        outbound_sweep()
+        return False
+
+    started = time.monotonic()
+    wait_until(settled, timeout=SETTLE_S, interval=0.5, message="every outbound write settled")
+    return time.monotonic() - started

@@ -12,12 +12,11 @@ from django.utils import timezone
 
 from processes.invoke import run_invoke
 from processes.models import ProcessRun
-from records.models import Record, RecordWriteState, WriteStatus
+from records.models import Record, RecordWriteState
 from sources.models import SandboxDocument, SandboxSend
-from sources.outbound import outbound_sweep
 from sources.scripting import sandbox_script_set
 from tests.processes.engine_support import deploy
-from tests.workers import QCluster, redis_broker, wait_until
+from tests.workers import QCluster, outbound_settled_wait, redis_broker, wait_until
 
 pytestmark = [pytest.mark.workers, pytest.mark.django_db(transaction=True)]
 
@@ -42,13 +41,6 @@ export default defineProcess({
 def _terminal(run_ids) -> int:
     ended = ["committed", "failed", "rolled_back", "cancelled"]
     return ProcessRun.objects.filter(pk__in=run_ids, state__in=ended).count()
-
-
-def _settled() -> bool:
-    if not RecordWriteState.reads.filter(status=WriteStatus.PENDING).exists():
-        return True
-    outbound_sweep()  # the minute sweep, sooner: frees the lane a killed drain held
-    return False
 
 
 def test_two_worker_hosts_one_killed_every_run_once_and_one_type_in_order(
@@ -88,7 +80,8 @@ def test_two_worker_hosts_one_killed_every_run_once_and_one_type_in_order(
         wait_until(
             lambda: _terminal(run_ids) == RUNS, timeout=120, message="every run terminal on host b"
         )
-        wait_until(_settled, timeout=60, interval=0.5, message="every outbound write settled")
+        settled_s = outbound_settled_wait()
+        print(f"every outbound write settled {settled_s:.1f}s after the runs ended")
 
     runs = ProcessRun.objects.filter(pk__in=run_ids)
     assert set(runs.values_list("state", flat=True)) == {"committed"}

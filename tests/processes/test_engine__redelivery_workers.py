@@ -21,9 +21,8 @@ from processes.invoke import run_invoke
 from processes.models import ProcessRun
 from records.models import Record, RecordWriteState, WriteStatus
 from sources.models import SandboxDocument
-from sources.outbound import outbound_sweep
 from tests.processes.engine_support import deploy
-from tests.workers import QCluster, redis_broker, wait_until
+from tests.workers import QCluster, outbound_settled_wait, redis_broker, wait_until
 
 pytestmark = [pytest.mark.workers, pytest.mark.django_db(transaction=True)]
 
@@ -66,13 +65,6 @@ def _terminal(run_ids) -> int:
     return ProcessRun.objects.filter(pk__in=run_ids, state__in=TERMINAL).count()
 
 
-def _settled() -> bool:
-    if not RecordWriteState.reads.filter(status=WriteStatus.PENDING).exists():
-        return True
-    outbound_sweep()  # the minute sweep, sooner: wakes lanes a killed drain held
-    return False
-
-
 def assert_each_write_once(run_ids) -> None:
     """Every run committed with one ledger row per step, one record per step, one upstream document each."""
     runs = ProcessRun.objects.filter(pk__in=run_ids)
@@ -85,7 +77,8 @@ def assert_each_write_once(run_ids) -> None:
         assert run.writes == 2
     names = sorted(Record.reads.values_list("fields__company_name", flat=True))
     assert names == sorted(f"{step} {run_id}" for run_id in run_ids for step in "ab")
-    wait_until(_settled, timeout=60, interval=0.5, message="every outbound write settled")
+    settled_s = outbound_settled_wait()
+    print(f"every outbound write settled {settled_s:.1f}s after the runs ended")
     assert set(RecordWriteState.reads.values_list("status", flat=True)) == {WriteStatus.CONFIRMED}
     upstream = sorted(SandboxDocument.objects.values_list("fields__company_name", flat=True))
     assert upstream == names  # nothing created twice upstream
