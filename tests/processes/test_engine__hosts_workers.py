@@ -64,16 +64,26 @@ def test_two_worker_hosts_one_killed_every_run_once_and_one_type_in_order(
                     extra_env={**env, "Q_CLUSTER_NAME": lane},
                 )
             )
+        # Sends can begin seconds after the first runs end (a lane's first wake-up), by which time
+        # a quiet machine has finished every run: a first wave until the sends are under way, then
+        # the rest, so the kill lands with both runs and sends in hand.
+        first_wave = 5
         run_ids = [
-            run_invoke(process_id="t:one-customer", body={}, user=alice).pk for _ in range(RUNS)
+            run_invoke(process_id="t:one-customer", body={}, user=alice).pk
+            for _ in range(first_wave)
         ]
         wait_until(
-            # Sends lag runs (one at a time per type), so wait for the first send only: waiting for
-            # more let every run finish before the kill on a quiet machine.
-            lambda: _terminal(run_ids) >= RUNS // 3 and SandboxSend.objects.exists(),
+            SandboxSend.objects.exists, timeout=120, interval=0.05, message="the first send begun"
+        )
+        run_ids += [
+            run_invoke(process_id="t:one-customer", body={}, user=alice).pk
+            for _ in range(RUNS - first_wave)
+        ]
+        wait_until(
+            lambda: _terminal(run_ids) >= RUNS // 3,
             timeout=120,
             interval=0.05,
-            message="runs and sends under way",
+            message="a third of the runs terminal",
         )
         host_a.kill()
         killed_at, terminal_at_kill = timezone.now(), _terminal(run_ids)
