@@ -268,6 +268,7 @@ class Sandbox:
             1  # calls in the exchange in hand (call_each): the wall budget's multiple
         )
         self._lock = threading.Lock()
+        self._ahead: _Ahead | None = None  # a call sent ahead whose reply is not read yet
 
     def __enter__(self) -> Self:
         return self
@@ -277,6 +278,7 @@ class Sandbox:
 
     def close(self) -> None:
         """End the child process. The sandbox respawns one if it is used again."""
+        self._ahead = None
         if self._child is not None:
             self._child.close()
             self._child = None
@@ -329,18 +331,63 @@ class Sandbox:
         call left on the global object or the (frozen) built-ins. ``ctx`` and ``args`` nested
         more than ``sandbox_child.MAX_VALUE_DEPTH`` (512) deep are refused (``SandboxValueTooDeep``), as is a result
         that deep."""
-        if ctx is not None and nesting_exceeds(ctx):
-            raise SandboxValueTooDeep(too_deep("ctx"))
-        for index, arg in enumerate(args):
-            if nesting_exceeds(arg):
-                raise SandboxValueTooDeep(too_deep(f"args[{index}]"))
         message = {
             "op": "call",
             "path": list(path),
             "args": list(args),
             "ctx": None if ctx is None else dict(ctx),
         }
-        return self._request(message, budget_ms=budget_ms)
+        ahead = self._ahead_of(message, budget_ms)
+        if ahead is None:  # (a call sent ahead was checked when it was sent)
+            if ctx is not None and nesting_exceeds(ctx):
+                raise SandboxValueTooDeep(too_deep("ctx"))
+            for index, arg in enumerate(args):
+                if nesting_exceeds(arg):
+                    raise SandboxValueTooDeep(too_deep(f"args[{index}]"))
+        return self._request(message, budget_ms=budget_ms, ahead=ahead)
+
+    def call_ahead(
+        self,
+        path: Path_,
+        args: Sequence[Any] = (),
+        *,
+        ctx: Mapping[str, Any] | None = None,
+        budget_ms: int | None = None,
+    ) -> None:
+        """Start ``call(path, args, ctx=ctx)`` and return at once: the child computes while the
+        caller does other work (a process step commits while the next step's ``build`` runs).
+        The next ``call`` with the same path, args and ctx takes that reply; any other request
+        first reads it and drops it. The call is the same call, under the same budgets (its wall
+        clock runs from when its reply is awaited); a ``ctx.query`` it makes is answered only
+        then, so it reads what the caller committed in between. Best effort: when it cannot
+        start (a call in hand, one already ahead, a value too deep or not JSON), nothing is sent
+        and the later ``call`` runs as usual."""
+        if self._entry is None or self._ahead is not None:
+            return
+        if (ctx is not None and nesting_exceeds(ctx)) or any(nesting_exceeds(a) for a in args):
+            return
+        message = {
+            "op": "call",
+            "path": list(path),
+            "args": list(args),
+            "ctx": None if ctx is None else dict(ctx),
+        }
+        if not self._lock.acquire(blocking=False):
+            return
+        try:
+            key = _ahead_key(message, budget_ms)
+            budget = self._budget(budget_ms)
+            child = self._ready_child()
+            child.send({**message, "budget_ms": budget})
+            self._ahead = _Ahead(key, budget)
+        except (TypeError, ValueError):  # not JSON: the call itself says so
+            pass
+        except ChildExited:
+            self._discard_child()
+        except SandboxError:  # no budget left, or the modules did not load: the call says so
+            pass
+        finally:
+            self._lock.release()
 
     def call_each(self, path: Path_, ctxs: Sequence[Mapping[str, Any]]) -> list[Any]:
         """Call the function at ``path`` once per ``ctx`` in one exchange (a slice's row builds),
@@ -397,21 +444,30 @@ class Sandbox:
             )
 
     def _request(
-        self, message: dict[str, Any], *, budget_ms: int | None, is_budgeted: bool = True
+        self,
+        message: dict[str, Any],
+        *,
+        budget_ms: int | None,
+        is_budgeted: bool = True,
+        ahead: _Ahead | None = None,
     ) -> Any:
         if self._entry is None:
             raise SandboxError("no module is loaded in this sandbox")
         if not self._lock.acquire(blocking=False):
             raise SandboxError("the sandbox is already running a call (one caller at a time)")
         try:
-            budget = self._budget(budget_ms) if is_budgeted else 0
+            ahead = self._ahead_settle(ahead)
+            budget = ahead.budget if ahead else (self._budget(budget_ms) if is_budgeted else 0)
             if is_budgeted:
                 message["budget_ms"] = budget
             deadline_s = budget / 1000 * WALL_FACTOR + WALL_GRACE_S
             self._call_started = time.monotonic()
             self._log_lines = 0
             try:
-                reply = self._ready_child().exchange(message, deadline_s, self._answer)
+                if ahead is not None and self._child is not None:
+                    reply = self._child.receive(deadline_s, self._answer)
+                else:
+                    reply = self._ready_child().exchange(message, deadline_s, self._answer)
             except ChildOverrun:
                 self._discard_child()
                 self._cpu_used_ms += budget
@@ -429,6 +485,36 @@ class Sandbox:
             return reply["ok"]
         finally:
             self._lock.release()
+
+    def _ahead_of(self, message: dict[str, Any], budget_ms: int | None) -> _Ahead | None:
+        """The call sent ahead if ``message`` (a call) is that call, else None."""
+        ahead = self._ahead
+        if ahead is None:
+            return None
+        try:
+            return ahead if _ahead_key(message, budget_ms) == ahead.key else None
+        except (TypeError, ValueError, RecursionError):  # not JSON, or too deep: the call says so
+            return None
+
+    def _ahead_settle(self, taken: _Ahead | None) -> _Ahead | None:
+        """``taken`` if it is the call sent ahead (its reply is next in the pipe); else that
+        call's reply is read and dropped (its ``ctx.query`` refused) so the pipe is clear."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is None or self._child is None:
+            return None
+        if ahead is taken:
+            return ahead
+        try:
+            reply = self._child.receive(
+                ahead.budget / 1000 * WALL_FACTOR + WALL_GRACE_S, _ahead_dropped
+            )
+            self._cpu_used_ms += reply.get("cpu_ms", 0.0)
+        except ChildOverrun:
+            self._discard_child()
+            self._cpu_used_ms += ahead.budget
+        except ChildExited:
+            self._discard_child()
+        return None
 
     def _budget(self, budget_ms: int | None) -> int:
         remaining = self.limits.slice_budget_ms - self._cpu_used_ms
@@ -522,6 +608,28 @@ class Sandbox:
         if nesting_exceeds(value):
             return {"error": too_deep(f"the value ctx.{name} answered")}
         return {"ok": value}
+
+
+@dataclass(frozen=True)
+class _Ahead:
+    """A call sent ahead (``Sandbox.call_ahead``): what it was, and the CPU budget it runs under."""
+
+    key: str
+    budget: int
+
+
+def _ahead_key(message: Mapping[str, Any], budget_ms: int | None) -> str:
+    """What makes two calls the same call: the function, its arguments, its ctx — as the child
+    receives them (JSON: ``1`` and ``true`` differ) — and the budget asked for."""
+    return json.dumps(
+        [message["path"], message["args"], message["ctx"], budget_ms], allow_nan=False
+    )
+
+
+def _ahead_dropped(name: str, args: list[Any]) -> dict[str, Any]:
+    """The bridge of a call sent ahead and then not taken: its result is dropped, so its reads
+    are not run; the child ends the call at once."""
+    return {"abort": {"code": "sandbox_error", "message": "the call was not needed"}}
 
 
 def _module_id(path: str) -> str:

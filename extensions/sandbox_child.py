@@ -573,10 +573,21 @@ class ChildProcess:
     ) -> dict[str, Any]:
         """Send one request and read until its reply, answering bridge requests on the way;
         the wall-clock deadline does not run while the bridge is being answered."""
+        self.send(message)
+        return self.receive(deadline_s, answer)
+
+    def send(self, message: dict[str, Any]) -> None:
+        """Send one request; its reply is read by ``receive`` (the child works meanwhile)."""
         try:
             self._write(message)
         except TypeError as exc:
             raise TypeError(f"only JSON values cross the sandbox boundary: {exc}") from None
+
+    def receive(
+        self, deadline_s: float, answer: Callable[[str, list[Any]], dict[str, Any]]
+    ) -> dict[str, Any]:
+        """Read until the reply to the request sent last, answering bridge requests on the way;
+        ``deadline_s`` runs from now, and not while the bridge is being answered."""
         deadline = time.monotonic() + deadline_s
         while True:
             reply = self._read(deadline)

@@ -136,13 +136,19 @@ def ledger_skip_rest(
             )
 
 
+def write_outcome(pg_row_id: Any, external_id: str | None, disposition: str) -> dict[str, Any]:
+    """What ``ctx.steps[id]`` holds for a recorded create or update (``step_outcome``), from
+    the values its ledger row is written with."""
+    return {
+        "pgRowId": str(pg_row_id) if pg_row_id else None,
+        "externalId": external_id,
+        "disposition": disposition,
+    }
+
+
 def step_outcome(row: ProcessRunStep) -> dict[str, Any]:
     """What ``ctx.steps[id]`` holds for a recorded step."""
-    outcome = {
-        "pgRowId": str(row.pg_row_id) if row.pg_row_id else None,
-        "externalId": row.external_id,
-        "disposition": row.disposition,
-    }
+    outcome = write_outcome(row.pg_row_id, row.external_id, row.disposition)
     if row.action == "ai":
         outcome["answer"] = row.answer
     elif row.action == "task":

@@ -12,6 +12,7 @@ import contextlib
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -369,6 +370,39 @@ class ChainRunner:
         )
         return {row.step_id: row for row in rows}
 
+    def ctx(self, planned: PlannedStep, steps: dict[str, dict], row: dict | None) -> dict:
+        """The ``ctx`` the step's functions are called with."""
+        return {
+            "input": self.run.input,
+            "runId": str(self.run.run_id),
+            "steps": steps,
+            "item": planned.item,
+            "index": planned.index,
+            "row": row,
+        }
+
+    def ahead(
+        self, plan: list[PlannedStep], position: int, steps: dict[str, dict], row: dict | None
+    ) -> Callable[[dict[str, Any]], None] | None:
+        """For the step at ``position``: once its write is done (its outcome known, its ledger
+        row and commit still to come), start the next step's first function — its ``when``, else
+        its ``build`` — with the ctx that step will have, so the sandbox computes while the
+        database commits. The next step takes that result only if its ctx is the same (the
+        sandbox compares); otherwise, or if the walk stops first, the result is dropped."""
+        if position + 1 >= len(plan):
+            return None
+        following = plan[position + 1]
+        if following.kind not in ("create", "update"):
+            return None
+        first = "when" if following.definition.get("when") is not None else "build"
+        current = plan[position].step_id
+
+        def start(outcome: dict[str, Any]) -> None:
+            ctx = self.ctx(following, {**steps, current: outcome}, row)
+            self.runtime().call_ahead(following.path + (first,), ctx)
+
+        return start
+
     def walk_steps(
         self,
         plan: list[PlannedStep],
@@ -390,14 +424,7 @@ class ChainRunner:
                     stop = self.stop_check()
                     if stop is not None:
                         return Walk(WalkStatus.STOP, position, planned, stop=stop)
-                ctx = {
-                    "input": self.run.input,
-                    "runId": str(self.run.run_id),
-                    "steps": steps,
-                    "item": planned.item,
-                    "index": planned.index,
-                    "row": row,
-                }
+                ctx = self.ctx(planned, steps, row)
                 key = (
                     f"run:{self.run.run_id}:{planned.step_id}"
                     if row is None
@@ -414,6 +441,7 @@ class ChainRunner:
                     visit=visit,
                     lease=self.lease,
                     started_at=timezone.now(),
+                    ahead=self.ahead(plan, position, steps, row),
                 )
                 result = step_execute(scope, planned, ctx, self.runtime())
                 if result.status == StepStatus.WAIT_WINDOW:

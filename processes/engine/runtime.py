@@ -76,6 +76,11 @@ class ModuleRuntime:
             where = f" at {exc.location}" if getattr(exc, "location", None) else ""
             raise StepCodeFailed(exc.code, f"{exc}{where}") from exc
 
+    def call_ahead(self, path: tuple, ctx: dict[str, Any]) -> None:
+        """Start ``call(path, ctx)`` now, to be taken by that call later (``Sandbox.call_ahead``):
+        the next step's first function runs while this step's transaction commits."""
+        self.sandbox.call_ahead(list(path), [], ctx=ctx)
+
     def call_each(self, path: tuple, ctxs: list[dict[str, Any]]) -> list[Any]:
         """The values of ``path`` for the leading ``ctxs`` whose calls settled at once, in one
         exchange with the sandbox; empty when the exchange as a whole failed. The caller makes the

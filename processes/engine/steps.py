@@ -7,6 +7,7 @@ never writes twice. A create also carries an idempotency key that the boundary e
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -17,7 +18,7 @@ from kernel.errors import NotFound, Refusal, TurbobaseError
 from processes.codes import ProcessCode
 from processes.engine.ai_step import ai_step_execute
 from processes.engine.lease import Lease
-from processes.engine.ledger import Refused, ledger_write
+from processes.engine.ledger import Refused, ledger_write, write_outcome
 from processes.engine.plan import PlannedStep
 from processes.engine.runtime import ModuleRuntime, StepCodeFailed
 from processes.engine.sleep_step import sleep_parked_until, sleep_step_resume, sleep_step_start
@@ -74,6 +75,9 @@ class StepScope:
         None  # the delivery's; every ledger row proves it in the step's transaction
     )
     started_at: datetime | None = None  # when the step began: its ledger row's started_at
+    # Told the step's outcome (``ctx.steps[id]``) once its write is done, before its ledger row
+    # and commit: the runner starts the next step's first function then (``call_ahead``).
+    ahead: Callable[[dict[str, Any]], None] | None = None
 
 
 class Unresolved(Exception):
@@ -257,15 +261,19 @@ def _write(
             write_state = (
                 _latest_write_state(record.pk) if awaits and record.source_system else None
             )
+            disposition = Disposition.SKIPPED if reused else Disposition.CONFIRMED
+            awaiting = write_state is not None and not reused
+            if scope.ahead is not None and not awaiting:  # an awaiting step parks the run
+                scope.ahead(write_outcome(record.pk, record.external_id, disposition))
             row = record_step(
                 scope,
                 planned,
-                disposition=Disposition.SKIPPED if reused else Disposition.CONFIRMED,
+                disposition=disposition,
                 skip_reason=SkipReason.REUSED if reused else SkipReason.NONE,
                 pg_row_id=record.pk,
                 external_id=record.external_id,
                 created_record=address is None and not reused,
-                awaiting=write_state is not None and not reused,
+                awaiting=awaiting,
                 write_state_id=write_state,
                 counts_write=result.outcome in (WriteOutcome.CREATED, WriteOutcome.UPDATED),
             )
