@@ -9,18 +9,23 @@ a ``refused`` trail row (written after the failed write's savepoint is rolled ba
 on success). A create's record and its ``allowed`` trail row are one INSERT statement on
 PostgreSQL. Outbound sending happens after commit (``outbound_write_queued``), never inside the
 request.
+
+A process step's create that needs no more than its two rows (no ``before_save`` hook, no
+outbound write, no watcher) goes further: ``record_create_riding`` writes the step's lease proof,
+the record, its trail row and the step's ledger row (a ``Rider``) in one autocommitted statement
+— all of them or none, in one round trip.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import IntegrityError, connections, router, transaction
+from django.db import IntegrityError, connections, models, router, transaction
 from django.db.models import F
 from django.db.models.base import ModelState
 from django.utils import timezone
@@ -62,7 +67,7 @@ from records.outcomes import WriteOutcome
 from records.policies import default_group, records_writable, write_entitlement_check
 from records.signals import outbound_write_queued
 from records.trail import Actor, trail_row, trail_write, trails_write
-from records.watches import record_written
+from records.watches import record_watched, record_written
 
 
 class DeleteWindowWait(TurbobaseError):
@@ -262,25 +267,10 @@ def record_create(
             existing = Record.objects.filter(idempotency_key=idempotency_key).first()
             if existing is not None:
                 return _duplicate(actor, rt, existing)
-        record = Record(
-            record_type=rt.name,
-            fields=parent,
-            lines=lines or [],
-            owner=actor.user,
-            group=default_group(actor.user),
-            idempotency_key=idempotency_key or None,
-            source_system=rt.source or "",
-            sync_state=SyncState.PENDING if rt.is_connected else SyncState.LOCAL,
-        )
+        record = _record_new(actor, rt, parent, lines, idempotency_key)
         if hooked:
             _before_save_on_create(actor, rt, record, parent)
-        trail = trail_row(
-            actor=actor,
-            action=TrailAction.CREATE,
-            record_type=rt.name,
-            outcome=TrailOutcome.ALLOWED,
-            pg_row_id=record.pg_row_id,
-        )
+        trail = _trail_allowed(actor, rt, record)
         if not _insert_trailed(record, trail, keyed=bool(idempotency_key)):
             # A writer with the same key committed first (or was first in this transaction):
             # ON CONFLICT waited for it, and this create answers with that writer's record.
@@ -292,6 +282,123 @@ def record_create(
             _queue_outbound(record, WriteOperation.CREATE, {"parent": parent, "lines": lines or []})
         record_written(actor, record, before=None)
         return WriteResult(record, WriteOutcome.CREATED)
+
+
+def _record_new(
+    actor: Actor, rt: RecordType, parent: dict, lines: list | None, idempotency_key: str | None
+) -> Record:
+    return Record(
+        record_type=rt.name,
+        fields=parent,
+        lines=lines or [],
+        owner=actor.user,
+        group=default_group(actor.user),
+        idempotency_key=idempotency_key or None,
+        source_system=rt.source or "",
+        sync_state=SyncState.PENDING if rt.is_connected else SyncState.LOCAL,
+    )
+
+
+def _trail_allowed(actor: Actor, rt: RecordType, record: Record) -> WriteTrail:
+    return trail_row(
+        actor=actor,
+        action=TrailAction.CREATE,
+        record_type=rt.name,
+        outcome=TrailOutcome.ALLOWED,
+        pg_row_id=record.pg_row_id,
+    )
+
+
+@dataclass
+class Rider:
+    """A caller's row that commits with a create in the create's own statement, behind a gate:
+    a process step's ledger row, behind its delivery's lease (``record_create_riding``).
+
+    ``gate``: an ``UPDATE … RETURNING`` (SQL and params) that must answer a row for anything to
+    be written; ``row(record)``: the caller's row, built once the record is (it may name it).
+    After the call, ``sent`` says whether the statement ran, ``held`` whether the gate answered
+    and ``answer`` what it returned."""
+
+    gate: str
+    gate_params: list
+    row: Callable[[Record], models.Model]
+    sent: bool = False
+    held: bool = False
+    answer: tuple = ()
+
+
+@door_opened
+def record_create_riding(
+    *,
+    actor: Actor,
+    record_type: str,
+    parent: Any,
+    lines: Any = None,
+    idempotency_key: str,
+    unit: WriteUnit,
+    rider: Rider,
+) -> WriteResult | None:
+    """``record_create`` and ``rider``'s row in one autocommitted statement: the gate, the
+    record, its ``allowed`` trail row and the rider's row commit together or not at all, in one
+    round trip (no BEGIN, no COMMIT of their own). Outside any transaction, on PostgreSQL.
+
+    The same checks as ``record_create``; a refusal raises, its trail row kept on ``unit`` (as
+    inside a ``WriteUnit``). None when nothing was created: a create that needs more than its
+    two rows (``before_save`` hooks, an outbound write, watchers), another database, or a
+    transaction already open (``rider.sent`` False); the key already used, or the gate shut
+    (``rider.sent`` True, ``rider.held`` says which). The caller then does what it would have
+    done without a rider (``record_create`` in its transaction)."""
+    db = router.db_for_write(Record)
+    conn = connections[db]
+    if conn.vendor != "postgresql" or conn.in_atomic_block:
+        return None
+    rt = record_type_get(record_type)
+    if rt.is_connected or hooks_for(HookSlot.BEFORE_SAVE, rt.name) or record_watched(rt.name):
+        return None
+    token = _unit.set(unit)
+    try:
+        with _refusing(actor, TrailAction.CREATE, rt.name):
+            _check_payload(rt, parent, lines, is_create=True)
+            write_entitlement_check(user=actor.user, record_type=rt)
+            _rule_check(rt, RuleAction.CREATE)
+            record = _record_new(actor, rt, parent, lines, idempotency_key)
+            trail = _trail_allowed(actor, rt, record)
+            if not _insert_riding(conn, record, trail, rider):
+                return None
+    finally:
+        _unit.reset(token)
+    row_inserted(record, db)
+    record_written(actor, record, before=None)
+    return WriteResult(record, WriteOutcome.CREATED)
+
+
+def _insert_riding(conn: Any, record: Record, trail: WriteTrail, rider: Rider) -> bool:
+    """The gate, then the record (``ON CONFLICT (idempotency_key) DO NOTHING``) only if the gate
+    answered, then its trail row and the rider's row only if the record was inserted."""
+    row = rider.row(record)
+    new, trailed, rode = row_insert(conn, record), row_insert(conn, trail), row_insert(conn, row)
+    pk = conn.ops.quote_name(str(row._meta.pk.column))
+    sql = (
+        f"WITH gate AS ({rider.gate}), "
+        f"created AS ({new.head} SELECT {new.values} FROM gate"
+        " ON CONFLICT (idempotency_key) DO NOTHING RETURNING 1), "
+        f"trailed AS ({trailed.head} SELECT {trailed.values} FROM created RETURNING id), "
+        f"rode AS ({rode.head} SELECT {rode.values} FROM created RETURNING {pk}) "
+        f"SELECT gate.*, (SELECT id FROM trailed), (SELECT {pk} FROM rode) FROM gate"
+    )
+    with bound_cursor(conn) as cursor:
+        cursor.execute(sql, rider.gate_params + new.params + trailed.params + rode.params)
+        answer = cursor.fetchone()
+    rider.sent = True
+    if answer is None:
+        return False
+    rider.held, rider.answer = True, tuple(answer[:-2])
+    if answer[-2] is None:
+        return False
+    db = conn.alias
+    row_inserted(trail, db, answer[-2])
+    row_inserted(row, db, answer[-1])
+    return True
 
 
 def _insert_trailed(record: Record, trail: WriteTrail, *, keyed: bool) -> bool:

@@ -46,3 +46,9 @@ def record_written(actor: Actor, record: Record, *, before: Mapping[str, Any] | 
         watcher = provider(record.record_type)
         if watcher is not None:
             watcher(RecordWritten(actor=actor, record=record, before=before))
+
+
+def record_watched(record_type: str) -> bool:
+    """Whether a watcher watches ``record_type``: its writes must run in a transaction, which
+    the watcher's own rows join."""
+    return any(provider(record_type) is not None for provider in _providers)

@@ -125,6 +125,21 @@ class Lease:
         self.cancel_seen = bool(answer[0])
         row_inserted(row, db, answer[1])
 
+    def gate(self, **columns: Any) -> tuple[str, list]:
+        """``hold(**columns)`` as the gate of a write that carries a ledger row in its own
+        statement (``records.boundary.Rider``): the UPDATE, answering ``cancel_requested``.
+        The writer gives its answer to ``gate_answered``; no answer is ``LeaseLost``."""
+        conn = connections[router.db_for_write(ProcessRun)]
+        sets = {"lease_until": timezone.now() + timedelta(seconds=self.seconds), **columns}
+        update, params = _held_update(conn, sets, self.run_id, self.token)
+        return f"{update} RETURNING {_quoted(conn, ProcessRun, 'cancel_requested')}", params
+
+    def gate_answered(self, answer: tuple | None) -> None:
+        """What a ``gate`` statement answered: None (no row) when the lease was taken over."""
+        if answer is None:
+            raise LeaseLost(f"run {self.run_id}: this delivery's lease was taken over")
+        self.cancel_seen = bool(answer[0])
+
     def let_go(self) -> None:
         """The delivery gave the run back (ended, parked): the heartbeat stops renewing."""
         self._stop.set()

@@ -53,7 +53,30 @@ def sequence_next(run: ProcessRun) -> int:
     return top + 1
 
 
+def sequence_release(run: ProcessRun) -> None:
+    """Give back the position ``sequence_next`` handed out last: its row was not written."""
+    run.__dict__["_sequence_top"] -= 1
+
+
 def ledger_write(
+    run: ProcessRun, planned: PlannedStep, *, lease: Lease | None = None, **fields: Any
+) -> ProcessRunStep:
+    """Record one step (inside the step's transaction): ``ledger_row(run, planned, **fields)``
+    written. With the delivery's ``lease``, the same transaction proves the lease is still
+    ours — else ``LeaseLost`` rolls the whole step back — and brings the run's ``writes`` up to
+    date (on PostgreSQL in the row's own INSERT statement)."""
+    row = ledger_row(run, planned, **fields)
+    # The ledger is the count's truth (ledger_position); this is the delivery's copy.
+    writes = run.writes + 1 if row.counts_write else run.writes
+    if lease is not None:
+        lease.hold_writing(row, writes=writes)
+    else:
+        row.save(force_insert=True)
+    run.writes = writes
+    return row
+
+
+def ledger_row(
     run: ProcessRun,
     planned: PlannedStep,
     *,
@@ -69,15 +92,13 @@ def ledger_write(
     slice_number: int = 1,
     visit: int = 1,
     counts_write: bool = False,
-    lease: Lease | None = None,
     answer: Any = None,
     started_at: datetime | None = None,
 ) -> ProcessRunStep:
-    """Record one step (inside the step's transaction). With the delivery's ``lease``, the same
-    transaction proves the lease is still ours — else ``LeaseLost`` rolls the whole step back —
-    and brings the run's ``writes`` up to date (on PostgreSQL in the row's own INSERT statement).
+    """The ledger row of one step at the run's next position, not yet written (``ledger_write``
+    writes it; a step whose write carries it in its own statement writes it there).
     ``started_at``: when the step began (the timeline draws its bar from there)."""
-    row = ProcessRunStep(
+    return ProcessRunStep(
         run=run,
         sequence=sequence_next(run),
         step_id=planned.step_id,
@@ -101,14 +122,6 @@ def ledger_write(
         refusal_message=refusal.message if refusal else None,
         started_at=started_at,
     )
-    # The ledger is the count's truth (ledger_position); this is the delivery's copy.
-    writes = run.writes + 1 if counts_write else run.writes
-    if lease is not None:
-        lease.hold_writing(row, writes=writes)
-    else:
-        row.save(force_insert=True)
-    run.writes = writes
-    return row
 
 
 def ledger_skip_rest(

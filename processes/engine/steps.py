@@ -18,7 +18,13 @@ from kernel.errors import NotFound, Refusal, TurbobaseError
 from processes.codes import ProcessCode
 from processes.engine.ai_step import ai_step_execute
 from processes.engine.lease import Lease
-from processes.engine.ledger import Refused, ledger_write, write_outcome
+from processes.engine.ledger import (
+    Refused,
+    ledger_row,
+    ledger_write,
+    sequence_release,
+    write_outcome,
+)
 from processes.engine.plan import PlannedStep
 from processes.engine.runtime import ModuleRuntime, StepCodeFailed
 from processes.engine.sleep_step import sleep_parked_until, sleep_step_resume, sleep_step_start
@@ -28,15 +34,17 @@ from processes.engine.wait_step import wait_of, wait_step_resume, wait_step_star
 from processes.models import Disposition, ProcessRun, ProcessRunStep, SkipReason
 from records.boundary import (
     DeleteWindowWait,
+    Rider,
     WriteResult,
     WriteUnit,
     record_create,
+    record_create_riding,
     record_delete,
     record_update,
     write_unit,
 )
 from records.codes import RefusalCode
-from records.models import RecordWriteState
+from records.models import Record, RecordWriteState
 from records.outcomes import WriteOutcome
 from records.trail import Actor
 
@@ -241,6 +249,10 @@ def _write(
 ) -> StepResult:
     record_type = planned.definition["recordType"]
     awaits = planned.definition.get("awaitSource") is True
+    if address is None and scope.lease is not None and not awaits:
+        ridden = _create_riding(scope, planned, parent, lines)
+        if ridden is not None:
+            return ridden
     unit = WriteUnit()
     try:
         with write_unit() as unit:
@@ -280,6 +292,64 @@ def _write(
             return StepResult(StepStatus.DONE, row)
     except (Refusal, NotFound, TurbobaseError) as exc:
         return _refused(scope, planned, unit, exc)
+
+
+def _create_riding(
+    scope: StepScope, planned: PlannedStep, parent: dict, lines: list | None
+) -> StepResult | None:
+    """A create whose ledger row rides in the create's own statement, behind the lease
+    (``record_create_riding``): the step is one round trip to the database and commits there.
+    None when the create cannot ride or its key was taken: nothing was written, and the step
+    runs in a transaction as any other (which answers with the key's record)."""
+    lease, run = scope.lease, scope.run
+    assert lease is not None
+    written: list[ProcessRunStep] = []
+
+    def ledger_of(record: Record) -> ProcessRunStep:
+        outcome = write_outcome(record.pk, record.external_id, Disposition.CONFIRMED)
+        if scope.ahead is not None:
+            scope.ahead(outcome)
+        row = ledger_row(
+            run,
+            planned,
+            disposition=Disposition.CONFIRMED,
+            pg_row_id=record.pk,
+            external_id=record.external_id,
+            created_record=True,
+            counts_write=True,
+            row_key=scope.row_key,
+            slice_number=scope.slice_number,
+            visit=scope.visit,
+            started_at=scope.started_at,
+        )
+        written.append(row)
+        return row
+
+    gate, gate_params = lease.gate(writes=run.writes + 1)
+    rider = Rider(gate, gate_params, ledger_of)
+    unit = WriteUnit()
+    try:
+        result = record_create_riding(
+            actor=scope.actor,
+            record_type=planned.definition["recordType"],
+            parent=parent,
+            lines=lines,
+            idempotency_key=scope.idempotency_key,
+            unit=unit,
+            rider=rider,
+        )
+    except (Refusal, NotFound, TurbobaseError) as exc:
+        if written:
+            sequence_release(run)
+        return _refused(scope, planned, unit, exc)
+    if rider.sent:
+        lease.gate_answered(rider.answer if rider.held else None)
+    if result is None:
+        if written:  # its key was taken: the transaction's step writes the row it must
+            sequence_release(run)
+        return None
+    run.writes += 1
+    return StepResult(StepStatus.DONE, written[0])
 
 
 def _delete(

@@ -187,8 +187,9 @@ def _chain_of_creates(process_id: str, steps: int) -> str:
 def test_a_create_step_is_one_short_transaction_and_the_stop_check_reads_nothing(admin_user, alice):
     """The promise behind the step bench's statement count: no SAVEPOINT, no look-up of the key
     before the INSERT, no SELECT of the run between steps (the cancel request comes back with the
-    lease proof) — on PostgreSQL BEGIN, the record with its trail row, the ledger row with the
-    lease proof, COMMIT."""
+    lease proof). On PostgreSQL a steady-state step is one autocommitted statement — the lease
+    proof, the record, its trail row and the ledger row — with no BEGIN or COMMIT of its own
+    (``record_create_riding``); on SQLite one transaction of one statement per write."""
     deploy(_chain_of_creates("t:six", 6), by=admin_user)
     run = invoke("t:six", {}, alice)
     with CaptureQueriesContext(connection) as captured:
@@ -200,25 +201,25 @@ def test_a_create_step_is_one_short_transaction_and_the_stop_check_reads_nothing
     assert not [sql for sql in sqls if sql.startswith('SELECT "record"')]
     run_reads = [sql for sql in sqls if sql.startswith("SELECT") and 'FROM "process_run" ' in sql]
     assert len(run_reads) == 1  # the claim's read of the run it took
-    # Each steady-state step's transaction, but for the caches' reads (settings, rules: at most
-    # once a second): one statement per write — on PostgreSQL one per pair — then COMMIT.
-    if connection.vendor == "postgresql":
-        expected = [
-            "BEGIN",
-            'WITH created AS (INSERT INTO "record"',
-            'WITH held AS (UPDATE "process_run"',
-        ]
-    else:  # SQLite has no data-modifying CTE: each write alone
-        expected = [
-            "BEGIN",  # BEGIN IMMEDIATE
-            'INSERT INTO "record"',
-            'INSERT INTO "write_trail"',
-            'UPDATE "process_run"',
-            'INSERT INTO "process_run_step"',
-        ]
-    expected.append("COMMIT")
     steps = [n for n, sql in enumerate(sqls) if 'INSERT INTO "record"' in sql]
     assert len(steps) == 6
+    if connection.vendor == "postgresql":
+        # Between two steps' statements, nothing but the caches' reads (settings, rules: at most
+        # once a second).
+        assert all(sqls[n].startswith('WITH gate AS (UPDATE "process_run"') for n in steps)
+        for before, n in zip(steps, steps[1:], strict=False):
+            between = [sql for sql in sqls[before + 1 : n] if not sql.startswith("SELECT")]
+            assert between == [], between
+        return
+    # SQLite has no data-modifying CTE: each write alone, in the step's transaction.
+    expected = [
+        "BEGIN",  # BEGIN IMMEDIATE
+        'INSERT INTO "record"',
+        'INSERT INTO "write_trail"',
+        'UPDATE "process_run"',
+        'INSERT INTO "process_run_step"',
+        "COMMIT",
+    ]
     for n in steps[1:]:
         since = max(i for i in range(n) if sqls[i] == "COMMIT") + 1
         step = sqls[since : sqls.index("COMMIT", n) + 1]

@@ -1,0 +1,152 @@
+"""A create step in one statement (``records.boundary.record_create_riding``): the lease, the
+record, its trail row and the step's ledger row commit together in one autocommitted statement,
+or none of them does. Outside a test's transaction, on PostgreSQL — where a lane worker runs."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from processes.engine.lease import LeaseLost
+from processes.engine.runner import ChainRunner, run_claim, run_deliver
+from processes.models import ProcessRun
+from records.boundary import record_create
+from records.models import Record, WriteTrail
+from records.trail import Actor
+from tests.processes.engine_support import deploy, invoke
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres_only]
+
+CHAIN = """import { defineProcess } from '@turbobase/extensions';
+export default defineProcess({
+  id: 't:ride',
+  input: { type: 'object' },
+  steps: [
+    { id: 'a', recordType: 'legacy_customer', build: (ctx) => ({ parent: { n: 1, run: 'a' } }) },
+    { id: 'b', recordType: 'legacy_customer',
+      build: (ctx) => ({ parent: { n: 2, run: ctx.steps.a.pgRowId } }) },
+    { id: 'c', recordType: 'legacy_customer',
+      build: (ctx) => ({ parent: { n: 3, run: ctx.steps.b.pgRowId } }) },
+  ],
+});
+"""
+
+REFUSED = """import { defineProcess } from '@turbobase/extensions';
+export default defineProcess({
+  id: 't:ride-refused',
+  input: { type: 'object' },
+  steps: [
+    { id: 'a', recordType: 'legacy_customer', build: (ctx) => ({ parent: { n: 1 } }) },
+    { id: 'item', recordType: 'migration_item', build: (ctx) => ({ parent: { note: 'no legacy id' } }) },
+  ],
+});
+"""
+
+
+@pytest.fixture
+def run(admin_user, alice) -> ProcessRun:
+    deploy(CHAIN, by=admin_user)
+    return invoke("t:ride", {}, alice)
+
+
+def _ledger(run: ProcessRun) -> list[tuple]:
+    return list(
+        run.ledger.order_by("sequence").values_list(
+            "sequence", "step_id", "disposition", "counts_write", "created_record", "pg_row_id"
+        )
+    )
+
+
+def test_each_create_step_is_one_statement_holding_record_trail_and_ledger(run):
+    with CaptureQueriesContext(connection) as queries:
+        run_deliver(str(run.pk))
+    run.refresh_from_db()
+    assert (run.state, run.writes) == ("committed", 3)
+    ledger = _ledger(run)
+    assert [row[:5] for row in ledger] == [
+        (1, "a", "confirmed", True, True),
+        (2, "b", "confirmed", True, True),
+        (3, "c", "confirmed", True, True),
+    ]
+    records = {r.pk: r for r in Record.reads.filter(pk__in=[row[5] for row in ledger])}
+    a, b, c = (records[row[5]] for row in ledger)
+    # Each build saw the step before it as committed (the next build runs while a step commits).
+    assert (a.fields, b.fields["run"], c.fields["run"]) == (
+        {"n": 1, "run": "a"},
+        str(a.pk),
+        str(b.pk),
+    )
+    trail = WriteTrail.objects.filter(process_run_id=str(run.pk)).order_by("id")
+    assert list(trail.values_list("process_step", "outcome", "pg_row_id")) == [
+        ("a", "allowed", a.pk),
+        ("b", "allowed", b.pk),
+        ("c", "allowed", c.pk),
+    ]
+    statements = [q["sql"] for q in queries.captured_queries]
+    steps = [sql for sql in statements if sql.startswith("WITH gate AS")]
+    assert len(steps) == 3
+    assert not [sql for sql in statements if "SAVEPOINT" in sql]
+    assert not [sql for sql in statements if sql.startswith('INSERT INTO "record"')]
+
+
+def test_a_key_already_used_answers_with_its_record_and_leaves_no_gap(run, alice):
+    made = record_create(
+        actor=Actor(alice),
+        record_type="legacy_customer",
+        parent={"n": 0, "run": "made before"},
+        idempotency_key=f"run:{run.pk}:b",
+    ).record
+    run_deliver(str(run.pk))
+    run.refresh_from_db()
+    ledger = _ledger(run)
+    assert [row[:5] for row in ledger] == [
+        (1, "a", "confirmed", True, True),
+        (2, "b", "confirmed", False, True),
+        (3, "c", "confirmed", True, True),
+    ]
+    assert ledger[1][5] == made.pk
+    assert (run.state, run.writes) == ("committed", 2)
+    assert Record.reads.get(pk=made.pk).fields == {"n": 0, "run": "made before"}
+    assert Record.reads.get(pk=ledger[2][5]).fields["run"] == str(made.pk)
+
+
+def test_a_refused_create_writes_its_refusal_and_nothing_else(admin_user, alice):
+    deploy(REFUSED, by=admin_user)
+    run = invoke("t:ride-refused", {}, alice)
+    run_deliver(str(run.pk))
+    run.refresh_from_db()
+    assert run.state == "failed"
+    rows = list(
+        run.ledger.order_by("sequence").values_list("step_id", "disposition", "refusal_code")
+    )
+    assert rows == [("a", "confirmed", None), ("item", "failed", "REQUIRED_FIELD_MISSING")]
+    assert not Record.reads.filter(record_type="migration_item").exists()
+    refused = WriteTrail.objects.get(process_run_id=str(run.pk), outcome="refused")
+    assert (refused.process_step, refused.code) == ("item", "REQUIRED_FIELD_MISSING")
+    assert run.writes == 1
+
+
+def test_a_delivery_that_lost_its_lease_writes_nothing(run):
+    first_run, first_lease = run_claim(str(run.pk), 1)
+    ProcessRun.objects.filter(pk=run.pk).update(lease_until=timezone.now() - timedelta(seconds=1))
+    second = run_claim(str(run.pk), 1)
+    assert second is not None and second[1].token != first_lease.token
+    with pytest.raises(LeaseLost):
+        ChainRunner(first_run, first_lease).execute()
+    assert (run.ledger.count(), Record.reads.count()) == (0, 0)
+    assert not WriteTrail.objects.filter(process_run_id=str(run.pk)).exists()
+    assert ProcessRun.objects.get(pk=run.pk).lease_owner == second[1].token
+
+
+def test_a_cancel_is_read_by_the_step_statement_and_stops_the_run_at_the_next_step(run):
+    ProcessRun.objects.filter(pk=run.pk).update(slices=1)  # nothing to hold before step a
+    claimed, lease = run_claim(str(run.pk), 1)
+    ProcessRun.objects.filter(pk=run.pk).update(cancel_requested=True)  # after the claim read
+    ChainRunner(claimed, lease).execute()
+    run.refresh_from_db()
+    assert [row[1] for row in _ledger(run)] == ["a"]
+    assert run.state == "cancelled"
