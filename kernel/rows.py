@@ -8,16 +8,23 @@ defaults and constraints apply as for any INSERT.
 
 On PostgreSQL these statements go through ``bound_cursor``: the parameters travel apart from the
 SQL (server-side binding) and the statement, whose text is the same for every row, is prepared
-once per connection — no client-side quoting of every value, no parse and plan per write.
+once per connection — no client-side quoting of every value, no parse and plan per write. Its
+``%s`` placeholders are numbered (``$1`` …) once per statement text, not parsed at every
+execution: psycopg caches its own parse only for statements of at most 4 KB and 50 parameters,
+and a step's statement is larger.
 """
 
 from __future__ import annotations
 
+import re
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
+import psycopg
 from django.db import models
 from django.db.backends.base.base import BaseDatabaseWrapper
 
@@ -39,14 +46,37 @@ class RowInsert:
     params: list
 
 
-_shapes: dict[tuple[type[models.Model], str], tuple[list[Any], str, str]] = {}
+# The columns whose value the database driver takes as the model holds it, when it is exactly
+# of these types (not a subclass: a str enum), so ``get_db_prep_save`` would hand it on unchanged:
+# read straight off the row, without Django's per-field calls. (Integers are not: on PostgreSQL
+# Django sends them typed, ``Int4``/``Int8``.)
+_AS_HELD: dict[str, tuple[type, ...]] = {
+    **dict.fromkeys(("CharField", "TextField", "SlugField", "EmailField", "URLField"), (str,)),
+    "BooleanField": (bool,),
+}
+
+Shape = tuple[list[Any], str, str, list[tuple[type, ...]]]
+_shapes: dict[tuple[type[models.Model], str], Shape] = {}
 
 
-def _shape(conn: BaseDatabaseWrapper, model: type[models.Model]) -> tuple[list[Any], str, str]:
-    """The columns an INSERT of ``model`` names, its head and its placeholders — worked out once
-    per model and database. On PostgreSQL each placeholder carries its column's type: bound on
-    the server, an untyped NULL (or string) in a ``SELECT`` list would be taken as text, which a
-    uuid or integer column does not accept."""
+def _as_held(conn: BaseDatabaseWrapper, field: Any) -> tuple[type, ...]:
+    """The types of ``field``'s value that go to the driver as they are (``_AS_HELD``; a
+    foreign key as its target's; a uuid on PostgreSQL, which has the type), None included; ()
+    for a field whose ``pre_save`` computes its value (``auto_now``) or whose values are adapted."""
+    if type(field).pre_save is not models.Field.pre_save:
+        return ()
+    kind = (field.target_field if field.is_relation else field).get_internal_type()
+    if kind == "UUIDField" and conn.vendor == "postgresql":
+        return (uuid.UUID, type(None))
+    held = _AS_HELD.get(kind, ())
+    return (*held, type(None)) if held else ()
+
+
+def _shape(conn: BaseDatabaseWrapper, model: type[models.Model]) -> Shape:
+    """The columns an INSERT of ``model`` names, its head, its placeholders and which values go
+    as held (``_as_held``) — worked out once per model and database. On PostgreSQL each
+    placeholder carries its column's type: bound on the server, an untyped NULL (or string) in
+    a ``SELECT`` list would be taken as text, which a uuid or integer column does not accept."""
     key = (model, conn.alias)
     shape = _shapes.get(key)
     if shape is None:
@@ -62,18 +92,22 @@ def _shape(conn: BaseDatabaseWrapper, model: type[models.Model]) -> tuple[list[A
             values = ", ".join(f"%s::{cast}" for cast in casts)
         else:
             values = ", ".join(["%s"] * len(fields))
-        shape = _shapes[key] = (fields, head, values)
+        shape = _shapes[key] = (fields, head, values, [_as_held(conn, f) for f in fields])
     return shape
 
 
 def row_insert(conn: BaseDatabaseWrapper, row: models.Model) -> RowInsert:
     """The INSERT of ``row`` on ``conn`` — every concrete column but an auto-increment key."""
-    fields, head, values = _shape(conn, type(row))
-    return RowInsert(
-        head=head,
-        values=values,
-        params=[f.get_db_prep_save(f.pre_save(row, add=True), conn) for f in fields],
-    )
+    fields, head, values, as_held = _shape(conn, type(row))
+    params = []
+    for field, held in zip(fields, as_held, strict=True):
+        if held:
+            value = getattr(row, field.attname)
+            if type(value) in held:
+                params.append(value)
+                continue
+        params.append(field.get_db_prep_save(field.pre_save(row, add=True), conn))
+    return RowInsert(head=head, values=values, params=params)
 
 
 @contextmanager
@@ -87,18 +121,35 @@ def bound_cursor(conn: BaseDatabaseWrapper) -> Iterator[Any]:
         with conn.cursor() as cursor:
             yield cursor
         return
-    import psycopg
-
     conn.ensure_connection()
     conn.validate_thread_sharing()
     raw = conn.connection
     if raw.prepare_threshold != PREPARE_THRESHOLD:
         raw.prepare_threshold = PREPARE_THRESHOLD
     with conn.wrap_database_errors:
-        bound: Any = psycopg.Cursor(raw)
+        bound: Any = _NumberedCursor(raw)
     cursor = _logged(bound, conn) if conn.queries_logged else conn.make_cursor(bound)
     with cursor:
         yield cursor
+
+
+_PLACEHOLDER = re.compile(r"%s")
+
+
+@lru_cache(maxsize=256)
+def numbered(sql: str) -> str:
+    """``sql`` with its ``%s`` placeholders as PostgreSQL's own ``$1``, ``$2`` … (the hot
+    statements hold no literal ``%``)."""
+    count = iter(range(1, 1 << 16))
+    return _PLACEHOLDER.sub(lambda _: f"${next(count)}", sql)
+
+
+class _NumberedCursor(psycopg.RawCursor):
+    """A psycopg ``RawCursor`` (native ``$n`` placeholders: nothing to parse per execution)
+    that takes the ``%s`` statements ``row_insert`` builds, numbered once (``numbered``)."""
+
+    def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+        return super().execute(numbered(query), params, **kwargs)
 
 
 _debug_wrapper: Any = None
