@@ -297,7 +297,10 @@ class ProcessRunStep(models.Model):
     """One ledger row: what one step did on one visit. Unique per (run, step path, row key, visit)."""
 
     id = models.BigAutoField(primary_key=True)
-    run = models.ForeignKey(ProcessRun, on_delete=models.CASCADE, related_name="ledger")
+    # Not indexed alone: (run, sequence) and the unique (run, step, row key, visit) lead with it.
+    run = models.ForeignKey(
+        ProcessRun, on_delete=models.CASCADE, related_name="ledger", db_index=False
+    )
     sequence = models.PositiveIntegerField()
     step_id = models.CharField(max_length=255)
     record_type = models.CharField(max_length=64)

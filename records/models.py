@@ -45,24 +45,26 @@ class Record(DoorGuarded):  # type: ignore[django-manager-missing, unused-ignore
     group = models.ForeignKey(
         "auth.Group", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    idempotency_key = models.CharField(max_length=255, null=True, blank=True, unique=True)
+    idempotency_key = models.CharField(max_length=255, null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta(DoorGuarded.Meta):
         db_table = "record"
+        # Every index is paid on every create: owner is indexed by its foreign key once, and the
+        # key's uniqueness is a constraint (unique=True would add a LIKE index nobody reads).
         indexes = [
             models.Index(fields=["record_type", "created_at"]),
             models.Index(fields=["record_type", "external_id"]),
-            models.Index(fields=["owner"]),
         ]
         constraints = [
+            models.UniqueConstraint(fields=["idempotency_key"], name="record_idempotency_key"),
             models.UniqueConstraint(
                 fields=["record_type", "source_system", "external_id"],
                 condition=models.Q(external_id__isnull=False)
                 & ~models.Q(sync_state=SyncState.DELETED),
                 name="record_external_id_unique",
-            )
+            ),
         ]
 
     def __str__(self) -> str:
