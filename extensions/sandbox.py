@@ -375,11 +375,12 @@ class Sandbox:
         if not self._lock.acquire(blocking=False):
             return
         try:
-            key = _ahead_key(message, budget_ms)
+            encoded = json.dumps(message, allow_nan=False)
             budget = self._budget(budget_ms)
             child = self._ready_child()
-            child.send({**message, "budget_ms": budget})
-            self._ahead = _Ahead(key, budget)
+            # The request is the message with its budget: one encoding serves as the key too.
+            child.send_encoded(f'{encoded[:-1]}, "budget_ms": {budget}}}')
+            self._ahead = _Ahead(_ahead_key(encoded, budget_ms), budget)
         except (TypeError, ValueError):  # not JSON: the call itself says so
             pass
         except ChildExited:
@@ -492,7 +493,8 @@ class Sandbox:
         if ahead is None:
             return None
         try:
-            return ahead if _ahead_key(message, budget_ms) == ahead.key else None
+            encoded = json.dumps(message, allow_nan=False)
+            return ahead if _ahead_key(encoded, budget_ms) == ahead.key else None
         except (TypeError, ValueError, RecursionError):  # not JSON, or too deep: the call says so
             return None
 
@@ -618,12 +620,10 @@ class _Ahead:
     budget: int
 
 
-def _ahead_key(message: Mapping[str, Any], budget_ms: int | None) -> str:
-    """What makes two calls the same call: the function, its arguments, its ctx — as the child
-    receives them (JSON: ``1`` and ``true`` differ) — and the budget asked for."""
-    return json.dumps(
-        [message["path"], message["args"], message["ctx"], budget_ms], allow_nan=False
-    )
+def _ahead_key(encoded: str, budget_ms: int | None) -> str:
+    """What makes two calls the same call: the request as the child receives it (JSON: ``1``
+    and ``true`` differ) — the function, its arguments, its ctx — and the budget asked for."""
+    return f"{budget_ms}:{encoded}"
 
 
 def _ahead_dropped(name: str, args: list[Any]) -> dict[str, Any]:

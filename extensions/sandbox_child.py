@@ -600,9 +600,14 @@ class ChildProcess:
 
     def _write(self, message: dict[str, Any]) -> None:
         try:
-            data = json.dumps(message, allow_nan=False).encode("utf-8") + b"\n"
+            encoded = json.dumps(message, allow_nan=False)
         except ValueError as exc:
             raise TypeError(str(exc)) from None
+        self.send_encoded(encoded)
+
+    def send_encoded(self, encoded: str) -> None:
+        """Send one request already encoded as JSON (one line)."""
+        data = encoded.encode("utf-8") + b"\n"
         assert self.process.stdin is not None
         view = memoryview(data)
         try:
