@@ -257,9 +257,7 @@ def record_create(
     """Create one record. A used idempotency key returns the first record and writes nothing."""
     rt = record_type_get(record_type)
     with _refusing(actor, TrailAction.CREATE, rt.name):
-        _check_payload(rt, parent, lines, is_create=True)
-        write_entitlement_check(user=actor.user, record_type=rt)
-        _rule_check(rt, RuleAction.CREATE)
+        _create_check(actor, rt, parent, lines)
         # A used key answers with its record before any hook runs; without hooks the idempotent
         # INSERT below finds that out itself, so the common create costs no look-up first.
         hooked = bool(hooks_for(HookSlot.BEFORE_SAVE, rt.name))
@@ -282,6 +280,14 @@ def record_create(
             _queue_outbound(record, WriteOperation.CREATE, {"parent": parent, "lines": lines or []})
         record_written(actor, record, before=None)
         return WriteResult(record, WriteOutcome.CREATED)
+
+
+def _create_check(actor: Actor, rt: RecordType, parent: Any, lines: Any) -> None:
+    """What a create must pass before anything is written: the payload, the writer's
+    entitlement (write RLS), the guardrail rules."""
+    _check_payload(rt, parent, lines, is_create=True)
+    write_entitlement_check(user=actor.user, record_type=rt)
+    _rule_check(rt, RuleAction.CREATE)
 
 
 def _record_new(
@@ -358,9 +364,7 @@ def record_create_riding(
     token = _unit.set(unit)
     try:
         with _refusing(actor, TrailAction.CREATE, rt.name):
-            _check_payload(rt, parent, lines, is_create=True)
-            write_entitlement_check(user=actor.user, record_type=rt)
-            _rule_check(rt, RuleAction.CREATE)
+            _create_check(actor, rt, parent, lines)
             record = _record_new(actor, rt, parent, lines, idempotency_key)
             trail = _trail_allowed(actor, rt, record)
             if not _insert_riding(conn, record, trail, rider):
