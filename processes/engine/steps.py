@@ -94,16 +94,17 @@ class Unresolved(Exception):
 
 def record_step(scope: StepScope, planned: PlannedStep, **fields: Any) -> ProcessRunStep:
     """The step's ledger row at its place in the run (inside the caller's transaction)."""
-    return ledger_write(
-        scope.run,
-        planned,
-        row_key=scope.row_key,
-        slice_number=scope.slice_number,
-        visit=scope.visit,
-        lease=scope.lease,
-        started_at=scope.started_at,
-        **fields,
-    )
+    return ledger_write(scope.run, planned, lease=scope.lease, **_placed(scope), **fields)
+
+
+def _placed(scope: StepScope) -> dict[str, Any]:
+    """Where the step's ledger row stands in the run, and when the step began."""
+    return {
+        "row_key": scope.row_key,
+        "slice_number": scope.slice_number,
+        "visit": scope.visit,
+        "started_at": scope.started_at,
+    }
 
 
 def _fail(scope: StepScope, planned: PlannedStep, refusal: Refused, **fields: Any) -> StepResult:
@@ -317,10 +318,7 @@ def _create_riding(
             external_id=record.external_id,
             created_record=True,
             counts_write=True,
-            row_key=scope.row_key,
-            slice_number=scope.slice_number,
-            visit=scope.visit,
-            started_at=scope.started_at,
+            **_placed(scope),
         )
         written.append(row)
         return row
