@@ -34,7 +34,7 @@ from guardrails.models import Decision, HeldDelete, RuleAction, WindowKind
 from guardrails.rules import rule_decide
 from guardrails.windows import window_admit
 from kernel.bulk import rows_insert
-from kernel.errors import Refusal, TurbobaseError
+from kernel.errors import NotFound, Refusal, TurbobaseError
 from kernel.ids import uuid_or_none
 from kernel.rows import bound_cursor, row_insert, row_inserted
 from records.catalog import RecordType, record_type_get
@@ -291,9 +291,15 @@ def _create_check(actor: Actor, rt: RecordType, parent: Any, lines: Any) -> None
 
 
 def _record_new(
-    actor: Actor, rt: RecordType, parent: dict, lines: list | None, idempotency_key: str | None
+    actor: Actor,
+    rt: RecordType,
+    parent: dict,
+    lines: list | None,
+    idempotency_key: str | None,
+    pg_row_id: uuid.UUID | None = None,
 ) -> Record:
     return Record(
+        pg_row_id=pg_row_id or uuid.uuid4(),
         record_type=rt.name,
         fields=parent,
         lines=lines or [],
@@ -341,12 +347,15 @@ def record_create_riding(
     parent: Any,
     lines: Any = None,
     idempotency_key: str,
+    pg_row_id: uuid.UUID,
     unit: WriteUnit,
     rider: Rider,
 ) -> WriteResult | None:
     """``record_create`` and ``rider``'s row in one autocommitted statement: the gate, the
     record, its ``allowed`` trail row and the rider's row commit together or not at all, in one
     round trip (no BEGIN, no COMMIT of their own). Outside any transaction, on PostgreSQL.
+    ``pg_row_id``: the new record's id, chosen by the caller (a step tells the next step its
+    outcome before the write).
 
     The same checks as ``record_create``; a refusal raises, its trail row kept on ``unit`` (as
     inside a ``WriteUnit``). None when nothing was created: a create that needs more than its
@@ -354,26 +363,39 @@ def record_create_riding(
     transaction already open (``rider.sent`` False); the key already used, or the gate shut
     (``rider.sent`` True, ``rider.held`` says which). The caller then does what it would have
     done without a rider (``record_create`` in its transaction)."""
-    db = router.db_for_write(Record)
-    conn = connections[db]
-    if conn.vendor != "postgresql" or conn.in_atomic_block:
+    if not create_rides(record_type):
         return None
     rt = record_type_get(record_type)
-    if rt.is_connected or hooks_for(HookSlot.BEFORE_SAVE, rt.name) or record_watched(rt.name):
-        return None
+    conn = connections[router.db_for_write(Record)]
     token = _unit.set(unit)
     try:
         with _refusing(actor, TrailAction.CREATE, rt.name):
             _create_check(actor, rt, parent, lines)
-            record = _record_new(actor, rt, parent, lines, idempotency_key)
+            record = _record_new(actor, rt, parent, lines, idempotency_key, pg_row_id)
             trail = _trail_allowed(actor, rt, record)
             if not _insert_riding(conn, record, trail, rider):
                 return None
     finally:
         _unit.reset(token)
-    row_inserted(record, db)
+    row_inserted(record, conn.alias)
     record_written(actor, record, before=None)
     return WriteResult(record, WriteOutcome.CREATED)
+
+
+def create_rides(record_type: str) -> bool:
+    """Whether a create of ``record_type`` made now would carry a ``Rider``
+    (``record_create_riding``): on PostgreSQL, outside any transaction, a type whose create
+    needs no more than its two rows (no ``before_save`` hook, no outbound write, no watcher)."""
+    conn = connections[router.db_for_write(Record)]
+    if conn.vendor != "postgresql" or conn.in_atomic_block:
+        return False
+    try:
+        rt = record_type_get(record_type)
+    except NotFound:  # the create itself refuses it, by name
+        return False
+    return not (
+        rt.is_connected or hooks_for(HookSlot.BEFORE_SAVE, rt.name) or record_watched(rt.name)
+    )
 
 
 def _insert_riding(conn: Any, record: Record, trail: WriteTrail, rider: Rider) -> bool:

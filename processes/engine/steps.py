@@ -7,6 +7,7 @@ never writes twice. A create also carries an idempotency key that the boundary e
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -37,6 +38,7 @@ from records.boundary import (
     Rider,
     WriteResult,
     WriteUnit,
+    create_rides,
     record_create,
     record_create_riding,
     record_delete,
@@ -304,12 +306,16 @@ def _create_riding(
     runs in a transaction as any other (which answers with the key's record)."""
     lease, run = scope.lease, scope.run
     assert lease is not None
+    if not create_rides(planned.definition["recordType"]):
+        return None
     written: list[ProcessRunStep] = []
+    # The record's id is chosen here, so the next step's first function can start in the
+    # sandbox now, while this step's checks and rows are made and its statement commits.
+    pg_row_id = uuid.uuid4()
+    if scope.ahead is not None:
+        scope.ahead(write_outcome(pg_row_id, None, Disposition.CONFIRMED))
 
     def ledger_of(record: Record) -> ProcessRunStep:
-        outcome = write_outcome(record.pk, record.external_id, Disposition.CONFIRMED)
-        if scope.ahead is not None:
-            scope.ahead(outcome)
         row = ledger_row(
             run,
             planned,
@@ -333,6 +339,7 @@ def _create_riding(
             parent=parent,
             lines=lines,
             idempotency_key=scope.idempotency_key,
+            pg_row_id=pg_row_id,
             unit=unit,
             rider=rider,
         )
