@@ -42,6 +42,11 @@ def ledger_position_empty(run: ProcessRun) -> None:
     run.__dict__["_sequence_top"] = 0
 
 
+def ledger_seen_empty(run: ProcessRun) -> bool:
+    """Whether this delivery's claim found the run's ledger empty (and nothing written since)."""
+    return run.__dict__.get("_sequence_top") == 0
+
+
 def sequence_next(run: ProcessRun) -> int:
     """The next ledger position. One delivery holds the run, so the top is read once per delivery
     and kept on the delivery's instance of the run (in its ``__dict__``, as ``cached_property`` does)."""

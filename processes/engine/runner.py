@@ -28,7 +28,12 @@ from processes.ceilings import ceilings_for
 from processes.contract import OnFailure, OnRefused
 from processes.engine.ending import run_end, run_hand_back, run_redeliver, run_wait
 from processes.engine.lease import Lease, LeaseLost, lease_seconds
-from processes.engine.ledger import ledger_position, ledger_skip_rest, step_outcome
+from processes.engine.ledger import (
+    ledger_position,
+    ledger_seen_empty,
+    ledger_skip_rest,
+    step_outcome,
+)
 from processes.engine.plan import ForEachCapExceeded, PlannedStep, plan_build
 from processes.engine.rollback import rollback_continue
 from processes.engine.runtime import ModuleRuntime
@@ -363,7 +368,7 @@ class ChainRunner:
             self.fail(walk.at, walk.ledger_row, outstanding=0)
 
     def recorded(self, *, row_key: str, visit: int) -> dict[str, ProcessRunStep]:
-        if self.run.__dict__.get("_sequence_top") == 0:  # the claim saw no ledger row: none to read
+        if ledger_seen_empty(self.run):  # the claim saw no ledger row: none to read
             return {}
         rows = self.run.ledger.filter(row_key=row_key, visit=visit).exclude(
             skip_reason=SkipReason.NOT_REACHED
