@@ -85,16 +85,10 @@ class Lease:
         statement reads the run's cancel request back (``cancel_seen``): every hold — a step's, a
         migration batch's, the heartbeat's — is also the stop check's look at it."""
         conn = connections[router.db_for_write(ProcessRun)]
-        sets = {"lease_until": timezone.now() + timedelta(seconds=self.seconds), **columns}
-        update, params = _held_update(conn, sets, self.run_id, self.token)
+        gate, params = self.gate(**columns)
         with conn.cursor() as cursor:
-            cursor.execute(
-                f"{update} RETURNING {_quoted(conn, ProcessRun, 'cancel_requested')}", params
-            )
-            held = cursor.fetchone()
-        if held is None:
-            raise LeaseLost(f"run {self.run_id}: this delivery's lease was taken over")
-        self.cancel_seen = bool(held[0])
+            cursor.execute(gate, params)
+            self.gate_answered(cursor.fetchone())
 
     def hold_writing(self, row: models.Model, **columns: Any) -> None:
         """``hold(**columns)`` and INSERT ``row`` (a ledger row) in the same transaction — on
@@ -103,32 +97,29 @@ class Lease:
         and the run's ``cancel_requested``, kept as ``cancel_seen``."""
         db = router.db_for_write(type(row), instance=row)
         conn = connections[db]
-        sets = {"lease_until": timezone.now() + timedelta(seconds=self.seconds), **columns}
-        update, params = _held_update(conn, sets, self.run_id, self.token)
-        cancel = _quoted(conn, ProcessRun, "cancel_requested")
         if conn.vendor != "postgresql":  # SQLite has no data-modifying CTE: two statements
             self.hold(**columns)
             row.save(force_insert=True, using=db)
             return
+        gate, params = self.gate(**columns)
         written = row_insert(conn, row)
         pk = conn.ops.quote_name(str(row._meta.pk.column))
         sql = (
-            f"WITH held AS ({update} RETURNING {cancel}), "
+            f"WITH held AS ({gate}), "
             f"written AS ({written.head} SELECT {written.values} FROM held RETURNING {pk}) "
-            f"SELECT held.{cancel}, written.{pk} FROM held, written"
+            f"SELECT held.*, written.{pk} FROM held, written"
         )
         with bound_cursor(conn) as cursor:
             cursor.execute(sql, params + written.params)
             answer = cursor.fetchone()
-        if answer is None:
-            raise LeaseLost(f"run {self.run_id}: this delivery's lease was taken over")
-        self.cancel_seen = bool(answer[0])
-        row_inserted(row, db, answer[1])
+        self.gate_answered(answer)
+        row_inserted(row, db, answer[-1])
 
     def gate(self, **columns: Any) -> tuple[str, list]:
-        """``hold(**columns)`` as the gate of a write that carries a ledger row in its own
-        statement (``records.boundary.Rider``): the UPDATE, answering ``cancel_requested``.
-        The writer gives its answer to ``gate_answered``; no answer is ``LeaseLost``."""
+        """The statement of a hold: the conditional UPDATE renewing the lease (and setting
+        ``columns``), answering ``cancel_requested`` — alone (``hold``), in a CTE before a ledger
+        row (``hold_writing``), or as the gate of a write that carries the ledger row in its own
+        statement (``records.boundary.Rider``). Its answer goes to ``gate_answered``."""
         conn = connections[router.db_for_write(ProcessRun)]
         sets = {"lease_until": timezone.now() + timedelta(seconds=self.seconds), **columns}
         update, params = _held_update(conn, sets, self.run_id, self.token)
