@@ -328,15 +328,14 @@ class Rider:
 
     ``gate``: an ``UPDATE … RETURNING`` (SQL and params) that must answer a row for anything to
     be written; ``row(record)``: the caller's row, built once the record is (it may name it).
-    After the call, ``sent`` says whether the statement ran, ``held`` whether the gate answered
-    and ``answer`` what it returned."""
+    After the call, ``sent`` says whether the statement ran and ``answer`` what the gate returned
+    (None: it answered no row)."""
 
     gate: str
     gate_params: list
     row: Callable[[Record], models.Model]
     sent: bool = False
-    held: bool = False
-    answer: tuple = ()
+    answer: tuple | None = None
 
 
 @door_opened
@@ -361,7 +360,7 @@ def record_create_riding(
     inside a ``WriteUnit``). None when nothing was created: a create that needs more than its
     two rows (``before_save`` hooks, an outbound write, watchers), another database, or a
     transaction already open (``rider.sent`` False); the key already used, or the gate shut
-    (``rider.sent`` True, ``rider.held`` says which). The caller then does what it would have
+    (``rider.sent`` True, ``rider.answer`` None when the gate shut). The caller then does what it would have
     done without a rider (``record_create`` in its transaction)."""
     if not create_rides(record_type):
         return None
@@ -418,7 +417,7 @@ def _insert_riding(conn: Any, record: Record, trail: WriteTrail, rider: Rider) -
     rider.sent = True
     if answer is None:
         return False
-    rider.held, rider.answer = True, tuple(answer[:-2])
+    rider.answer = tuple(answer[:-2])
     if answer[-2] is None:
         return False
     db = conn.alias

@@ -348,7 +348,7 @@ def _create_riding(
             sequence_release(run)
         return _refused(scope, planned, unit, exc)
     if rider.sent:
-        lease.gate_answered(rider.answer if rider.held else None)
+        lease.gate_answered(rider.answer)
     if result is None:
         if written:  # its key was taken: the transaction's step writes the row it must
             sequence_release(run)
