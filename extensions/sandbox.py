@@ -331,19 +331,11 @@ class Sandbox:
         call left on the global object or the (frozen) built-ins. ``ctx`` and ``args`` nested
         more than ``sandbox_child.MAX_VALUE_DEPTH`` (512) deep are refused (``SandboxValueTooDeep``), as is a result
         that deep."""
-        message = {
-            "op": "call",
-            "path": list(path),
-            "args": list(args),
-            "ctx": None if ctx is None else dict(ctx),
-        }
+        message = _call_message(path, args, ctx)
         ahead = self._ahead_of(message, budget_ms)
-        if ahead is None:  # (a call sent ahead was checked when it was sent)
-            if ctx is not None and nesting_exceeds(ctx):
-                raise SandboxValueTooDeep(too_deep("ctx"))
-            for index, arg in enumerate(args):
-                if nesting_exceeds(arg):
-                    raise SandboxValueTooDeep(too_deep(f"args[{index}]"))
+        # (a call sent ahead was checked when it was sent)
+        if ahead is None and (deep := _too_deep_in(ctx, args)) is not None:
+            raise SandboxValueTooDeep(too_deep(deep))
         return self._request(message, budget_ms=budget_ms, ahead=ahead)
 
     def call_ahead(
@@ -364,14 +356,9 @@ class Sandbox:
         and the later ``call`` runs as usual."""
         if self._entry is None or self._ahead is not None:
             return
-        if (ctx is not None and nesting_exceeds(ctx)) or any(nesting_exceeds(a) for a in args):
+        if _too_deep_in(ctx, args) is not None:
             return
-        message = {
-            "op": "call",
-            "path": list(path),
-            "args": list(args),
-            "ctx": None if ctx is None else dict(ctx),
-        }
+        message = _call_message(path, args, ctx)
         if not self._lock.acquire(blocking=False):
             return
         try:
@@ -610,6 +597,28 @@ class Sandbox:
         if nesting_exceeds(value):
             return {"error": too_deep(f"the value ctx.{name} answered")}
         return {"ok": value}
+
+
+def _call_message(
+    path: Path_, args: Sequence[Any], ctx: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The request of a call (its budget is added when it is sent)."""
+    return {
+        "op": "call",
+        "path": list(path),
+        "args": list(args),
+        "ctx": None if ctx is None else dict(ctx),
+    }
+
+
+def _too_deep_in(ctx: Mapping[str, Any] | None, args: Sequence[Any]) -> str | None:
+    """What of a call's ctx and args is nested past ``MAX_VALUE_DEPTH`` (its name), or None."""
+    if ctx is not None and nesting_exceeds(ctx):
+        return "ctx"
+    for index, arg in enumerate(args):
+        if nesting_exceeds(arg):
+            return f"args[{index}]"
+    return None
 
 
 @dataclass(frozen=True)
