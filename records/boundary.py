@@ -11,15 +11,16 @@ PostgreSQL. Outbound sending happens after commit (``outbound_write_queued``), n
 request.
 
 A process step's create that needs no more than its two rows (no ``before_save`` hook, no
-outbound write, no watcher) goes further: ``record_create_riding`` writes the step's lease proof,
-the record, its trail row and the step's ledger row (a ``Rider``) in one autocommitted statement
-— all of them or none, in one round trip.
+outbound write, no watcher) goes further: ``record_create_ready`` checks it and builds its rows,
+and ``rides_commit`` writes one or several such creates — the delivery's lease proof, each
+record, its trail row and its step's ledger row — in one autocommitted statement: all of them or
+none, in one round trip.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -322,24 +323,37 @@ def _trail_allowed(actor: Actor, rt: RecordType, record: Record) -> WriteTrail:
 
 
 @dataclass
-class Rider:
-    """A caller's row that commits with a create in the create's own statement, behind a gate:
-    a process step's ledger row, behind its delivery's lease (``record_create_riding``).
+class Ride:
+    """A create made ready to commit with other rows in one statement (``record_create_ready``):
+    its record and ``allowed`` trail row, checked and built, nothing written yet — and the
+    caller's ``row`` that commits with it (a process step's ledger row; ``rides_commit``)."""
 
-    ``gate``: an ``UPDATE … RETURNING`` (SQL and params) that must answer a row for anything to
-    be written; ``row(record)``: the caller's row, built once the record is (it may name it).
-    After the call, ``sent`` says whether the statement ran and ``answer`` what the gate returned
-    (None: it answered no row)."""
+    actor: Actor
+    record: Record
+    trail: WriteTrail
+    row: models.Model | None = None
 
-    gate: str
-    gate_params: list
-    row: Callable[[Record], models.Model]
-    sent: bool = False
-    answer: tuple | None = None
+
+class RideKeyTaken(TurbobaseError):
+    """A ride's idempotency key was already used: ``rides_commit`` wrote nothing. ``index``: the
+    first ride (in order) whose key is taken — the rides before it may be committed again."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__(f"the idempotency key of ride {index} is already used")
+        self.index = index
+
+
+@dataclass(frozen=True)
+class RidesCommitted:
+    """What ``rides_commit`` did: the gate's ``answer`` (None: it answered no row and nothing was
+    written) and how many rides, from the first, were ``written``."""
+
+    answer: tuple | None
+    written: int
 
 
 @door_opened
-def record_create_riding(
+def record_create_ready(
     *,
     actor: Actor,
     record_type: str,
@@ -348,43 +362,121 @@ def record_create_riding(
     idempotency_key: str,
     pg_row_id: uuid.UUID,
     unit: WriteUnit,
-    rider: Rider,
-) -> WriteResult | None:
-    """``record_create`` and ``rider``'s row in one autocommitted statement: the gate, the
-    record, its ``allowed`` trail row and the rider's row commit together or not at all, in one
-    round trip (no BEGIN, no COMMIT of their own). Outside any transaction, on PostgreSQL.
-    ``pg_row_id``: the new record's id, chosen by the caller (a step tells the next step its
-    outcome before the write).
-
-    The same checks as ``record_create``; a refusal raises, its trail row kept on ``unit`` (as
-    inside a ``WriteUnit``). None when nothing was created: a create that needs more than its
-    two rows (``before_save`` hooks, an outbound write, watchers), another database, or a
-    transaction already open (``rider.sent`` False); the key already used, or the gate shut
-    (``rider.sent`` True, ``rider.answer`` None when the gate shut). The caller then does what it would have
-    done without a rider (``record_create`` in its transaction)."""
+) -> Ride | None:
+    """``record_create``'s checks and rows, nothing written: a ``Ride`` that ``rides_commit``
+    writes, with others, in one statement. ``pg_row_id``: the record's id, chosen by the caller
+    (a step tells the next step its outcome before the write). A refusal raises, its trail row
+    kept on ``unit`` (as inside a ``WriteUnit``). None when the create cannot ride
+    (``create_rides``): the caller makes it with ``record_create``."""
     if not create_rides(record_type):
         return None
     rt = record_type_get(record_type)
-    conn = connections[router.db_for_write(Record)]
     token = _unit.set(unit)
     try:
         with _refusing(actor, TrailAction.CREATE, rt.name):
             _create_check(actor, rt, parent, lines)
-            record = _record_new(actor, rt, parent, lines, idempotency_key, pg_row_id)
-            trail = _trail_allowed(actor, rt, record)
-            if not _insert_riding(conn, record, trail, rider):
-                return None
     finally:
         _unit.reset(token)
-    row_inserted(record, conn.alias)
-    record_written(actor, record, before=None)
-    return WriteResult(record, WriteOutcome.CREATED)
+    record = _record_new(actor, rt, parent, lines, idempotency_key, pg_row_id)
+    return Ride(actor, record, _trail_allowed(actor, rt, record))
+
+
+@door_opened
+def rides_commit(rides: list[Ride], gate: str, gate_params: list, *, cut: bool) -> RidesCommitted:
+    """Write ``rides`` — each record, its trail row and its caller's row — behind ``gate`` in one
+    autocommitted statement (outside any transaction, on PostgreSQL): all of them or none, in
+    one round trip. ``gate``: an ``UPDATE … RETURNING`` that must answer a row for anything to
+    be written (a delivery's lease); with ``cut``, when the first column it answers is true (the
+    run's cancel request), only the first ride is written. Raises ``RideKeyTaken`` when a
+    record's idempotency key was used already (nothing written)."""
+    conn = connections[router.db_for_write(Record)]
+    sql, params = _rides_statement(conn, rides, gate, cut=cut)
+    try:
+        with bound_cursor(conn) as cursor:
+            cursor.execute(sql, gate_params + params)
+            answer = cursor.fetchone()
+    except IntegrityError as exc:
+        if getattr(getattr(exc.__cause__, "diag", None), "constraint_name", "") != _KEY_UNIQUE:
+            raise
+        raise RideKeyTaken(_first_taken(rides)) from exc
+    if answer is None:
+        return RidesCommitted(None, 0)
+    db = conn.alias
+    trails, rows = answer[-2], answer[-1]
+    for ride, trail_id, row_id in zip(rides, trails, rows, strict=False):
+        row_inserted(ride.record, db)
+        row_inserted(ride.trail, db, trail_id)
+        row_inserted(_ride_row(ride), db, row_id)
+        record_written(ride.actor, ride.record, before=None)
+    return RidesCommitted(tuple(answer[:-2]), len(rows))
+
+
+# The unique constraint on Record.idempotency_key (records/0004): a ride's key already used.
+_KEY_UNIQUE = "record_idempotency_key"
+
+
+def _ride_row(ride: Ride) -> models.Model:
+    if ride.row is None:
+        raise AssertionError("a ride is committed with its caller's row")
+    return ride.row
+
+
+def _rides_statement(conn: Any, rides: list[Ride], gate: str, *, cut: bool) -> tuple[str, list]:
+    """The gate, then the records, trail rows and callers' rows of ``rides``, each table one
+    INSERT … SELECT from the gate (no row from the gate, no insert). With ``cut``, the rides
+    after the first come from a second VALUES list read only when the gate's first column is
+    false. The answer: the gate's row and the ids of the trail rows and callers' rows, in order."""
+    tables = list(
+        zip(
+            *(
+                (
+                    row_insert(conn, r.record),
+                    row_insert(conn, r.trail),
+                    row_insert(conn, _ride_row(r)),
+                )
+                for r in rides
+            ),
+            strict=True,
+        )
+    )
+    pk = conn.ops.quote_name(str(_ride_row(rides[0])._meta.pk.column))
+    params: list = []
+    sources = []
+    for inserts in tables:
+        first, rest = inserts[0], inserts[1:]
+        source = f"{first.head} SELECT v.* FROM gate, (VALUES ({first.values})) AS v"
+        if rest:
+            listed = ", ".join(f"({insert.values})" for insert in rest)
+            source += f" UNION ALL SELECT v.* FROM gate AS g (stop), (VALUES {listed}) AS v"
+            if cut:
+                source += " WHERE NOT g.stop"
+        sources.append(source)
+        for insert in inserts:
+            params += insert.params
+    created, trailed, rode = sources
+    sql = (
+        f"WITH gate AS ({gate}), created AS ({created}), "
+        f"trailed AS ({trailed} RETURNING id), rode AS ({rode} RETURNING {pk}) "
+        "SELECT gate.*, ARRAY(SELECT id FROM trailed ORDER BY id),"
+        f" ARRAY(SELECT {pk} FROM rode ORDER BY {pk}) FROM gate"
+    )
+    return sql, params
+
+
+def _first_taken(rides: list[Ride]) -> int:
+    """The first of ``rides`` whose key a committed record holds (0 if none does now: the writer
+    that held it rolled back, and the first ride is made again alone)."""
+    keys = [ride.record.idempotency_key for ride in rides]
+    taken = set(
+        Record.reads.filter(idempotency_key__in=keys).values_list("idempotency_key", flat=True)
+    )
+    return next((index for index, key in enumerate(keys) if key in taken), 0)
 
 
 def create_rides(record_type: str) -> bool:
-    """Whether a create of ``record_type`` made now would carry a ``Rider``
-    (``record_create_riding``): on PostgreSQL, outside any transaction, a type whose create
-    needs no more than its two rows (no ``before_save`` hook, no outbound write, no watcher)."""
+    """Whether a create of ``record_type`` made now can ride (``record_create_ready``,
+    ``rides_commit``): on PostgreSQL, outside any transaction, a type whose create needs no
+    more than its two rows (no ``before_save`` hook, no outbound write, no watcher)."""
     conn = connections[router.db_for_write(Record)]
     if conn.vendor != "postgresql" or conn.in_atomic_block:
         return False
@@ -395,35 +487,6 @@ def create_rides(record_type: str) -> bool:
     return not (
         rt.is_connected or hooks_for(HookSlot.BEFORE_SAVE, rt.name) or record_watched(rt.name)
     )
-
-
-def _insert_riding(conn: Any, record: Record, trail: WriteTrail, rider: Rider) -> bool:
-    """The gate, then the record (``ON CONFLICT (idempotency_key) DO NOTHING``) only if the gate
-    answered, then its trail row and the rider's row only if the record was inserted."""
-    row = rider.row(record)
-    new, trailed, rode = row_insert(conn, record), row_insert(conn, trail), row_insert(conn, row)
-    pk = conn.ops.quote_name(str(row._meta.pk.column))
-    sql = (
-        f"WITH gate AS ({rider.gate}), "
-        f"created AS ({new.head} SELECT {new.values} FROM gate"
-        " ON CONFLICT (idempotency_key) DO NOTHING RETURNING 1), "
-        f"trailed AS ({trailed.head} SELECT {trailed.values} FROM created RETURNING id), "
-        f"rode AS ({rode.head} SELECT {rode.values} FROM created RETURNING {pk}) "
-        f"SELECT gate.*, (SELECT id FROM trailed), (SELECT {pk} FROM rode) FROM gate"
-    )
-    with bound_cursor(conn) as cursor:
-        cursor.execute(sql, rider.gate_params + new.params + trailed.params + rode.params)
-        answer = cursor.fetchone()
-    rider.sent = True
-    if answer is None:
-        return False
-    rider.answer = tuple(answer[:-2])
-    if answer[-2] is None:
-        return False
-    db = conn.alias
-    row_inserted(trail, db, answer[-2])
-    row_inserted(row, db, answer[-1])
-    return True
 
 
 def _insert_trailed(record: Record, trail: WriteTrail, *, keyed: bool) -> bool:

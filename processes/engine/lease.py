@@ -119,7 +119,7 @@ class Lease:
         """The statement of a hold: the conditional UPDATE renewing the lease (and setting
         ``columns``), answering ``cancel_requested`` — alone (``hold``), in a CTE before a ledger
         row (``hold_writing``), or as the gate of a write that carries the ledger row in its own
-        statement (``records.boundary.Rider``). Its answer goes to ``gate_answered``."""
+        statement (``records.boundary.rides_commit``). Its answer goes to ``gate_answered``."""
         conn = connections[router.db_for_write(ProcessRun)]
         sets = {"lease_until": timezone.now() + timedelta(seconds=self.seconds), **columns}
         update, params = _held_update(conn, sets, self.run_id, self.token)

@@ -58,9 +58,10 @@ def sequence_next(run: ProcessRun) -> int:
     return top + 1
 
 
-def sequence_release(run: ProcessRun) -> None:
-    """Give back the position ``sequence_next`` handed out last: its row was not written."""
-    run.__dict__["_sequence_top"] -= 1
+def sequence_release(run: ProcessRun, count: int = 1) -> None:
+    """Give back the last ``count`` positions ``sequence_next`` handed out: their rows were not
+    written."""
+    run.__dict__["_sequence_top"] -= count
 
 
 def ledger_write(

@@ -35,6 +35,7 @@ from processes.engine.ledger import (
     step_outcome,
 )
 from processes.engine.plan import ForEachCapExceeded, PlannedStep, plan_build
+from processes.engine.rides import RideGroup, RidesUndone
 from processes.engine.rollback import rollback_continue
 from processes.engine.runtime import ModuleRuntime
 from processes.engine.statuses import StepStatus, VerdictWait, WalkStatus
@@ -212,6 +213,9 @@ class ChainRunner:
         self.invoker = run_invoker(run)
         self.actor = Actor(user=self.invoker, process_run_id=str(run.run_id))
         self._runtime: ModuleRuntime | None = None
+        # A delivery's create steps commit in groups (engine.rides); a run walked without a
+        # lease (no delivery) writes each step alone.
+        self.rides = RideGroup(run, lease) if lease is not None else None
         self._switch_on = True
         self._switch_read_at = float("-inf") if switch_read_at is None else switch_read_at
 
@@ -230,7 +234,14 @@ class ChainRunner:
                 user_id=self.invoker.pk,
                 fingerprint=self.run.access_fingerprint,
             )
+            # A ctx.query reads what the steps before it wrote: the ride group first.
+            self._runtime.before_read = self.rides_flush
         return self._runtime
+
+    def rides_flush(self) -> None:
+        """Write the steps waiting in the ride group (``engine.rides``), if any."""
+        if self.rides is not None:
+            self.rides.flush()
 
     def close(self) -> None:
         if self._runtime is not None:
@@ -418,7 +429,41 @@ class ChainRunner:
         row: dict | None,
         stop_between_steps: bool,
     ) -> Walk:
-        """Perform the plan's unrecorded steps for one pass (a chain, or one row of a migration)."""
+        """Perform the plan's unrecorded steps for one pass (a chain, or one row of a migration),
+        its ride group written before it returns. A cancel read by the group's statement stops a
+        chain at the first step it did not write; a key found taken there walks the pass again
+        from the ledger (that step then runs in a transaction, answered with the key's record)."""
+        if self.rides is not None:
+            self.rides.cut = stop_between_steps  # a migration's row finishes whole
+        while True:
+            try:
+                walk = self._pass(
+                    plan,
+                    recorded,
+                    row_key=row_key,
+                    visit=visit,
+                    row=row,
+                    stop_between_steps=stop_between_steps,
+                )
+                self.rides_flush()
+                return walk
+            except RidesUndone as undone:
+                if undone.cancelled:
+                    position = next(n for n, p in enumerate(plan) if p.step_id == undone.step_id)
+                    stop = Stop(RunState.CANCELLED, "cancelled on request")
+                    return Walk(WalkStatus.STOP, position, plan[position], stop=stop)
+                recorded = self.recorded(row_key=row_key, visit=visit)
+
+    def _pass(
+        self,
+        plan: list[PlannedStep],
+        recorded: dict[str, ProcessRunStep],
+        *,
+        row_key: str,
+        visit: int,
+        row: dict | None,
+        stop_between_steps: bool,
+    ) -> Walk:
         steps: dict[str, dict] = {}
         for position, planned in enumerate(plan):
             ledger_row = recorded.get(planned.step_id)
@@ -447,6 +492,7 @@ class ChainRunner:
                     lease=self.lease,
                     started_at=timezone.now(),
                     ahead=self.ahead(plan, position, steps, row),
+                    rides=self.rides,
                 )
                 result = step_execute(scope, planned, ctx, self.runtime())
                 if result.status == StepStatus.WAIT_WINDOW:

@@ -7,6 +7,7 @@ call, that read's code and sentence.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from extensions.pool import sandbox_pooled
@@ -32,6 +33,10 @@ class ModuleRuntime:
     def __init__(self, *, process_id: str, version: int, user_id: int, fingerprint: str) -> None:
         self._user_id, self._fingerprint = user_id, fingerprint
         self._query_failure: Exception | None = None
+        # Run before every ctx.query read (the delivery writes its waiting steps first). What it
+        # raises is the engine's, not the read's: it stops the call and surfaces as itself.
+        self.before_read: Callable[[], None] | None = None
+        self._interrupted: Exception | None = None
         # One call's wall time, ctx.query included, is bounded by the step budget: a loop of
         # reads stops by name instead of holding the step (and its lease) for minutes.
         limits = SandboxLimits(
@@ -44,6 +49,12 @@ class ModuleRuntime:
         self.sandbox.new_run(bridge={"query": self._query})
 
     def _query(self, path_and_query: Any) -> list[dict[str, Any]]:
+        if self.before_read is not None:
+            try:
+                self.before_read()
+            except Exception as exc:
+                self._interrupted = exc
+                raise
         try:
             return query_run(
                 user_id=self._user_id,
@@ -57,12 +68,15 @@ class ModuleRuntime:
 
     def call(self, path: tuple, ctx: dict[str, Any] | None, *args: Any) -> Any:
         """Call the function at ``path`` with ``ctx`` (and extra args); JSON back."""
-        self._query_failure = None
+        self._query_failure = self._interrupted = None
         try:
             if ctx is None:
-                return self.sandbox.call(list(path), list(args))
-            return self.sandbox.call(list(path), list(args), ctx=ctx)
+                value = self.sandbox.call(list(path), list(args))
+            else:
+                value = self.sandbox.call(list(path), list(args), ctx=ctx)
         except SandboxError as exc:
+            if self._interrupted is not None:
+                raise self._interrupted from exc
             failure = self._query_failure
             # A read cut short by the step's time budget fails as the budget, not as the read.
             if (
@@ -75,6 +89,9 @@ class ModuleRuntime:
                 ) from exc
             where = f" at {exc.location}" if getattr(exc, "location", None) else ""
             raise StepCodeFailed(exc.code, f"{exc}{where}") from exc
+        if self._interrupted is not None:  # the function caught the read's failure: still stop
+            raise self._interrupted
+        return value
 
     def call_ahead(self, path: tuple, ctx: dict[str, Any]) -> None:
         """Start ``call(path, ctx)`` now, to be taken by that call later (``Sandbox.call_ahead``):

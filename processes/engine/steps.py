@@ -3,6 +3,10 @@
 The author's functions run before the transaction opens (they may read, and they take time);
 the write and its ledger row then commit together, so a re-delivered slice finds the row and
 never writes twice. A create also carries an idempotency key that the boundary enforces.
+
+A create that can ride joins the delivery's ride group instead (``engine.rides``): its rows
+commit with its neighbours' in one statement. Every other write here first writes the group
+(``_settle``), so the ledger and the records land in step order.
 """
 
 from __future__ import annotations
@@ -19,14 +23,9 @@ from kernel.errors import NotFound, Refusal, TurbobaseError
 from processes.codes import ProcessCode
 from processes.engine.ai_step import ai_step_execute
 from processes.engine.lease import Lease
-from processes.engine.ledger import (
-    Refused,
-    ledger_row,
-    ledger_write,
-    sequence_release,
-    write_outcome,
-)
+from processes.engine.ledger import Refused, ledger_row, ledger_write, write_outcome
 from processes.engine.plan import PlannedStep
+from processes.engine.rides import RideGroup
 from processes.engine.runtime import ModuleRuntime, StepCodeFailed
 from processes.engine.sleep_step import sleep_parked_until, sleep_step_resume, sleep_step_start
 from processes.engine.statuses import StepStatus
@@ -35,18 +34,17 @@ from processes.engine.wait_step import wait_of, wait_step_resume, wait_step_star
 from processes.models import Disposition, ProcessRun, ProcessRunStep, SkipReason
 from records.boundary import (
     DeleteWindowWait,
-    Rider,
     WriteResult,
     WriteUnit,
     create_rides,
     record_create,
-    record_create_riding,
+    record_create_ready,
     record_delete,
     record_update,
     write_unit,
 )
 from records.codes import RefusalCode
-from records.models import Record, RecordWriteState
+from records.models import RecordWriteState
 from records.outcomes import WriteOutcome
 from records.trail import Actor
 
@@ -88,6 +86,8 @@ class StepScope:
     # Told the step's outcome (``ctx.steps[id]``) once its write is done, before its ledger row
     # and commit: the runner starts the next step's first function then (``call_ahead``).
     ahead: Callable[[dict[str, Any]], None] | None = None
+    # The delivery's ride group (``engine.rides``): a create that can ride joins it.
+    rides: RideGroup | None = None
 
 
 class Unresolved(Exception):
@@ -109,7 +109,19 @@ def _placed(scope: StepScope) -> dict[str, Any]:
     }
 
 
+def _settle(scope: StepScope) -> None:
+    """Write the steps waiting in the ride group before this step writes anything."""
+    if scope.rides is not None:
+        scope.rides.flush()
+
+
+def _rides(planned: PlannedStep) -> bool:
+    """Whether the step is a create that may join the ride group (the rest settle it first)."""
+    return planned.kind == "create" and planned.definition.get("awaitSource") is not True
+
+
 def _fail(scope: StepScope, planned: PlannedStep, refusal: Refused, **fields: Any) -> StepResult:
+    _settle(scope)
     with transaction.atomic():
         row = record_step(scope, planned, disposition=Disposition.FAILED, refusal=refusal, **fields)
         return StepResult(StepStatus.FAILED, row)
@@ -117,9 +129,11 @@ def _fail(scope: StepScope, planned: PlannedStep, refusal: Refused, **fields: An
 
 def _declined(scope: StepScope, planned: PlannedStep) -> StepResult:
     """The step's when returned false or its build null: recorded as skipped, nothing written."""
-    row = record_step(
-        scope, planned, disposition=Disposition.SKIPPED, skip_reason=SkipReason.DECLINED
-    )
+    _settle(scope)
+    with transaction.atomic():
+        row = record_step(
+            scope, planned, disposition=Disposition.SKIPPED, skip_reason=SkipReason.DECLINED
+        )
     return StepResult(StepStatus.DONE, row)
 
 
@@ -187,6 +201,8 @@ def step_execute(
 ) -> StepResult:
     """Perform one step and record it. Never raises for the author's or the boundary's refusals."""
     step = planned.definition
+    if not _rides(planned):
+        _settle(scope)
     if planned.kind == "task":
         # Its task was made by an earlier delivery: only the decision is left to read.
         task = task_of(scope, planned)
@@ -213,8 +229,7 @@ def step_execute(
                     Refused(ProcessCode.WHEN_FAILED, "when", f"when threw: {exc.message}"),
                 )
             if proceed is not True:
-                with transaction.atomic():
-                    return _declined(scope, planned)
+                return _declined(scope, planned)
         if planned.kind == "ai":
             return ai_step_execute(scope, planned, ctx, runtime)
         if planned.kind == "task":
@@ -227,8 +242,7 @@ def step_execute(
             return _delete(scope, planned, ctx, runtime)
         built = runtime.call(planned.path + ("build",), ctx)
         if built is None:
-            with transaction.atomic():
-                return _declined(scope, planned)
+            return _declined(scope, planned)
         parent, lines = _payload(built)
         address = _update_address(runtime, planned, ctx) if planned.kind == "update" else None
     except Unresolved as exc:
@@ -241,6 +255,7 @@ def step_execute(
 def _refused(scope: StepScope, planned: PlannedStep, unit: WriteUnit, exc: Exception) -> StepResult:
     """The boundary refused: the step's transaction rolled back whole (no savepoint was paid for on
     the way); the refusal's trail row and the failed ledger row are written in a fresh one."""
+    _settle(scope)
     with transaction.atomic():
         unit.refusals_trail()
         row = record_step(scope, planned, disposition=Disposition.FAILED, refusal=Refused.of(exc))
@@ -252,10 +267,11 @@ def _write(
 ) -> StepResult:
     record_type = planned.definition["recordType"]
     awaits = planned.definition.get("awaitSource") is True
-    if address is None and scope.lease is not None and not awaits:
+    if address is None and not awaits:
         ridden = _create_riding(scope, planned, parent, lines)
         if ridden is not None:
             return ridden
+    _settle(scope)
     unit = WriteUnit()
     try:
         with write_unit() as unit:
@@ -300,61 +316,44 @@ def _write(
 def _create_riding(
     scope: StepScope, planned: PlannedStep, parent: dict, lines: list | None
 ) -> StepResult | None:
-    """A create whose ledger row rides in the create's own statement, behind the lease
-    (``record_create_riding``): the step is one round trip to the database and commits there.
-    None when the create cannot ride or its key was taken: nothing was written, and the step
-    runs in a transaction as any other (which answers with the key's record)."""
-    lease, run = scope.lease, scope.run
-    assert lease is not None
-    if not create_rides(planned.definition["recordType"]):
+    """A create that joins the delivery's ride group (``engine.rides``): checked and built now,
+    written with its neighbours in one statement. None when it cannot ride (no group, the type,
+    a key found taken before): the step runs in a transaction as any other."""
+    rides, run = scope.rides, scope.run
+    record_type = planned.definition["recordType"]
+    if rides is None or not rides.open_to(scope.idempotency_key) or not create_rides(record_type):
         return None
-    written: list[ProcessRunStep] = []
     # The record's id is chosen here, so the next step's first function can start in the
-    # sandbox now, while this step's checks and rows are made and its statement commits.
+    # sandbox now, while this step's checks and rows are made.
     pg_row_id = uuid.uuid4()
     if scope.ahead is not None:
         scope.ahead(write_outcome(pg_row_id, None, Disposition.CONFIRMED))
-
-    def ledger_of(record: Record) -> ProcessRunStep:
-        row = ledger_row(
-            run,
-            planned,
-            disposition=Disposition.CONFIRMED,
-            pg_row_id=record.pk,
-            external_id=record.external_id,
-            created_record=True,
-            counts_write=True,
-            **_placed(scope),
-        )
-        written.append(row)
-        return row
-
-    gate, gate_params = lease.gate(writes=run.writes + 1)
-    rider = Rider(gate, gate_params, ledger_of)
     unit = WriteUnit()
     try:
-        result = record_create_riding(
+        ride = record_create_ready(
             actor=scope.actor,
-            record_type=planned.definition["recordType"],
+            record_type=record_type,
             parent=parent,
             lines=lines,
             idempotency_key=scope.idempotency_key,
             pg_row_id=pg_row_id,
             unit=unit,
-            rider=rider,
         )
     except (Refusal, NotFound, TurbobaseError) as exc:
-        if written:
-            sequence_release(run)
         return _refused(scope, planned, unit, exc)
-    if rider.sent:
-        lease.gate_answered(rider.answer)
-    if result is None:
-        if written:  # its key was taken: the transaction's step writes the row it must
-            sequence_release(run)
+    if ride is None:
         return None
-    run.writes += 1
-    return StepResult(StepStatus.DONE, written[0])
+    ride.row = row = ledger_row(
+        run,
+        planned,
+        disposition=Disposition.CONFIRMED,
+        pg_row_id=pg_row_id,
+        created_record=True,
+        counts_write=True,
+        **_placed(scope),
+    )
+    rides.join(ride, planned.step_id)
+    return StepResult(StepStatus.DONE, row)
 
 
 def _delete(

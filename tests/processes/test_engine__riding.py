@@ -1,7 +1,8 @@
-"""A create step in one statement (``records.boundary.record_create_riding``): the lease, the
-record, its trail row and the step's ledger row commit together in one autocommitted statement,
-or none of them does — on PostgreSQL, outside any transaction, as a lane worker runs it. SQLite
-runs the same steps in a transaction each: every test here but the statement count holds on both."""
+"""Create steps that ride (``processes.engine.rides``): consecutive creates of a delivery are
+checked and built one by one, then the lease, every record, its trail row and its step's ledger
+row commit together in one autocommitted statement (``records.boundary.rides_commit``), or none
+of them does — on PostgreSQL, outside any transaction, as a lane worker runs it. SQLite runs the
+same steps in a transaction each: every test here but the statement counts holds on both."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from processes.engine import rides
 from processes.engine.lease import LeaseLost
 from processes.engine.runner import ChainRunner, run_claim, run_deliver
 from processes.models import ProcessRun
@@ -62,7 +64,7 @@ def _ledger(run: ProcessRun) -> list[tuple]:
     )
 
 
-def test_each_create_step_is_one_statement_holding_record_trail_and_ledger(run):
+def test_consecutive_create_steps_are_one_statement_holding_records_trails_and_ledger(run):
     with CaptureQueriesContext(connection) as queries:
         run_deliver(str(run.pk))
     run.refresh_from_db()
@@ -75,7 +77,7 @@ def test_each_create_step_is_one_statement_holding_record_trail_and_ledger(run):
     ]
     records = {r.pk: r for r in Record.reads.filter(pk__in=[row[5] for row in ledger])}
     a, b, c = (records[row[5]] for row in ledger)
-    # Each build saw the step before it as committed (the next build runs while a step commits).
+    # Each build saw the step before it (its id chosen before the write; the builds ran ahead).
     assert (a.fields, b.fields["run"], c.fields["run"]) == (
         {"n": 1, "run": "a"},
         str(a.pk),
@@ -92,9 +94,8 @@ def test_each_create_step_is_one_statement_holding_record_trail_and_ledger(run):
     riding = [sql for sql in statements if sql.startswith("WITH gate AS")]
     alone = [sql for sql in statements if sql.startswith('INSERT INTO "record"')]
     if connection.vendor == "postgresql":
-        assert (len(riding), len(alone)) == (3, 0)
-        first, last = statements.index(riding[0]), statements.index(riding[-1])
-        assert not {"BEGIN", "COMMIT"} & set(statements[first : last + 1])
+        assert (len(riding), len(alone)) == (1, 0)
+        assert not [sql for sql in statements if sql.startswith('INSERT INTO "process_run_step"')]
     else:  # no data-modifying CTE: each write alone, in the step's transaction
         assert (len(riding), len(alone)) == (0, 3)
 
@@ -156,3 +157,59 @@ def test_a_cancel_is_read_by_the_step_statement_and_stops_the_run_at_the_next_st
     run.refresh_from_db()
     assert [row[1] for row in _ledger(run)] == ["a"]
     assert run.state == "cancelled"
+
+
+def test_a_group_holds_at_most_ride_group_max_steps(run, monkeypatch):
+    monkeypatch.setattr(rides, "RIDE_GROUP_MAX", 2)
+    with CaptureQueriesContext(connection) as queries:
+        run_deliver(str(run.pk))
+    run.refresh_from_db()
+    assert (run.state, run.writes) == ("committed", 3)
+    assert [row[:2] for row in _ledger(run)] == [(1, "a"), (2, "b"), (3, "c")]
+    riding = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("WITH gate AS")]
+    assert len(riding) == (2 if connection.vendor == "postgresql" else 0)  # a+b, then c
+
+
+UPDATED_BETWEEN = """import { defineProcess } from '@turbobase/extensions';
+export default defineProcess({
+  id: 't:ride-update',
+  input: { type: 'object' },
+  steps: [
+    { id: 'a', recordType: 'legacy_customer', build: (ctx) => ({ parent: { n: 1 } }) },
+    { id: 'u', recordType: 'legacy_customer', update: { pgRowId: (ctx) => ctx.steps.a.pgRowId },
+      build: (ctx) => ({ parent: { n: 2 } }) },
+    { id: 'c', recordType: 'legacy_customer', build: (ctx) => ({ parent: { n: 3 } }) },
+  ],
+});
+"""
+
+
+def test_a_step_that_does_not_ride_writes_the_group_before_it(admin_user, alice):
+    deploy(UPDATED_BETWEEN, by=admin_user)
+    run = invoke("t:ride-update", {}, alice)
+    with CaptureQueriesContext(connection) as queries:
+        run_deliver(str(run.pk))
+    run.refresh_from_db()
+    assert run.state == "committed"
+    ledger = _ledger(run)
+    assert [row[1:3] for row in ledger] == [
+        ("a", "confirmed"),
+        ("u", "confirmed"),
+        ("c", "confirmed"),
+    ]
+    assert ledger[1][5] == ledger[0][5]  # the update found the record the group wrote first
+    assert Record.reads.get(pk=ledger[0][5]).fields == {"n": 2}
+    riding = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("WITH gate AS")]
+    assert len(riding) == (2 if connection.vendor == "postgresql" else 0)  # a, then c
+
+
+def test_a_cancel_read_by_the_group_statement_writes_its_first_step_only(run):
+    ProcessRun.objects.filter(pk=run.pk).update(slices=1)  # nothing to hold before step a
+    claimed, lease = run_claim(str(run.pk), 1)
+    ProcessRun.objects.filter(pk=run.pk).update(cancel_requested=True)  # after the claim read
+    ChainRunner(claimed, lease).execute()
+    run.refresh_from_db()
+    assert [row[1] for row in _ledger(run)] == ["a"]
+    assert (run.state, run.writes, run.outstanding) == ("cancelled", 1, 2)
+    assert Record.reads.count() == 1  # b and c were built, never written
+    assert WriteTrail.objects.filter(process_run_id=str(run.pk)).count() == 1
