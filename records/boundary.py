@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from django.db import IntegrityError, connections, models, router, transaction
 from django.db.models import F
@@ -130,39 +130,51 @@ def write_unit() -> Iterator[WriteUnit]:
         _unit.reset(token)
 
 
-def _refusing(actor: Actor, action: TrailAction, record_type: str, pg_row_id=None):
+class _Refusing:
+    """``_refusing``'s guard (one class, not one made per write)."""
+
+    def __init__(self, actor: Actor, action: TrailAction, record_type: str, pg_row_id: Any) -> None:
+        self.actor, self.action, self.record_type, self.pg_row_id = (
+            actor,
+            action,
+            record_type,
+            pg_row_id,
+        )
+
+    def __enter__(self) -> _Refusing:
+        self.unit = _unit.get()
+        self.atomic = transaction.atomic() if self.unit is None else None
+        if self.atomic is not None:
+            self.atomic.__enter__()
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Literal[False]:
+        if self.atomic is not None:
+            self.atomic.__exit__(exc_type, exc, tb)
+        if isinstance(exc, Refusal):
+            row = dict(
+                actor=self.actor,
+                action=self.action,
+                record_type=self.record_type,
+                outcome=TrailOutcome.REFUSED,
+                pg_row_id=self.pg_row_id,
+                code=exc.code,
+                field=exc.field,
+                message=exc.message,
+            )
+            if self.unit is None:
+                trail_write(**row)
+            else:
+                self.unit.refusals.append(row)
+        return False
+
+
+def _refusing(
+    actor: Actor, action: TrailAction, record_type: str, pg_row_id: Any = None
+) -> _Refusing:
     """Run the write in a savepoint; on refusal, trail it and re-raise. Inside a ``WriteUnit`` no
     savepoint: the refusal's trail row is kept on the unit, written once the unit rolled back."""
-
-    class _Guard:
-        def __enter__(self):
-            self.unit = _unit.get()
-            self.atomic = transaction.atomic() if self.unit is None else None
-            if self.atomic is not None:
-                self.atomic.__enter__()
-            return self
-
-        def __exit__(self, exc_type, exc, tb):
-            if self.atomic is not None:
-                self.atomic.__exit__(exc_type, exc, tb)
-            if isinstance(exc, Refusal):
-                row = dict(
-                    actor=actor,
-                    action=action,
-                    record_type=record_type,
-                    outcome=TrailOutcome.REFUSED,
-                    pg_row_id=pg_row_id,
-                    code=exc.code,
-                    field=exc.field,
-                    message=exc.message,
-                )
-                if self.unit is None:
-                    trail_write(**row)
-                else:
-                    self.unit.refusals.append(row)
-            return False
-
-    return _Guard()
+    return _Refusing(actor, action, record_type, pg_row_id)
 
 
 def _check_payload(rt: RecordType, parent: Any, lines: Any, *, is_create: bool) -> None:
@@ -299,17 +311,30 @@ def _record_new(
     idempotency_key: str | None,
     pg_row_id: uuid.UUID | None = None,
 ) -> Record:
-    return Record(
-        pg_row_id=pg_row_id or uuid.uuid4(),
-        record_type=rt.name,
-        fields=parent,
-        lines=lines or [],
-        owner=actor.user,
-        group=default_group(actor.user),
-        idempotency_key=idempotency_key or None,
-        source_system=rt.source or "",
-        sync_state=SyncState.PENDING if rt.is_connected else SyncState.LOCAL,
+    record = _record_like(
+        _record_shared(actor, rt), parent=parent, lines=lines or [], key=idempotency_key or None
     )
+    if pg_row_id is not None:
+        record.pg_row_id = pg_row_id
+    return record
+
+
+def _record_shared(actor: Actor, rt: RecordType) -> Record:
+    """What every record ``actor`` creates of type ``rt`` shares, built once (``Model.__init__``
+    was a tenth of a step's time) and remembered on the user object — which lives for one request
+    or one run delivery, as ``default_group`` is — under what it was built from."""
+    memo = actor.user.__dict__.setdefault("_tb_record_shared", {})
+    key = (rt.name, rt.source, rt.is_connected)
+    shared = memo.get(key)
+    if shared is None:
+        shared = memo[key] = Record(
+            record_type=rt.name,
+            owner=actor.user,
+            group=default_group(actor.user),
+            source_system=rt.source or "",
+            sync_state=SyncState.PENDING if rt.is_connected else SyncState.LOCAL,
+        )
+    return shared
 
 
 def _trail_allowed(actor: Actor, rt: RecordType, record: Record) -> WriteTrail:
@@ -858,15 +883,8 @@ def records_create_batch(
     used = set(
         Record.reads.filter(idempotency_key__in=keys).values_list("idempotency_key", flat=True)
     )
-    # What every record of the batch shares, built once; each record is a copy of it with its
-    # own key, id and payload (Model.__init__ per row was a tenth of a migration row's time).
-    shared = Record(
-        record_type=rt.name,
-        owner=actor.user,
-        group=default_group(actor.user),
-        source_system=rt.source or "",
-        sync_state=SyncState.PENDING if rt.is_connected else SyncState.LOCAL,
-    )
+    # Each record is a copy of what they all share, with its own key, id and payload.
+    shared = _record_shared(actor, rt)
     # The type's before_save hooks, looked up once: with none, no row builds a hook context.
     is_hooked = bool(hooks_for(HookSlot.BEFORE_SAVE, rt.name))
     records: list[Record] = []

@@ -213,3 +213,41 @@ def test_a_cancel_read_by_the_group_statement_writes_its_first_step_only(run):
     assert (run.state, run.writes, run.outstanding) == ("cancelled", 1, 2)
     assert Record.reads.count() == 1  # b and c were built, never written
     assert WriteTrail.objects.filter(process_run_id=str(run.pk)).count() == 1
+
+
+def test_a_group_older_than_ride_group_ms_is_written_as_the_next_step_joins(run, monkeypatch):
+    monkeypatch.setattr(rides, "RIDE_GROUP_MS", 0)
+    with CaptureQueriesContext(connection) as queries:
+        run_deliver(str(run.pk))
+    run.refresh_from_db()
+    assert (run.state, run.writes) == ("committed", 3)
+    riding = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("WITH gate AS")]
+    assert len(riding) == (3 if connection.vendor == "postgresql" else 0)  # each step at once
+
+
+READS = """import { defineProcess } from '@turbobase/extensions';
+export default defineProcess({
+  id: 't:ride-read',
+  input: { type: 'object' },
+  steps: [
+    { id: 'a', recordType: 'legacy_customer', build: (ctx) => ({ parent: { name: 'first' } }) },
+    { id: 'b', recordType: 'legacy_customer', build: async (ctx) => {
+        const seen = await ctx.query(`legacy_customer?select=name&pg_row_id=eq.${ctx.steps.a.pgRowId}`);
+        return { parent: { name: 'second', custom: { seen: seen.map((r) => r.name) } } };
+    } },
+  ],
+});
+"""
+
+
+def test_a_ctx_query_reads_after_the_group_before_it_is_written(admin_user, alice):
+    deploy(READS, by=admin_user)
+    run = invoke("t:ride-read", {}, alice)
+    with CaptureQueriesContext(connection) as queries:
+        run_deliver(str(run.pk))
+    run.refresh_from_db()
+    assert (run.state, run.writes) == ("committed", 2)
+    b = Record.reads.get(pk=run.ledger.get(step_id="b").pg_row_id)
+    assert b.fields == {"name": "second", "custom": {"seen": ["first"]}}
+    riding = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("WITH gate AS")]
+    assert len(riding) == (2 if connection.vendor == "postgresql" else 0)  # a (before the read), b
