@@ -22,11 +22,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from django.db import models
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models.base import ModelState
 
 # Text-like columns are cast to ``text``, never to ``varchar(n)``: an explicit cast to a bounded
 # type truncates silently, while assigning ``text`` to the column refuses an over-long value as
@@ -175,3 +176,20 @@ def row_inserted(row: models.Model, db: str, pk: object = None) -> None:
     if pk is not None:
         row.pk = pk
     row._state.adding, row._state.db = False, db
+
+
+_M = TypeVar("_M", bound=models.Model)
+
+
+def row_like(shared: _M, **values: Any) -> _M:
+    """A new, unsaved row with ``shared``'s column values and cached related objects, then
+    ``values`` set (a foreign key by its name goes through its descriptor, as in the
+    constructor) — without ``Model.__init__``, whose per-field work is most of what a hot row
+    costs to build. ``shared`` is never saved itself; it holds what many rows have in common."""
+    row = type(shared).__new__(type(shared))
+    row.__dict__.update(shared.__dict__)
+    row._state = ModelState()
+    row._state.fields_cache = dict(shared._state.fields_cache)
+    for name, value in values.items():
+        setattr(row, name, value)
+    return row

@@ -28,7 +28,6 @@ from typing import Any, Literal
 
 from django.db import IntegrityError, connections, models, router, transaction
 from django.db.models import F
-from django.db.models.base import ModelState
 from django.utils import timezone
 
 from guardrails.models import Decision, HeldDelete, RuleAction, WindowKind
@@ -37,7 +36,7 @@ from guardrails.windows import window_admit
 from kernel.bulk import rows_insert
 from kernel.errors import NotFound, Refusal, TurbobaseError
 from kernel.ids import uuid_or_none
-from kernel.rows import bound_cursor, row_insert, row_inserted
+from kernel.rows import bound_cursor, row_insert, row_inserted, row_like
 from records.catalog import RecordType, record_type_get
 from records.codes import RefusalCode
 from records.door import door_opened
@@ -851,13 +850,7 @@ class CreateItem:
 
 def _record_like(shared: Record, *, parent: Any, lines: Any, key: str | None) -> Record:
     """A new, unsaved record with ``shared``'s columns and related objects, and its own id."""
-    record = Record.__new__(Record)
-    record.__dict__.update(shared.__dict__)
-    record._state = ModelState()
-    record._state.fields_cache = dict(shared._state.fields_cache)
-    record.pg_row_id = uuid.uuid4()
-    record.fields, record.lines, record.idempotency_key = parent, lines, key
-    return record
+    return row_like(shared, pg_row_id=uuid.uuid4(), fields=parent, lines=lines, idempotency_key=key)
 
 
 @door_opened

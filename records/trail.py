@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from uuid import UUID
 
 from django.contrib.auth.models import User
 
 from kernel.bulk import rows_insert
+from kernel.rows import row_like
 from kernel.text import CODE_MAX_CHARS, FIELD_MAX_CHARS, MESSAGE_MAX_CHARS, text_clean
 from records.door import door_opened
 from records.models import WriteTrail
@@ -38,7 +40,8 @@ def trail_row(
     message: str = "",
 ) -> WriteTrail:
     """The trail row of one decision, not yet saved (the boundary may insert it with its write)."""
-    return WriteTrail(
+    return row_like(
+        _blank(),
         actor=actor.user if actor and getattr(actor.user, "pk", None) else None,
         action=action,
         record_type=record_type,
@@ -51,6 +54,12 @@ def trail_row(
         process_run_id=actor.process_run_id if actor else "",
         process_step=actor.process_step if actor else "",
     )
+
+
+@functools.cache
+def _blank() -> WriteTrail:
+    """A trail row with every column at its default: each new row is a copy (``row_like``)."""
+    return WriteTrail()
 
 
 @door_opened

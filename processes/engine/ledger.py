@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django.db.models import Count, Max, Q
 
+from kernel.rows import row_like
 from processes.engine.lease import Lease
 from processes.engine.plan import PlannedStep
 from processes.models import Disposition, ProcessRun, ProcessRunStep, SkipReason
@@ -104,7 +106,8 @@ def ledger_row(
     """The ledger row of one step at the run's next position, not yet written (``ledger_write``
     writes it; a step whose write carries it in its own statement writes it there).
     ``started_at``: when the step began (the timeline draws its bar from there)."""
-    return ProcessRunStep(
+    return row_like(
+        _blank(),
         run=run,
         sequence=sequence_next(run),
         step_id=planned.step_id,
@@ -128,6 +131,12 @@ def ledger_row(
         refusal_message=refusal.message if refusal else None,
         started_at=started_at,
     )
+
+
+@functools.cache
+def _blank() -> ProcessRunStep:
+    """A ledger row with every column at its default: each new row is a copy (``row_like``)."""
+    return ProcessRunStep()
 
 
 def ledger_skip_rest(
