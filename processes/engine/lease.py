@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import threading
 from datetime import timedelta
+from functools import lru_cache
 from typing import Any
 
 from django.conf import settings
@@ -49,18 +50,37 @@ def _quoted(conn: BaseDatabaseWrapper, model: type[models.Model], name: str) -> 
     return conn.ops.quote_name(str(_field(model, name).column))
 
 
-def _held_update(
-    conn: BaseDatabaseWrapper, sets: dict[str, Any], run_id: Any, token: str
-) -> tuple[str, list]:
-    """``UPDATE`` of the run's ``sets`` columns where ``token`` holds its lease, and its params."""
-    assignments = ", ".join(f"{_quoted(conn, ProcessRun, name)} = %s" for name in sets)
+@lru_cache(maxsize=64)
+def _held_sql(
+    alias: str, names: tuple[str, ...]
+) -> tuple[str, tuple[models.Field, ...], models.Field]:
+    """The text of ``_held_update`` for the ``names`` columns on database ``alias``, and the
+    fields preparing their values: the text depends on nothing else, and building it (field
+    lookups, quoting) cost more than the rest of a step's hold."""
+    conn = connections[alias]
+    assignments = ", ".join(f"{_quoted(conn, ProcessRun, name)} = %s" for name in names)
     sql = (
         f"UPDATE {conn.ops.quote_name(ProcessRun._meta.db_table)} SET {assignments} "
         f"WHERE {_quoted(conn, ProcessRun, 'run_id')} = %s "
-        f"AND {_quoted(conn, ProcessRun, 'lease_owner')} = %s"
+        f"AND {_quoted(conn, ProcessRun, 'lease_owner')} = %s "
+        f"RETURNING {_quoted(conn, ProcessRun, 'cancel_requested')}"
     )
-    params = [_field(ProcessRun, name).get_db_prep_save(v, conn) for name, v in sets.items()]
-    return sql, params + [_field(ProcessRun, "run_id").get_db_prep_value(run_id, conn), token]
+    return sql, tuple(_field(ProcessRun, name) for name in names), _field(ProcessRun, "run_id")
+
+
+def _held_update(
+    conn: BaseDatabaseWrapper, sets: dict[str, Any], run_id: Any, token: str
+) -> tuple[str, list]:
+    """``UPDATE`` of the run's ``sets`` columns where ``token`` holds its lease, answering the
+    run's ``cancel_requested``, and its params."""
+    sql, fields, run_id_field = _held_sql(conn.alias, tuple(sets))
+    params = [
+        field.get_db_prep_save(value, conn)
+        for field, value in zip(fields, sets.values(), strict=True)
+    ]
+    params.append(run_id_field.get_db_prep_value(run_id, conn))
+    params.append(token)
+    return sql, params
 
 
 class LeaseLost(Exception):
@@ -122,8 +142,7 @@ class Lease:
         statement (``records.boundary.rides_commit``). Its answer goes to ``gate_answered``."""
         conn = connections[router.db_for_write(ProcessRun)]
         sets = {"lease_until": timezone.now() + timedelta(seconds=self.seconds), **columns}
-        update, params = _held_update(conn, sets, self.run_id, self.token)
-        return f"{update} RETURNING {_quoted(conn, ProcessRun, 'cancel_requested')}", params
+        return _held_update(conn, sets, self.run_id, self.token)
 
     def gate_answered(self, answer: tuple | None) -> None:
         """What a ``gate`` statement answered: None (no row) when the lease was taken over."""
