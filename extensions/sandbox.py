@@ -332,11 +332,13 @@ class Sandbox:
         more than ``sandbox_child.MAX_VALUE_DEPTH`` (512) deep are refused (``SandboxValueTooDeep``), as is a result
         that deep."""
         message = _call_message(path, args, ctx)
-        ahead = self._ahead_of(message, budget_ms)
+        # Encoded once: the key compared with a call sent ahead, and the request sent otherwise.
+        encoded = _encoded(message)
+        ahead = self._ahead_of(encoded, budget_ms)
         # (a call sent ahead was checked when it was sent)
         if ahead is None and (deep := _too_deep_in(ctx, args)) is not None:
             raise SandboxValueTooDeep(too_deep(deep))
-        return self._request(message, budget_ms=budget_ms, ahead=ahead)
+        return self._request(message, budget_ms=budget_ms, ahead=ahead, encoded=encoded)
 
     def call_ahead(
         self,
@@ -358,15 +360,16 @@ class Sandbox:
             return
         if _too_deep_in(ctx, args) is not None:
             return
-        message = _call_message(path, args, ctx)
+        encoded = _encoded(_call_message(path, args, ctx))
+        if encoded is None:  # not JSON: the call itself says so
+            return
         if not self._lock.acquire(blocking=False):
             return
         try:
-            encoded = json.dumps(message, allow_nan=False)
             budget = self._budget(budget_ms)
             child = self._ready_child()
             # The request is the message with its budget: one encoding serves as the key too.
-            child.send_encoded(f'{encoded[:-1]}, "budget_ms": {budget}}}')
+            child.send_encoded(_budgeted(encoded, budget))
             self._ahead = _Ahead(_ahead_key(encoded, budget_ms), budget)
         except (TypeError, ValueError):  # not JSON: the call itself says so
             pass
@@ -438,6 +441,7 @@ class Sandbox:
         budget_ms: int | None,
         is_budgeted: bool = True,
         ahead: _Ahead | None = None,
+        encoded: str | None = None,
     ) -> Any:
         if self._entry is None:
             raise SandboxError("no module is loaded in this sandbox")
@@ -454,6 +458,10 @@ class Sandbox:
             try:
                 if ahead is not None and self._child is not None:
                     reply = self._child.receive(deadline_s, self._answer)
+                elif encoded is not None and is_budgeted:  # the message, encoded by the caller
+                    child = self._ready_child()
+                    child.send_encoded(_budgeted(encoded, budget))
+                    reply = child.receive(deadline_s, self._answer)
                 else:
                     reply = self._ready_child().exchange(message, deadline_s, self._answer)
             except ChildOverrun:
@@ -474,16 +482,13 @@ class Sandbox:
         finally:
             self._lock.release()
 
-    def _ahead_of(self, message: dict[str, Any], budget_ms: int | None) -> _Ahead | None:
-        """The call sent ahead if ``message`` (a call) is that call, else None."""
+    def _ahead_of(self, encoded: str | None, budget_ms: int | None) -> _Ahead | None:
+        """The call sent ahead if ``encoded`` (a call's message, ``_encoded``) is that call,
+        else None."""
         ahead = self._ahead
-        if ahead is None:
+        if ahead is None or encoded is None:
             return None
-        try:
-            encoded = json.dumps(message, allow_nan=False)
-            return ahead if _ahead_key(encoded, budget_ms) == ahead.key else None
-        except (TypeError, ValueError, RecursionError):  # not JSON, or too deep: the call says so
-            return None
+        return ahead if _ahead_key(encoded, budget_ms) == ahead.key else None
 
     def _ahead_settle(self, taken: _Ahead | None) -> _Ahead | None:
         """``taken`` if it is the call sent ahead (its reply is next in the pipe); else that
@@ -609,6 +614,23 @@ def _call_message(
         "args": list(args),
         "ctx": None if ctx is None else dict(ctx),
     }
+
+
+def _encoded(message: dict[str, Any]) -> str | None:
+    """``message`` as JSON, or None when it is not JSON (or too deep for the encoder): then it is
+    not sent encoded, and the call refuses it as it always did (too deep, or not JSON on
+    sending). The encoder does not look for cycles: a cycle recurses until ``RecursionError``,
+    which is None here and too deep for the depth check."""
+    try:
+        return json.dumps(message, allow_nan=False, check_circular=False)
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+def _budgeted(encoded: str, budget: int) -> str:
+    """The request of the call ``encoded`` (a JSON object) with its CPU budget added last, as
+    ``json.dumps`` would write the message with ``budget_ms`` set."""
+    return f'{encoded[:-1]}, "budget_ms": {budget}}}'
 
 
 def _too_deep_in(ctx: Mapping[str, Any] | None, args: Sequence[Any]) -> str | None:
