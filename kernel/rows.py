@@ -56,8 +56,14 @@ _AS_HELD: dict[str, tuple[type, ...]] = {
     "BooleanField": (bool,),
 }
 
-Shape = tuple[list[Any], str, str, list[tuple[type, ...]]]
+# How one column's value is read off a row, worked out once per model and database: its
+# attname; the types taken as held (``_as_held``); the internal type when it is an integer whose
+# value Django adapts in one call (``_integer_kind``); whether ``pre_save`` is a plain read of the
+# attribute; and the field's bound ``pre_save`` and ``get_db_prep_save``.
+Slot = tuple[str, tuple[type, ...], str | None, bool, Any, Any]
+Shape = tuple[str, str, list[Slot]]
 _shapes: dict[tuple[type[models.Model], str], Shape] = {}
+_PREPARING = ("pre_save", "get_db_prep_save", "get_db_prep_value", "get_prep_value")
 
 
 def _as_held(conn: BaseDatabaseWrapper, field: Any) -> tuple[type, ...]:
@@ -71,6 +77,34 @@ def _as_held(conn: BaseDatabaseWrapper, field: Any) -> tuple[type, ...]:
         return (uuid.UUID, type(None))
     held = _AS_HELD.get(kind, ())
     return (*held, type(None)) if held else ()
+
+
+def _integer_kind(field: Any) -> str | None:
+    """``field``'s internal type if it is an integer column (not a key) that prepares its values
+    as ``IntegerField`` does and nothing else: then an ``int`` (exactly) or None goes to the
+    database as ``connection.ops.adapt_integerfield_value(value, kind)`` — what
+    ``get_db_prep_save`` ends in after ``int(value)`` (the value itself) — in one call instead of
+    five. None for anything else."""
+    if field.is_relation or not isinstance(field, models.IntegerField):
+        return None
+    for cls in type(field).__mro__:
+        if cls is models.Field:
+            return str(field.get_internal_type())
+        if cls is not models.IntegerField and any(name in vars(cls) for name in _PREPARING):
+            return None
+    return None
+
+
+def _slot(conn: BaseDatabaseWrapper, field: Any) -> Slot:
+    is_read = type(field).pre_save is models.Field.pre_save
+    return (
+        field.attname,
+        _as_held(conn, field),
+        _integer_kind(field) if is_read else None,
+        is_read,
+        field.pre_save,
+        field.get_db_prep_save,
+    )
 
 
 def _shape(conn: BaseDatabaseWrapper, model: type[models.Model]) -> Shape:
@@ -93,21 +127,28 @@ def _shape(conn: BaseDatabaseWrapper, model: type[models.Model]) -> Shape:
             values = ", ".join(f"%s::{cast}" for cast in casts)
         else:
             values = ", ".join(["%s"] * len(fields))
-        shape = _shapes[key] = (fields, head, values, [_as_held(conn, f) for f in fields])
+        shape = _shapes[key] = (head, values, [_slot(conn, f) for f in fields])
     return shape
 
 
 def row_insert(conn: BaseDatabaseWrapper, row: models.Model) -> RowInsert:
     """The INSERT of ``row`` on ``conn`` — every concrete column but an auto-increment key."""
-    fields, head, values, as_held = _shape(conn, type(row))
-    params = []
-    for field, held in zip(fields, as_held, strict=True):
-        if held:
-            value = getattr(row, field.attname)
-            if type(value) in held:
-                params.append(value)
-                continue
-        params.append(field.get_db_prep_save(field.pre_save(row, add=True), conn))
+    head, values, slots = _shape(conn, type(row))
+    adapt_integer = conn.ops.adapt_integerfield_value
+    params: list[Any] = []
+    append = params.append
+    for attname, held, integer_kind, is_read, pre_save, prep_save in slots:
+        if not is_read:  # auto_now and the like: the field computes (and sets) its value
+            append(prep_save(pre_save(row, add=True), conn))
+            continue
+        value = getattr(row, attname)  # what pre_save answers
+        kind = type(value)
+        if kind in held:
+            append(value)
+        elif integer_kind is not None and (kind is int or value is None):
+            append(adapt_integer(value, integer_kind))
+        else:
+            append(prep_save(value, conn))
     return RowInsert(head=head, values=values, params=params)
 
 
