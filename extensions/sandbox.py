@@ -86,6 +86,7 @@ from extensions.sandbox_child import (
     ChildExited,
     ChildOverrun,
     ChildProcess,
+    json_nests_within,
     nesting_exceeds,
     too_deep,
 )
@@ -336,7 +337,7 @@ class Sandbox:
         encoded = _encoded(message)
         ahead = self._ahead_of(encoded, budget_ms)
         # (a call sent ahead was checked when it was sent)
-        if ahead is None and (deep := _too_deep_in(ctx, args)) is not None:
+        if ahead is None and (deep := _too_deep_in(ctx, args, encoded)) is not None:
             raise SandboxValueTooDeep(too_deep(deep))
         return self._request(message, budget_ms=budget_ms, ahead=ahead, encoded=encoded)
 
@@ -358,10 +359,10 @@ class Sandbox:
         and the later ``call`` runs as usual."""
         if self._entry is None or self._ahead is not None:
             return
-        if _too_deep_in(ctx, args) is not None:
-            return
         encoded = _encoded(_call_message(path, args, ctx))
-        if encoded is None:  # not JSON: the call itself says so
+        if encoded is None:  # not JSON (or too deep for the encoder): the call itself says so
+            return
+        if _too_deep_in(ctx, args, encoded) is not None:
             return
         if not self._lock.acquire(blocking=False):
             return
@@ -594,12 +595,12 @@ class Sandbox:
         if (over := self._over_wall_budget()) is not None:
             return over
         try:
-            json.dumps(value, allow_nan=False)
+            encoded = json.dumps(value, allow_nan=False)
         except (TypeError, ValueError):
             return {"error": f"ctx.{name} answered a value that is not JSON"}
         except RecursionError:
             return {"error": too_deep(f"the value ctx.{name} answered")}
-        if nesting_exceeds(value):
+        if not json_nests_within(encoded) and nesting_exceeds(value):
             return {"error": too_deep(f"the value ctx.{name} answered")}
         return {"ok": value}
 
@@ -633,8 +634,14 @@ def _budgeted(encoded: str, budget: int) -> str:
     return f'{encoded[:-1]}, "budget_ms": {budget}}}'
 
 
-def _too_deep_in(ctx: Mapping[str, Any] | None, args: Sequence[Any]) -> str | None:
-    """What of a call's ctx and args is nested past ``MAX_VALUE_DEPTH`` (its name), or None."""
+def _too_deep_in(
+    ctx: Mapping[str, Any] | None, args: Sequence[Any], encoded: str | None = None
+) -> str | None:
+    """What of a call's ctx and args is nested past ``MAX_VALUE_DEPTH`` (its name), or None.
+    ``encoded``, the call's message as JSON, spares the walk when it has too few brackets for
+    any part of it to nest that deep (``json_nests_within``)."""
+    if encoded is not None and json_nests_within(encoded):
+        return None
     if ctx is not None and nesting_exceeds(ctx):
         return "ctx"
     for index, arg in enumerate(args):

@@ -121,6 +121,17 @@ def _exceeds_iterative(value: Any, limit: int) -> bool:
     return False
 
 
+def json_nests_within(text: bytes | str, limit: int = MAX_VALUE_DEPTH) -> bool:
+    """True when the JSON ``text`` cannot nest more than ``limit`` deep: it opens no more than
+    ``limit`` arrays and objects (counting brackets inside strings too, which only errs towards
+    False). Every list, tuple and dict is written with its bracket, so a value whose encoding
+    passes needs no walk; a ctx or result of a few KB has tens of them, and counting them costs
+    a few microseconds where the walk costs tens."""
+    if isinstance(text, str):
+        return text.count("[") + text.count("{") <= limit
+    return text.count(b"[") + text.count(b"{") <= limit
+
+
 def json_loads_bounded(raw: bytes | str, what: str) -> Any:
     """``json.loads`` refusing, by name, a value nested past ``MAX_VALUE_DEPTH``."""
     try:
@@ -128,7 +139,7 @@ def json_loads_bounded(raw: bytes | str, what: str) -> Any:
     except RecursionError:
         value, is_deep = None, True
     else:
-        is_deep = nesting_exceeds(value)
+        is_deep = not json_nests_within(raw) and nesting_exceeds(value)
     if is_deep:
         raise Fault("sandbox_value_too_deep", too_deep(what))
     return value

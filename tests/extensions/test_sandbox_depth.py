@@ -4,6 +4,7 @@ speed, it answers exactly as the iterative walk, refuses a value deep enough to 
 
 from __future__ import annotations
 
+import json
 import random
 import sys
 from collections.abc import Iterator
@@ -12,7 +13,12 @@ from typing import Any
 import pytest
 
 from extensions.sandbox import Sandbox, SandboxLimits, SandboxValueTooDeep
-from extensions.sandbox_child import MAX_VALUE_DEPTH, _exceeds_iterative, nesting_exceeds
+from extensions.sandbox_child import (
+    MAX_VALUE_DEPTH,
+    _exceeds_iterative,
+    json_nests_within,
+    nesting_exceeds,
+)
 
 BREAKS_RECURSION = 100_000
 
@@ -106,3 +112,23 @@ def test_a_call_taken_from_ahead_answers_as_the_call(box: Sandbox) -> None:
     assert box.call(["echo"], ctx=ctx) == ctx
     box.call_ahead(["echo"], ctx=ctx)
     assert box.call(["echo"], ctx={**ctx, "n": True}) == {**ctx, "n": True}  # not the same call
+
+
+def test_the_bracket_count_spares_the_walk_only_when_it_proves_the_value_shallow() -> None:
+    assert json_nests_within('{"a": [1, {"b": []}]}')
+    assert json_nests_within(b"[" * MAX_VALUE_DEPTH + b"]" * MAX_VALUE_DEPTH)
+    assert not json_nests_within("[" * (MAX_VALUE_DEPTH + 1) + "]" * (MAX_VALUE_DEPTH + 1))
+    # Brackets in strings or side by side count too: not proof, so the walk answers.
+    assert not json_nests_within(json.dumps({"s": "[" * 600}))
+    assert not json_nests_within(json.dumps([[1]] * 600))
+
+
+def test_wide_values_and_brackets_in_strings_still_cross(box: Sandbox) -> None:
+    wide = {"rows": [[i] for i in range(600)], "text": "{[" * 600}
+    assert box.call(["echo"], ctx=wide) == wide
+    assert box.call(["echo"], [wide], ctx={}) == wide
+    box.call_ahead(["echo"], ctx=wide)
+    assert box._ahead is not None
+    assert box.call(["echo"], ctx=wide) == wide
+    with pytest.raises(SandboxValueTooDeep, match="ctx is nested more than"):
+        box.call(["echo"], ctx={**wide, "deep": nested(MAX_VALUE_DEPTH + 1)})
