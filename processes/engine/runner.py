@@ -66,6 +66,9 @@ class Stop:
     reason: str
 
 
+CANCELLED = Stop(RunState.CANCELLED, "cancelled on request")
+
+
 @dataclass(frozen=True)
 class Walk:
     """Where a pass over the plan ended: done, or at ``position`` for ``status``."""
@@ -292,7 +295,7 @@ class ChainRunner:
         row's statement read back (``Lease.cancel_seen``, or the claim's), the switches are
         re-read at most once a second, the ceilings are counted in memory."""
         if self._cancel_requested():
-            return Stop(RunState.CANCELLED, "cancelled on request")
+            return CANCELLED
         if not setting_get("processes.enabled"):
             return Stop(
                 RunState.COMMITTED,
@@ -450,8 +453,7 @@ class ChainRunner:
             except RidesUndone as undone:
                 if undone.cancelled:
                     position = next(n for n, p in enumerate(plan) if p.step_id == undone.step_id)
-                    stop = Stop(RunState.CANCELLED, "cancelled on request")
-                    return Walk(WalkStatus.STOP, position, plan[position], stop=stop)
+                    return Walk(WalkStatus.STOP, position, plan[position], stop=CANCELLED)
                 recorded = self.recorded(row_key=row_key, visit=visit)
 
     def _pass(
