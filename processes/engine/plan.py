@@ -7,6 +7,7 @@ any of the author's code runs and before the first write.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from processes.errors import InputInvalid
@@ -34,7 +35,8 @@ class PlannedStep:
     item: Any = None
     index: int | None = None
 
-    @property
+    # Asked several times a step: worked out once (a frozen dataclass still has a __dict__).
+    @cached_property
     def kind(self) -> str:
         if self.definition.get("ai") is not None:
             return "ai"
@@ -48,7 +50,7 @@ class PlannedStep:
             return "delete"
         return "update" if self.definition.get("update") is not None else "create"
 
-    @property
+    @cached_property
     def is_keep(self) -> bool:
         return (
             self.kind in ("delete", "ai", "waitFor", "sleep")

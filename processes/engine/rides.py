@@ -23,7 +23,7 @@ import time
 from processes.engine.lease import Lease
 from processes.engine.ledger import sequence_release
 from processes.models import ProcessRun
-from records.boundary import Ride, RideKeyTaken, rides_commit
+from records.boundary import Ride, RideKeyTaken, create_rides, rides_commit
 
 # At most this many steps in one statement (a group's rows are one INSERT per table); and a group
 # is written once this long has passed since its first step — checked as a step joins it.
@@ -54,10 +54,18 @@ class RideGroup:
         self._steps: list[str] = []
         self._since = 0.0
         self._taken: set[str] = set()  # keys found taken: their steps do not ride again
+        self._types: dict[str, bool] = {}
 
-    def open_to(self, idempotency_key: str) -> bool:
-        """Whether a create with this key may ride (its key was not found taken before)."""
-        return idempotency_key not in self._taken
+    def open_to(self, record_type: str, idempotency_key: str) -> bool:
+        """Whether a create of ``record_type`` with this key may ride: its key was not found
+        taken before, and the type rode when first asked in this delivery (``create_rides``;
+        ``record_create_ready`` asks again, and a type that stopped riding is made alone)."""
+        if idempotency_key in self._taken:
+            return False
+        rides = self._types.get(record_type)
+        if rides is None:
+            rides = self._types[record_type] = create_rides(record_type)
+        return rides
 
     def join(self, ride: Ride, step_id: str) -> None:
         """Add a step's ride (its ledger row built, its sequence taken); the run's ``writes``

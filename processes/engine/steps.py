@@ -36,7 +36,6 @@ from records.boundary import (
     DeleteWindowWait,
     WriteResult,
     WriteUnit,
-    create_rides,
     record_create,
     record_create_ready,
     record_delete,
@@ -321,7 +320,7 @@ def _create_riding(
     a key found taken before): the step runs in a transaction as any other."""
     rides, run = scope.rides, scope.run
     record_type = planned.definition["recordType"]
-    if rides is None or not rides.open_to(scope.idempotency_key) or not create_rides(record_type):
+    if rides is None or not rides.open_to(record_type, scope.idempotency_key):
         return None
     # The record's id is chosen here, so the next step's first function can start in the
     # sandbox now, while this step's checks and rows are made.
