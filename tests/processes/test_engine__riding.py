@@ -250,3 +250,28 @@ def test_a_ctx_query_reads_after_the_group_before_it_is_written(admin_user, alic
     assert _group_statements(queries) == (
         2 if connection.vendor == "postgresql" else 0
     )  # a (before the read), b
+
+
+def test_a_key_found_taken_while_a_read_writes_the_group_walks_again_from_that_step(
+    admin_user, alice
+):
+    deploy(READS, by=admin_user)
+    run = invoke("t:ride-read", {}, alice)
+    made = record_create(
+        actor=Actor(alice),
+        record_type="legacy_customer",
+        parent={"name": "made before"},
+        idempotency_key=f"run:{run.pk}:a",
+    ).record
+    run_deliver(str(run.pk))  # b's read writes the group (a): a's key is taken there
+    run.refresh_from_db()
+    assert (run.state, run.writes) == ("committed", 1)
+    ledger = _ledger(run)
+    assert [row[:5] for row in ledger] == [
+        (1, "a", "confirmed", False, True),
+        (2, "b", "confirmed", True, True),
+    ]
+    assert ledger[0][5] == made.pk
+    b = Record.reads.get(pk=ledger[1][5])
+    assert b.fields == {"name": "second", "custom": {"seen": ["made before"]}}
+    assert Record.reads.count() == 2
