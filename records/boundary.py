@@ -358,9 +358,10 @@ class Ride:
     row: models.Model | None = None
 
 
-class RideKeyTaken(TurbobaseError):
+class RideKeyTaken(Exception):
     """A ride's idempotency key was already used: ``rides_commit`` wrote nothing. ``index``: the
-    first ride (in order) whose key is taken — the rides before it may be committed again."""
+    first ride (in order) whose key is taken — the rides before it may be committed again. Not a
+    refusal (the caller makes that step again, alone), so not of the ``TurbobaseError`` family."""
 
     def __init__(self, index: int) -> None:
         super().__init__(f"the idempotency key of ride {index} is already used")
