@@ -94,6 +94,9 @@ from kernel.text import LOG_LINE_MAX_CHARS, LOG_LINES_PER_CALL, text_clean
 
 WALL_FACTOR = 3.0
 WALL_GRACE_S = 2.0
+# Calls that may be ahead at once (``call_ahead``): the next step's and the one after it, so
+# the child has the step after next to build while the caller takes the next one.
+AHEAD_MAX = 2
 logger = logging.getLogger("turbobase.extensions.sandbox")
 
 
@@ -269,7 +272,8 @@ class Sandbox:
             1  # calls in the exchange in hand (call_each): the wall budget's multiple
         )
         self._lock = threading.Lock()
-        self._ahead: _Ahead | None = None  # a call sent ahead whose reply is not read yet
+        # Calls sent ahead whose replies are not read yet, in the order the child answers them.
+        self._ahead: list[_Ahead] = []
 
     def __enter__(self) -> Self:
         return self
@@ -279,7 +283,7 @@ class Sandbox:
 
     def close(self) -> None:
         """End the child process. The sandbox respawns one if it is used again."""
-        self._ahead = None
+        self._ahead = []
         if self._child is not None:
             self._child.close()
             self._child = None
@@ -348,36 +352,40 @@ class Sandbox:
         *,
         ctx: Mapping[str, Any] | None = None,
         budget_ms: int | None = None,
-    ) -> None:
+    ) -> bool:
         """Start ``call(path, args, ctx=ctx)`` and return at once: the child computes while the
         caller does other work (a process step commits while the next step's ``build`` runs).
-        The next ``call`` with the same path, args and ctx takes that reply; any other request
-        first reads it and drops it. The call is the same call, under the same budgets (its wall
-        clock runs from when its reply is awaited); a ``ctx.query`` it makes is answered only
-        then, so it reads what the caller committed in between. Best effort: when it cannot
-        start (a call in hand, one already ahead, a value too deep or not JSON), nothing is sent
-        and the later ``call`` runs as usual."""
-        if self._entry is None or self._ahead is not None:
-            return
+        Up to ``AHEAD_MAX`` calls may be ahead; the child answers them in the order sent. The
+        next ``call`` takes the first one's reply if it is the same call (path, args, ctx and
+        budget); any other request first reads every reply ahead and drops them. The call is
+        the same call, under the same budgets (its wall clock runs from when its reply is
+        awaited); a ``ctx.query`` it makes is answered only then, so it reads what the caller
+        committed in between. Best effort: when it cannot start (a call in hand, ``AHEAD_MAX``
+        already ahead, a value too deep or not JSON), nothing is sent and the later ``call``
+        runs as usual. Answers whether it was sent."""
+        if self._entry is None or len(self._ahead) >= AHEAD_MAX:
+            return False
         encoded = _encoded(_call_message(path, args, ctx))
         if encoded is None:  # not JSON (or too deep for the encoder): the call itself says so
-            return
+            return False
         if _too_deep_in(ctx, args, encoded) is not None:
-            return
+            return False
         if not self._lock.acquire(blocking=False):
-            return
+            return False
         try:
             budget = self._budget(budget_ms)
             child = self._ready_child()
             # The request is the message with its budget: one encoding serves as the key too.
             child.send_encoded(_budgeted(encoded, budget))
-            self._ahead = _Ahead(_ahead_key(encoded, budget_ms), budget)
+            self._ahead.append(_Ahead(_ahead_key(encoded, budget_ms), budget))
+            return True
         except (TypeError, ValueError):  # not JSON: the call itself says so
-            pass
+            return False
         except ChildExited:
             self._discard_child()
+            return False
         except SandboxError:  # no budget left, or the modules did not load: the call says so
-            pass
+            return False
         finally:
             self._lock.release()
 
@@ -484,31 +492,34 @@ class Sandbox:
             self._lock.release()
 
     def _ahead_of(self, encoded: str | None, budget_ms: int | None) -> _Ahead | None:
-        """The call sent ahead if ``encoded`` (a call's message, ``_encoded``) is that call,
-        else None."""
-        ahead = self._ahead
-        if ahead is None or encoded is None:
+        """The first call sent ahead if ``encoded`` (a call's message, ``_encoded``) is that
+        call, else None (only the first one's reply is next in the pipe)."""
+        if not self._ahead or encoded is None:
             return None
-        return ahead if _ahead_key(encoded, budget_ms) == ahead.key else None
+        first = self._ahead[0]
+        return first if _ahead_key(encoded, budget_ms) == first.key else None
 
     def _ahead_settle(self, taken: _Ahead | None) -> _Ahead | None:
-        """``taken`` if it is the call sent ahead (its reply is next in the pipe); else that
-        call's reply is read and dropped (its ``ctx.query`` refused) so the pipe is clear."""
-        ahead, self._ahead = self._ahead, None
-        if ahead is None or self._child is None:
-            return None
-        if ahead is taken:
-            return ahead
-        try:
-            reply = self._child.receive(
-                ahead.budget / 1000 * WALL_FACTOR + WALL_GRACE_S, _ahead_dropped
-            )
-            self._cpu_used_ms += reply.get("cpu_ms", 0.0)
-        except ChildOverrun:
-            self._discard_child()
-            self._cpu_used_ms += ahead.budget
-        except ChildExited:
-            self._discard_child()
+        """``taken`` if it is the first call sent ahead (its reply is next in the pipe; the
+        others stay ahead); else every call ahead has its reply read and dropped (its
+        ``ctx.query`` refused) so the pipe is clear."""
+        if taken is not None and self._ahead and self._ahead[0] is taken:
+            del self._ahead[0]
+            return taken
+        ahead, self._ahead = self._ahead, []
+        for dropped in ahead:
+            if self._child is None:
+                break
+            try:
+                reply = self._child.receive(
+                    dropped.budget / 1000 * WALL_FACTOR + WALL_GRACE_S, _ahead_dropped
+                )
+                self._cpu_used_ms += reply.get("cpu_ms", 0.0)
+            except ChildOverrun:
+                self._discard_child()
+                self._cpu_used_ms += dropped.budget
+            except ChildExited:
+                self._discard_child()
         return None
 
     def _budget(self, budget_ms: int | None) -> int:
@@ -541,6 +552,7 @@ class Sandbox:
         return self._child
 
     def _discard_child(self) -> None:
+        self._ahead = []  # their replies died with the child
         if self._child is not None:
             self._child.close(is_forced=True)
             self._child = None

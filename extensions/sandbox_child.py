@@ -16,6 +16,7 @@ child's is, whatever thread of the parent is driving it.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import os
@@ -517,17 +518,25 @@ def locate(stack: str, offsets: dict[str, int]) -> dict[str, Any] | None:
 
 
 class Channel:
-    """JSON lines over the child's stdin/stdout."""
+    """JSON lines over the child's stdin/stdout. The parent may send the next request before
+    this one's reply (``Sandbox.call_ahead``): a request read while waiting for a bridge answer
+    is kept and handled after the call in hand (requests carry ``op``, answers never do)."""
 
     def __init__(self, reader: Any, writer: Any) -> None:
         self._reader = reader
         self._writer = writer
+        self._queued: collections.deque[dict[str, Any]] = collections.deque()
 
     def send(self, message: dict[str, Any]) -> None:
         self._writer.write(json.dumps(message, allow_nan=False).encode("utf-8") + b"\n")
         self._writer.flush()
 
     def receive(self) -> dict[str, Any] | None:
+        if self._queued:
+            return self._queued.popleft()
+        return self._read()
+
+    def _read(self) -> dict[str, Any] | None:
         line = self._reader.readline()
         if not line:
             return None
@@ -543,7 +552,10 @@ class Channel:
         previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGPROF})
         try:
             self.send({"bridge": name, "args": args})
-            reply = self.receive()
+            reply = self._read()
+            while reply is not None and "op" in reply:  # a request sent ahead: after this call
+                self._queued.append(reply)
+                reply = self._read()
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, previous)
         if reply is None:

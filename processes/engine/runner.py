@@ -13,7 +13,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -33,6 +33,7 @@ from processes.engine.ledger import (
     ledger_seen_empty,
     ledger_skip_rest,
     step_outcome,
+    write_outcome,
 )
 from processes.engine.plan import ForEachCapExceeded, PlannedStep, plan_build
 from processes.engine.rides import RideGroup, RidesUndone
@@ -67,6 +68,16 @@ class Stop:
 
 
 CANCELLED = Stop(RunState.CANCELLED, "cancelled on request")
+
+
+@dataclass
+class Sent:
+    """What one pass sent ahead (``ChainRunner.ahead``): by plan position, the pgRowId of the
+    step before it that its first function's ctx was sent with; and the record ids chosen for
+    creates whose outcome a later step's ctx was sent with (the create takes that id)."""
+
+    calls: dict[int, str | None] = field(default_factory=dict)
+    chosen: dict[int, uuid.UUID] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -401,26 +412,72 @@ class ChainRunner:
         }
 
     def ahead(
-        self, plan: list[PlannedStep], position: int, steps: dict[str, dict], row: dict | None
+        self,
+        plan: list[PlannedStep],
+        position: int,
+        steps: dict[str, dict],
+        row: dict | None,
+        sent: Sent,
+        row_key: str = "",
     ) -> Callable[[dict[str, Any]], None] | None:
-        """For the step at ``position``: once its write is done (its outcome known, its ledger
-        row and commit still to come), start the next step's first function — its ``when``, else
-        its ``build`` — with the ctx that step will have, so the sandbox computes while the
-        database commits. The next step takes that result only if its ctx is the same (the
-        sandbox compares); otherwise, or if the walk stops first, the result is dropped."""
+        """For the step at ``position``: once its outcome is known (a riding create's before its
+        write, another step's once its write is done), start the next step's first function —
+        its ``when``, else its ``build`` — with the ctx that step will have, so the sandbox
+        computes while this step is made and committed; and, when the next step is a create that
+        can ride, the first function of the step after it too, with the outcome the next step
+        will have if it rides (its record id chosen now, ``Sent.chosen``). The child then always
+        has the step after next to build. A step takes a result only if its ctx is the same (the
+        sandbox compares); otherwise, or if the walk stops first, the results are dropped."""
         if position + 1 >= len(plan):
             return None
-        following = plan[position + 1]
-        if following.kind not in ("create", "update"):
-            return None
-        first = "when" if following.definition.get("when") is not None else "build"
-        current = plan[position].step_id
+        current, following = plan[position].step_id, plan[position + 1]
 
         def start(outcome: dict[str, Any]) -> None:
-            ctx = self.ctx(following, {**steps, current: outcome}, row)
-            self.runtime().call_ahead(following.path + (first,), ctx)
+            known = {**steps, current: outcome}
+            at = position + 1
+            if at not in sent.calls:
+                if self._first_ahead(following, known, row):
+                    sent.calls[at] = outcome["pgRowId"]
+            elif sent.calls[at] != outcome["pgRowId"]:
+                return  # sent with another outcome than this step's: dropped at that call
+            after = at + 1
+            if (
+                after >= len(plan)
+                or after in sent.calls
+                or not self._may_ride(following, row, row_key)
+            ):
+                return
+            chosen = uuid.uuid4()
+            predicted = write_outcome(chosen, None, Disposition.CONFIRMED)
+            if self._first_ahead(plan[after], {**known, following.step_id: predicted}, row):
+                sent.calls[after], sent.chosen[at] = str(chosen), chosen
 
         return start
+
+    def _first_ahead(self, planned: PlannedStep, steps: dict[str, dict], row: dict | None) -> bool:
+        """Send ``planned``'s first function ahead (a create or an update only); whether sent."""
+        if planned.kind not in ("create", "update"):
+            return False
+        first = "when" if planned.definition.get("when") is not None else "build"
+        ctx = self.ctx(planned, steps, row)
+        return self.runtime().call_ahead(planned.path + (first,), ctx)
+
+    def _may_ride(self, planned: PlannedStep, row: dict | None, row_key: str) -> bool:
+        """Whether ``planned`` is a create that would join the ride group (``engine.rides``)."""
+        return (
+            self.rides is not None
+            and planned.kind == "create"
+            and planned.definition.get("awaitSource") is not True
+            and self.rides.open_to(
+                planned.definition["recordType"], self._key(planned, row, row_key)
+            )
+        )
+
+    def _key(self, planned: PlannedStep, row: dict | None, row_key: str) -> str:
+        """The idempotency key of the step's write: its run's (a chain), or its row's."""
+        if row is None:
+            return f"run:{self.run.run_id}:{planned.step_id}"
+        return f"row:{self.run.process_id}:{row_key}:{planned.step_id}"
 
     def walk_steps(
         self,
@@ -467,6 +524,7 @@ class ChainRunner:
         stop_between_steps: bool,
     ) -> Walk:
         steps: dict[str, dict] = {}
+        sent = Sent()
         for position, planned in enumerate(plan):
             ledger_row = recorded.get(planned.step_id)
             if ledger_row is None:
@@ -477,11 +535,7 @@ class ChainRunner:
                     if stop is not None:
                         return Walk(WalkStatus.STOP, position, planned, stop=stop)
                 ctx = self.ctx(planned, steps, row)
-                key = (
-                    f"run:{self.run.run_id}:{planned.step_id}"
-                    if row is None
-                    else (f"row:{self.run.process_id}:{row_key}:{planned.step_id}")
-                )
+                key = self._key(planned, row, row_key)
                 # The step's writes name it on the write trail and on any delete held for approval.
                 actor = replace(self.actor, process_step=planned.step_id)
                 scope = StepScope(
@@ -493,8 +547,9 @@ class ChainRunner:
                     visit=visit,
                     lease=self.lease,
                     started_at=timezone.now(),
-                    ahead=self.ahead(plan, position, steps, row),
+                    ahead=self.ahead(plan, position, steps, row, sent, row_key),
                     rides=self.rides,
+                    pg_row_id=sent.chosen.get(position),
                 )
                 result = step_execute(scope, planned, ctx, self.runtime())
                 if result.status == StepStatus.WAIT_WINDOW:

@@ -93,10 +93,10 @@ class ModuleRuntime:
             raise self._interrupted
         return value
 
-    def call_ahead(self, path: tuple, ctx: dict[str, Any]) -> None:
+    def call_ahead(self, path: tuple, ctx: dict[str, Any]) -> bool:
         """Start ``call(path, ctx)`` now, to be taken by that call later (``Sandbox.call_ahead``):
         the next step's first function runs while this step's transaction commits."""
-        self.sandbox.call_ahead(list(path), [], ctx=ctx)
+        return self.sandbox.call_ahead(list(path), [], ctx=ctx)
 
     def call_each(self, path: tuple, ctxs: list[dict[str, Any]]) -> list[Any]:
         """The values of ``path`` for the leading ``ctxs`` whose calls settled at once, in one

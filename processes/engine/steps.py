@@ -87,6 +87,9 @@ class StepScope:
     ahead: Callable[[dict[str, Any]], None] | None = None
     # The delivery's ride group (``engine.rides``): a create that can ride joins it.
     rides: RideGroup | None = None
+    # The id a riding create's record takes: chosen when a later step's build was sent ahead
+    # with this step's outcome (``ChainRunner.ahead``); else chosen by the create.
+    pg_row_id: uuid.UUID | None = None
 
 
 class Unresolved(Exception):
@@ -324,7 +327,7 @@ def _create_riding(
         return None
     # The record's id is chosen here, so the next step's first function can start in the
     # sandbox now, while this step's checks and rows are made.
-    pg_row_id = uuid.uuid4()
+    pg_row_id = scope.pg_row_id or uuid.uuid4()
     if scope.ahead is not None:
         scope.ahead(write_outcome(pg_row_id, None, Disposition.CONFIRMED))
     unit = WriteUnit()

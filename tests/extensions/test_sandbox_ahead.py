@@ -211,13 +211,30 @@ def test_a_call_that_cannot_go_ahead_sends_nothing_and_the_call_says_why(
     assert box.call(["total"], ctx={"items": [1]}) == 1
 
 
-def test_one_call_ahead_at_a_time(box: Sandbox, host: Host, sent: list) -> None:
-    box.call_ahead(["look"], ctx={"marker": "first"})
-    box.call_ahead(["look"], ctx={"marker": "second"})  # one is already ahead: not sent
+def test_two_calls_ahead_are_taken_in_the_order_sent(box: Sandbox, host: Host, sent: list) -> None:
+    assert box.call_ahead(["look"], ctx={"marker": "first"}) is True
+    assert box.call_ahead(["look"], ctx={"marker": "second"}) is True
+    assert box.call_ahead(["look"], ctx={"marker": "third"}) is False  # AHEAD_MAX already ahead
 
+    assert call(box, host, ["look"], ctx={"marker": "first"})["marker"] == "first"
+    assert call(box, host, ["look"], ctx={"marker": "second"})["marker"] == "second"
+    assert host.reads == [("first", True), ("second", True)]  # each read inside its own call
+    assert calls(sent) == [("look",), ("look",)]  # both taken from ahead: none sent again
+
+
+def test_a_call_that_is_not_the_first_ahead_drops_every_call_ahead(
+    box: Sandbox, host: Host, sent: list
+) -> None:
+    box.call_ahead(["look"], ctx={"marker": "first"})
+    box.call_ahead(["look"], ctx={"marker": "second"})
+
+    # The second one's reply is not next in the pipe: both are read and dropped, their reads
+    # refused, and the call is made afresh.
     assert call(box, host, ["look"], ctx={"marker": "second"})["marker"] == "second"
     assert host.reads == [("second", True)]
-    assert calls(sent) == [("look",), ("look",)]
+    assert calls(sent) == [("look",), ("look",), ("look",)]
+    assert call(box, host, ["look"], ctx={"marker": "first"})["marker"] == "first"
+    assert calls(sent) == [("look",), ("look",), ("look",), ("look",)]
 
 
 def test_no_call_goes_ahead_while_a_call_is_in_hand(sent: list) -> None:

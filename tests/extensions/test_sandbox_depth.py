@@ -96,9 +96,8 @@ def test_a_call_refuses_values_too_deep_for_recursion_by_name(box: Sandbox) -> N
         box.call(["echo"], ctx={"input": circular})
 
     # Sent ahead, they are not sent; the call itself refuses them the same way.
-    box.call_ahead(["echo"], ctx={"input": deep})
-    box.call_ahead(["echo"], ctx={"input": circular})
-    assert box._ahead is None
+    assert box.call_ahead(["echo"], ctx={"input": deep}) is False
+    assert box.call_ahead(["echo"], ctx={"input": circular}) is False
     with pytest.raises(SandboxValueTooDeep, match="ctx is nested more than"):
         box.call(["echo"], ctx={"input": circular})
     assert box.call(["echo"], [nested(MAX_VALUE_DEPTH - 1)]) == nested(MAX_VALUE_DEPTH - 1)
@@ -107,8 +106,7 @@ def test_a_call_refuses_values_too_deep_for_recursion_by_name(box: Sandbox) -> N
 
 def test_a_call_taken_from_ahead_answers_as_the_call(box: Sandbox) -> None:
     ctx = {"n": 1, "items": [1, 2, {"a": True}]}
-    box.call_ahead(["echo"], ctx=ctx)
-    assert box._ahead is not None
+    assert box.call_ahead(["echo"], ctx=ctx) is True
     assert box.call(["echo"], ctx=ctx) == ctx
     box.call_ahead(["echo"], ctx=ctx)
     assert box.call(["echo"], ctx={**ctx, "n": True}) == {**ctx, "n": True}  # not the same call

@@ -275,3 +275,37 @@ def test_a_key_found_taken_while_a_read_writes_the_group_walks_again_from_that_s
     b = Record.reads.get(pk=ledger[1][5])
     assert b.fields == {"name": "second", "custom": {"seen": ["made before"]}}
     assert Record.reads.count() == 2
+
+
+SPECULATED = """import { defineProcess } from '@turbobase/extensions';
+export default defineProcess({
+  id: 't:ride-guess',
+  input: { type: 'object' },
+  steps: [
+    { id: 'a', recordType: 'legacy_customer', build: (ctx) => ({ parent: { n: 1 } }) },
+    { id: 'b', recordType: 'legacy_customer', when: (ctx) => false,
+      build: (ctx) => ({ parent: { n: 2 } }) },
+    { id: 'c', recordType: 'legacy_customer',
+      build: (ctx) => ({ parent: { n: 3,
+        custom: { b: ctx.steps.b.disposition, id: ctx.steps.b.pgRowId } } }) },
+  ],
+});
+"""
+
+
+def test_a_build_sent_ahead_on_a_guess_that_failed_is_made_again_with_what_happened(
+    admin_user, alice
+):
+    # c's build goes ahead while a is made, guessing that b will ride; b declines instead.
+    deploy(SPECULATED, by=admin_user)
+    run = invoke("t:ride-guess", {}, alice)
+    run_deliver(str(run.pk))
+    run.refresh_from_db()
+    assert (run.state, run.writes) == ("committed", 2)
+    assert [row[1:3] for row in _ledger(run)] == [
+        ("a", "confirmed"),
+        ("b", "skipped"),
+        ("c", "confirmed"),
+    ]
+    c = Record.reads.get(pk=run.ledger.get(step_id="c").pg_row_id)
+    assert c.fields == {"n": 3, "custom": {"b": "skipped", "id": None}}
