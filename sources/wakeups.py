@@ -13,6 +13,7 @@ import logging
 from datetime import datetime
 
 from django.db import transaction
+from django_q.conf import Conf
 from django_q.models import Schedule
 from django_q.tasks import async_task
 
@@ -31,11 +32,16 @@ def retry_schedule_name(record_type: str) -> str:
 
 
 def outbound_enqueue(*, record_type: str) -> str:
-    """Queue one drain of ``record_type`` (a no-op drain is cheap: it finds the lane taken or empty)."""
+    """Queue one drain of ``record_type`` on the ``turbobase`` cluster (a no-op drain is cheap:
+    it finds the lane taken or empty)."""
     # Successes are not kept: every committed write wakes a drain, and the write state is the record.
+    # The cluster is named: without it django-q2 queues on the cluster of the process that asks
+    # (``Q_CLUSTER_NAME``), and a process step's write would put its drain on a run lane, where
+    # drains queue behind migration slices and run deliveries wait behind drains.
     return async_task(
         DRAIN_TASK,
         record_type,
+        cluster=Conf.PREFIX,
         group=TASK_GROUP,
         save=False,
         task_name=f"outbound drain {record_type}",

@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
+from django_q.conf import Conf
 from django_q.models import OrmQ
 from django_q.signing import SignedPackage
 
@@ -19,10 +20,12 @@ from sources.tasks import outbound_sweep_task
 pytestmark = pytest.mark.django_db
 
 
-def _queued() -> list[tuple[str, tuple]]:
+def _queued(queue: str = "turbobase") -> list[tuple[str, tuple]]:
     return [
         (task["func"], task["args"])
-        for task in (SignedPackage.loads(q.payload) for q in OrmQ.objects.order_by("id"))
+        for task in (
+            SignedPackage.loads(q.payload) for q in OrmQ.objects.filter(key=queue).order_by("id")
+        )
     ]
 
 
@@ -37,6 +40,18 @@ def test_a_committed_write_queues_a_drain_of_its_type(
         _customer(alice_actor)
 
     assert _queued() == [("sources.tasks.outbound_drain_task", ("customer",))]
+
+
+def test_a_write_made_on_a_run_lane_queues_its_drain_on_the_turbobase_cluster(
+    alice_actor, django_capture_on_commit_callbacks, monkeypatch
+):
+    # A worker of the tb_async lane runs with Q_CLUSTER_NAME=tb_async: django-q2's default queue.
+    monkeypatch.setattr(Conf, "CLUSTER_NAME", "tb_async")
+    with django_capture_on_commit_callbacks(execute=True):
+        _customer(alice_actor)
+
+    assert _queued() == [("sources.tasks.outbound_drain_task", ("customer",))]
+    assert _queued("tb_async") == []  # run deliveries never wait behind drains
 
 
 def test_no_drain_is_queued_while_one_holds_the_lane(
