@@ -436,8 +436,9 @@ class ChainRunner:
             known = {**steps, current: outcome}
             at = position + 1
             if at not in sent.calls:
-                if self._first_ahead(following, known, row):
-                    sent.calls[at] = outcome["pgRowId"]
+                if not self._first_ahead(following, known, row):
+                    return  # a guess at the step after it would only be dropped at its call
+                sent.calls[at] = outcome["pgRowId"]
             elif sent.calls[at] != outcome["pgRowId"]:
                 return  # sent with another outcome than this step's: dropped at that call
             after = at + 1
