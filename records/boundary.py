@@ -632,10 +632,13 @@ def record_update(
             )
         )
         before, record.fields = record.fields, merged["parent"]
+        now = timezone.now()
         Record.objects.filter(pk=record.pk).update(
-            fields=record.fields, sync_version=F("sync_version") + 1, updated_at=timezone.now()
+            fields=record.fields, sync_version=F("sync_version") + 1, updated_at=now
         )
-        record.refresh_from_db()
+        # The row is locked (``_address``) and nothing else moves on an update: what it holds now
+        # is known, so it is not read back.
+        record.sync_version, record.updated_at = record.sync_version + 1, now
         if rt.is_connected:
             _queue_outbound(record, WriteOperation.UPDATE, {"parent": parent})
         record_written(actor, record, before=before)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from records.boundary import record_create
+from records.boundary import record_create, record_update
 from records.models import Record, RecordWriteState, WriteTrail
 from records.trail import Actor
 from records.verdicts import Verdict, verdict_apply
@@ -50,6 +50,24 @@ def test_update_by_pg_row_id_writes_only_named_fields(alice, alice_api):
     assert (update.status, update.payload) == ("pending", {"parent": {"memo": "second"}})
     trail = WriteTrail.reads.get(action="update")
     assert (trail.outcome, trail.pg_row_id, trail.actor_id) == ("allowed", record.pk, alice.pk)
+
+
+def test_the_updated_record_answered_is_the_row_as_stored(alice):
+    record = _customer(alice)
+    result = record_update(
+        actor=Actor(user=alice),
+        record_type="customer",
+        pg_row_id=record.pk,
+        parent={"memo": "second", "phone": "555"},
+    )
+    answered = result.record
+    stored = Record.reads.get(pk=record.pk)
+    assert (answered.fields, answered.sync_version, answered.updated_at) == (
+        stored.fields,
+        stored.sync_version,
+        stored.updated_at,
+    )
+    assert (stored.sync_version, stored.fields["phone"]) == (2, "555")
 
 
 def test_update_by_external_id(alice, alice_api):
