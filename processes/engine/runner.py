@@ -18,18 +18,16 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db.models import Q, Value
-from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from extensions.store import module_served, module_version
 from guardrails.settings import setting_get
 from processes.ceilings import ceilings_for
 from processes.contract import OnFailure, OnRefused
+from processes.engine.claim import run_claim
 from processes.engine.ending import run_end, run_hand_back, run_redeliver, run_wait
-from processes.engine.lease import Lease, LeaseLost, lease_seconds
+from processes.engine.lease import Lease, LeaseLost
 from processes.engine.ledger import (
-    ledger_position,
     ledger_seen_empty,
     ledger_skip_rest,
     step_outcome,
@@ -55,7 +53,6 @@ from processes.models import (
     RunState,
     SkipReason,
 )
-from processes.status import MOVES, RunMove, states_from
 from records.trail import Actor
 
 logger = logging.getLogger("turbobase.processes.engine")
@@ -114,34 +111,6 @@ def _carried(walk: Walk, value: Any) -> Any:
             f"a walk that ended {walk.status} at {walk.position} lacks what it carries"
         )
     return value
-
-
-def run_claim(run_id: str, delivery: int | None = None) -> tuple[ProcessRun, Lease] | None:
-    """Take the run's lease if it is free (or expired) — one conditional UPDATE that also moves a
-    queued run to running, so a cancel can never be overwritten. None when another delivery has
-    it, the run ended, or ``delivery`` is stale (a later enqueue superseded it)."""
-    now, token = timezone.now(), uuid.uuid4().hex
-    free = ProcessRun.objects.filter(pk=run_id, state__in=states_from(RunMove.CLAIM)).filter(
-        Q(lease_until__isnull=True) | Q(lease_until__lt=now)
-    )
-    if delivery is not None:
-        free = free.filter(delivery=delivery)
-    claimed = free.update(
-        lease_owner=token,
-        lease_until=now + timedelta(seconds=lease_seconds()),
-        state=MOVES[RunMove.CLAIM].target,
-        pending_reason=PendingReason.RUNNING,
-        started_at=Coalesce("started_at", Value(now)),
-        updated_at=now,
-    )
-    if not claimed:
-        return None
-    run = ProcessRun.objects.select_related("invoked_by").get(pk=run_id)
-    # The ledger is the truth about what earlier deliveries wrote, whatever a dead one left.
-    ledger_position(run)
-    lease = Lease(run.pk, token)
-    lease.cancel_seen = run.cancel_requested
-    return run, lease
 
 
 def run_deliver(

@@ -14,8 +14,9 @@ from django.utils import timezone
 from django_q.models import OrmQ
 
 from guardrails.settings import setting_set
+from processes.engine.claim import run_claim
 from processes.engine.redelivery import redelivery_tick, runs_lost
-from processes.engine.runner import run_claim, run_deliver
+from processes.engine.runner import run_deliver
 from processes.invoke import run_invoke
 from processes.models import ProcessRun
 from records.models import Record

@@ -14,10 +14,12 @@ from django.utils import timezone
 from django_q.models import OrmQ
 from django_q.tasks import async_task
 
+from processes.engine.claim import run_claim
 from processes.engine.ending import run_end
 from processes.engine.lease import LeaseLost
+from processes.engine.ledger import sequence_next
 from processes.engine.redelivery import redelivery_tick, runs_lost
-from processes.engine.runner import ChainRunner, run_claim, run_deliver
+from processes.engine.runner import ChainRunner, run_deliver
 from processes.errors import RunNotFound
 from processes.models import ProcessRun
 from processes.steering import run_get
@@ -74,6 +76,26 @@ def test_a_delivery_that_lost_its_lease_writes_nothing(run):
         ChainRunner(first_run, first_lease).execute()
     assert _row(run) == before  # still the second delivery's, untouched
     assert (run.ledger.count(), Record.reads.count()) == (0, 0)
+
+
+def test_a_claim_answers_the_run_its_invoker_and_the_ledger_position(run, alice):
+    run_deliver(str(run.pk), 1)  # two steps written; then it is left as a dead worker leaves it
+    ProcessRun.objects.filter(pk=run.pk).update(
+        state="running", lease_owner="dead", lease_until=timezone.now() - timedelta(seconds=1)
+    )
+    with CaptureQueriesContext(connection) as queries:
+        claimed, lease = run_claim(str(run.pk), 1)
+        invoker = claimed.invoked_by  # loaded by the claim: no query of its own
+    # On PostgreSQL the UPDATE answers the run and its invoker; then one read of the ledger.
+    assert len(queries) == (2 if connection.vendor == "postgresql" else 3)
+    stored = ProcessRun.objects.get(pk=run.pk)
+    names = [f.attname for f in ProcessRun._meta.concrete_fields]
+    assert {n: getattr(claimed, n) for n in names} == {n: getattr(stored, n) for n in names}
+    assert (stored.state, stored.lease_owner, lease.token) == ("running", lease.token, lease.token)
+    assert (invoker.pk, invoker.username, invoker.password) == (alice.pk, "alice", alice.password)
+    assert (claimed.writes, sequence_next(claimed)) == (2, 3)
+    assert run_claim(str(run.pk), 1) is None  # its lease is live now
+    assert run_claim("not-a-uuid") is None
 
 
 def test_run_end_writes_only_its_columns(run):
@@ -201,7 +223,8 @@ def test_a_create_step_is_one_short_transaction_and_the_stop_check_reads_nothing
     assert not [sql for sql in sqls if sql.startswith(("SAVEPOINT", "RELEASE", "ROLLBACK"))]
     assert not [sql for sql in sqls if sql.startswith('SELECT "record"')]
     run_reads = [sql for sql in sqls if sql.startswith("SELECT") and 'FROM "process_run" ' in sql]
-    assert len(run_reads) == 1  # the claim's read of the run it took
+    # The claim's read of the run it took: on PostgreSQL inside the claim's own statement.
+    assert len(run_reads) == (0 if connection.vendor == "postgresql" else 1)
     steps = [n for n, sql in enumerate(sqls) if 'INSERT INTO "record"' in sql]
     if connection.vendor == "postgresql":
         assert len(steps) == 1
@@ -210,7 +233,7 @@ def test_a_create_step_is_one_short_transaction_and_the_stop_check_reads_nothing
         assert sqls[n].count('INSERT INTO "process_run_step"') == 1
         # From the claim to the group's statement, nothing written but the walk's start (its
         # slice count, with the lease proof): no step wrote anything on its own.
-        claim = next(i for i, sql in enumerate(sqls) if sql.startswith('UPDATE "process_run"'))
+        claim = next(i for i, sql in enumerate(sqls) if sql.startswith("WITH claimed AS (UPDATE"))
         between = [sql for sql in sqls[claim + 1 : n] if not sql.startswith("SELECT")]
         assert [sql for sql in between if '"slices" = ' not in sql] == [], between
         return

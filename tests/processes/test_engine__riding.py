@@ -14,8 +14,9 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from processes.engine import rides
+from processes.engine.claim import run_claim
 from processes.engine.lease import LeaseLost
-from processes.engine.runner import ChainRunner, run_claim, run_deliver
+from processes.engine.runner import ChainRunner, run_deliver
 from processes.models import ProcessRun
 from records.boundary import record_create
 from records.models import Record, WriteTrail

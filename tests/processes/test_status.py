@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from django.db.models import TextChoices
 
+from processes.engine.claim import run_claim
 from processes.engine.ending import run_end
-from processes.engine.runner import run_claim
 from processes.engine.statuses import StepStatus, WalkStatus
 from processes.errors import IllegalTransition
 from processes.invoke import run_invoke
