@@ -77,6 +77,17 @@ class Sent:
     chosen: dict[int, uuid.UUID] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class _Place:
+    """Where a pass walks: its row (a migration's; none for a chain), that row's key and visit,
+    and whether it may stop between steps (a chain) or finishes its row whole (a migration)."""
+
+    row_key: str
+    visit: int
+    row: dict | None
+    stop_between_steps: bool
+
+
 @dataclass(frozen=True)
 class Walk:
     """Where a pass over the plan ended: done, or at ``position`` for ``status``."""
@@ -467,14 +478,7 @@ class ChainRunner:
             self.rides.cut = stop_between_steps  # a migration's row finishes whole
         while True:
             try:
-                walk = self._pass(
-                    plan,
-                    recorded,
-                    row_key=row_key,
-                    visit=visit,
-                    row=row,
-                    stop_between_steps=stop_between_steps,
-                )
+                walk = self._pass(plan, recorded, _Place(row_key, visit, row, stop_between_steps))
                 self.rides_flush()
                 return walk
             except RidesUndone as undone:
@@ -484,21 +488,15 @@ class ChainRunner:
                 recorded = self.recorded(row_key=row_key, visit=visit)
 
     def _pass(
-        self,
-        plan: list[PlannedStep],
-        recorded: dict[str, ProcessRunStep],
-        *,
-        row_key: str,
-        visit: int,
-        row: dict | None,
-        stop_between_steps: bool,
+        self, plan: list[PlannedStep], recorded: dict[str, ProcessRunStep], place: _Place
     ) -> Walk:
+        row_key, visit, row = place.row_key, place.visit, place.row
         steps: dict[str, dict] = {}
         sent = Sent()
         for position, planned in enumerate(plan):
             ledger_row = recorded.get(planned.step_id)
             if ledger_row is None:
-                if stop_between_steps and position:
+                if place.stop_between_steps and position:
                     if self.hand_back_at is not None and time.monotonic() >= self.hand_back_at:
                         return Walk(WalkStatus.HAND_BACK, position, planned)
                     stop = self.stop_check()
