@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import timedelta
+from functools import cache
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -72,25 +73,35 @@ def _columns(model: type[Model], alias: str) -> tuple[list[str], list[str]]:
     return [f'{alias}."{f.column}"' for f in fields], [f.attname for f in fields]
 
 
-def _claimed_returning(
-    db: str, run_id: uuid.UUID, delivery: int | None, *, now: Any, until: Any, token: str
-) -> ProcessRun | None:
-    """The PostgreSQL claim: the UPDATE, the run as it left it and its invoker, in one statement."""
+@cache
+def _claim_sql(stale: bool) -> tuple[str, list[str], list[str]]:
+    """The PostgreSQL claim's text (``stale``: it also checks the delivery's number), and the
+    attribute names of the run's and the invoker's columns it answers, in order: the text
+    depends on nothing else, so it is built once, as the lease's is."""
     user_model = get_user_model()
     run_columns, run_names = _columns(ProcessRun, "claimed")
     user_columns, user_names = _columns(user_model, "u")
     run_table = ProcessRun._meta.db_table
     user_table, user_pk = user_model._meta.db_table, user_model._meta.pk.column
-    stale = "" if delivery is None else ' AND "delivery" = %s'
+    stale_check = ' AND "delivery" = %s' if stale else ""
     sql = (
         f'WITH claimed AS (UPDATE "{run_table}" SET "lease_owner" = %s, "lease_until" = %s,'
         ' "state" = %s, "pending_reason" = %s, "started_at" = COALESCE("started_at", %s),'
         ' "updated_at" = %s'
         ' WHERE "run_id" = %s AND "state" = ANY(%s)'
-        f' AND ("lease_until" IS NULL OR "lease_until" < %s){stale} RETURNING *)'
+        ' AND ("lease_until" IS NULL OR "lease_until" < %s)'
+        f"{stale_check} RETURNING *)"
         f" SELECT {', '.join(run_columns + user_columns)}"
         f' FROM claimed LEFT JOIN "{user_table}" u ON u."{user_pk}" = claimed."invoked_by_id"'
     )
+    return sql, run_names, user_names
+
+
+def _claimed_returning(
+    db: str, run_id: uuid.UUID, delivery: int | None, *, now: Any, until: Any, token: str
+) -> ProcessRun | None:
+    """The PostgreSQL claim: the UPDATE, the run as it left it and its invoker, in one statement."""
+    sql, run_names, user_names = _claim_sql(delivery is not None)
     params: list[Any] = [
         token,
         until,
@@ -113,6 +124,7 @@ def _claimed_returning(
     run_values = _converted(conn, ProcessRun, row[: len(run_names)])
     run = ProcessRun.from_db(db, run_names, run_values)
     if run.invoked_by_id is not None:
+        user_model = get_user_model()
         user_values = _converted(conn, user_model, row[len(run_names) :])
         ProcessRun._meta.get_field("invoked_by").set_cached_value(
             run, user_model.from_db(db, user_names, user_values)
