@@ -33,7 +33,6 @@ from django.utils import timezone
 from guardrails.models import Decision, HeldDelete, RuleAction, WindowKind
 from guardrails.rules import rule_decide
 from guardrails.windows import window_admit
-from kernel.bulk import rows_insert
 from kernel.errors import NotFound, Refusal, TurbobaseError
 from kernel.ids import uuid_or_none
 from kernel.rows import bound_cursor, row_insert, row_inserted, row_like
@@ -66,7 +65,7 @@ from records.models import (
 from records.outcomes import WriteOutcome
 from records.policies import default_group, records_writable, write_entitlement_check
 from records.signals import outbound_write_queued
-from records.trail import Actor, trail_row, trail_write, trails_write
+from records.trail import Actor, trail_row, trail_write
 from records.watches import record_watched, record_written
 
 
@@ -843,110 +842,6 @@ def record_settle(*, actor: Actor, record_type: str, pg_row_id: Any) -> WriteRes
         return WriteResult(record, WriteOutcome.SETTLED)
 
 
-@dataclass(frozen=True)
-class CreateItem:
-    """One create of a batch: the payload and the idempotency key it carries."""
-
-    parent: Any
-    lines: Any
-    idempotency_key: str
-
-
 def _record_like(shared: Record, *, parent: Any, lines: Any, key: str | None) -> Record:
     """A new, unsaved record with ``shared``'s columns and related objects, and its own id."""
     return row_like(shared, pg_row_id=uuid.uuid4(), fields=parent, lines=lines, idempotency_key=key)
-
-
-@door_opened
-def records_create_batch(
-    *, actor: Actor, record_type: str, items: list[CreateItem]
-) -> list[Record]:
-    """Create records of one type together (a migration slice's batch), each checked as
-    ``record_create`` checks one: payload, write entitlement, the guardrail rule, the
-    ``before_save`` hooks. The records, their outbound write states and trail rows are written
-    with one INSERT each, in one transaction (the caller's, when it holds one).
-
-    Answers the records of the longest leading run of ``items`` that pass every check and whose
-    keys are unused. The item after them (refused, or its key used) is left to ``record_create``,
-    which refuses it, or answers the first record, exactly as one write does — and so are the rest.
-    """
-    rt = record_type_get(record_type)
-    try:
-        write_entitlement_check(user=actor.user, record_type=rt)
-        _rule_check(rt, RuleAction.CREATE)
-    except Exception:  # record_create refuses the first item, trailing it as it does
-        return []
-    keys = [item.idempotency_key for item in items]
-    used = set(
-        Record.reads.filter(idempotency_key__in=keys).values_list("idempotency_key", flat=True)
-    )
-    # Each record is a copy of what they all share, with its own key, id and payload.
-    shared = _record_shared(actor, rt)
-    # The type's before_save hooks, looked up once: with none, no row builds a hook context.
-    is_hooked = bool(hooks_for(HookSlot.BEFORE_SAVE, rt.name))
-    records: list[Record] = []
-    seen: set[str] = set()
-    for item in items:
-        if item.idempotency_key in used or item.idempotency_key in seen:
-            break
-        record = _record_like(
-            shared, parent=item.parent, lines=item.lines or [], key=item.idempotency_key
-        )
-        try:
-            _check_payload(rt, item.parent, item.lines, is_create=True)
-            if is_hooked:
-                _before_save_on_create(actor, rt, record, item.parent)
-        except Exception:  # refused (or worse): record_create meets it again, and answers it
-            break
-        seen.add(item.idempotency_key)
-        records.append(record)
-    if not records:
-        return []
-    with transaction.atomic():
-        # A concurrent writer that took one of the keys since the read above fails the INSERT:
-        # IntegrityError undoes the batch and reaches the caller, which writes one at a time.
-        rows_insert(
-            Record,
-            records[0],
-            {
-                "pg_row_id": [r.pg_row_id for r in records],
-                "fields": [r.fields for r in records],
-                "lines": [r.lines for r in records],
-                "idempotency_key": [r.idempotency_key for r in records],
-            },
-        )
-        stamped = records[0]  # the template: its created_at / updated_at are every row's
-        for record in records:
-            record._state.adding, record._state.db = False, "default"
-            record.created_at, record.updated_at = stamped.created_at, stamped.updated_at
-        if rt.is_connected:
-            template = RecordWriteState(
-                record=records[0],
-                record_type=rt.name,
-                source_system=records[0].source_system,
-                operation=WriteOperation.CREATE,
-                status=WriteStatus.PENDING,
-            )
-            rows_insert(
-                RecordWriteState,
-                template,
-                {
-                    "record_id": [r.pk for r in records],
-                    "payload": [{"parent": r.fields, "lines": r.lines} for r in records],
-                },
-            )
-            # One wake-up for the batch: a drain sends every write due of the type.
-            name = rt.name
-            transaction.on_commit(
-                lambda: outbound_write_queued.send(sender=Record, record_type=name)
-            )
-        for record in records:  # a type's watchers (record triggers) see each create
-            record_written(actor, record, before=None)
-        trails_write(
-            actor=actor,
-            action=TrailAction.CREATE,
-            record_type=rt.name,
-            outcome=TrailOutcome.ALLOWED,
-            pg_row_ids=[record.pg_row_id for record in records],
-        )
-    return records

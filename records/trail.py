@@ -8,7 +8,6 @@ from uuid import UUID
 
 from django.contrib.auth.models import User
 
-from kernel.bulk import rows_insert
 from kernel.rows import row_like
 from kernel.text import CODE_MAX_CHARS, FIELD_MAX_CHARS, MESSAGE_MAX_CHARS, text_clean
 from records.door import door_opened
@@ -86,12 +85,3 @@ def trail_write(
     )
     row.save(force_insert=True)
     return row
-
-
-@door_opened
-def trails_write(
-    *, actor: Actor | None, action: str, record_type: str, outcome: str, pg_row_ids: list
-) -> None:
-    """One trail row per record of a batch, with one INSERT (the same rows ``trail_write`` writes)."""
-    template = trail_row(actor=actor, action=action, record_type=record_type, outcome=outcome)
-    rows_insert(WriteTrail, template, {"pg_row_id": list(pg_row_ids)})

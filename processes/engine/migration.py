@@ -10,19 +10,23 @@ the next: every sandbox call starts in a fresh scope (``extensions/js/runtime.js
 rows left queues the next slice as a separate job on the async lane, until nothing is outstanding
 or the slice cap.
 
-A migration of one create step (no ``when``, no ``awaitSource``) works in batches of
-``PROCESS_SLICE_BATCH_ROWS`` rows: their builds in one exchange with the sandbox (each still in
-a fresh scope), then one transaction holding the batch's records, trail rows and ledger rows —
-the batch commits whole or not at all. Checks and ``before_save`` hooks still run per row; a row
-the batch cannot take (its build fails or declines, a check or hook refuses it, its key was used)
-ends the batch and runs alone, as every row did before, so it is refused, failed or handed on
-exactly as then (its build is called again). The stops and the slice budget are checked before
-each batch: a cancel lands within one batch.
+A migration whose steps are creates and updates by ``pgRowId`` (no ``when``, no ``awaitSource``) —
+the seed's usual create-then-stamp shape — works in batches of ``PROCESS_SLICE_BATCH_ROWS`` rows:
+each step's functions for the batch's rows in one exchange with the sandbox (each call still in a
+fresh scope, with the ``ctx.steps`` the row will have: a create's record id is chosen before its
+write), then one transaction holding every row's writes, trail rows and ledger rows
+(``records.batch_writes``) — the batch commits whole or not at all. Checks and ``before_save``
+hooks still run per write, before anything is written; a row the batch cannot take (a function of
+it declines or fails, a check or hook refuses it, its key was used) ends the batch and runs alone,
+as every row did before, so it is refused, failed or handed on exactly as then (its functions are
+called again). The stops and the slice budget are checked before each batch: a cancel lands within
+one batch.
 """
 
 from __future__ import annotations
 
 import time
+import uuid
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -31,13 +35,14 @@ from django.utils import timezone
 
 from guardrails.settings import setting_get
 from kernel.bulk import rows_insert
+from kernel.ids import uuid_or_none
 from processes.codes import ProcessCode
 from processes.engine.ending import run_end, run_redeliver, run_wait
-from processes.engine.ledger import ledger_skip_rest, sequence_next
+from processes.engine.ledger import ledger_skip_rest, sequence_next, write_outcome
 from processes.engine.plan import PlannedStep
 from processes.engine.query import query_run
 from processes.engine.runtime import StepCodeFailed
-from processes.engine.statuses import WalkStatus
+from processes.engine.statuses import StepKind, WalkStatus
 from processes.models import (
     Disposition,
     PendingReason,
@@ -46,7 +51,9 @@ from processes.models import (
     RunState,
     SkipReason,
 )
-from records.boundary import CreateItem, records_create_batch
+from records.batch_writes import BatchWrite, CreateItem, UpdateItem, rows_write
+from records.boundary import WriteResult
+from records.models import Record
 
 if TYPE_CHECKING:
     from processes.engine.runner import ChainRunner
@@ -145,6 +152,7 @@ class MigrationSlice:
         done = self._recorded(current)
         batch_rows = setting_get("PROCESS_SLICE_BATCH_ROWS") if self._batchable() else 1
         alone = False  # the row after a batch that stopped short runs alone
+        size = 1  # a slice's first batch is one row; each next one doubles, within the budget
         rows, position = current.rows, 0
         while position < len(rows):
             row = rows[position]
@@ -179,10 +187,12 @@ class MigrationSlice:
                     )
                     return
                 if batch_rows > 1 and not alone:
-                    taken = self._batch(current, rows, position, done, batch_rows)
+                    wanted = min(size, batch_rows, self._rows_fitting(elapsed_ms, finished))
+                    taken = self._batch(current, rows, position, done, wanted)
                     finished += taken
                     position += taken
-                    alone = position < len(rows) and taken < batch_rows
+                    size *= 2
+                    alone = position < len(rows) and taken < wanted
                     if taken:
                         continue
                 alone = False
@@ -239,17 +249,18 @@ class MigrationSlice:
     # -- batches -----------------------------------------------------------------------------
 
     def _batchable(self) -> bool:
-        """One create step that neither asks ``when`` nor waits for the source: rows batch."""
-        if len(self.plan) != 1:
-            return False
-        planned = self.plan[0]
-        definition = planned.definition
-        return (
-            planned.kind == "create"
-            and definition.get("when") is None
-            and definition.get("awaitSource") is not True
-            and definition.get("build") is not None
-        )
+        """Every step a create or an update (by ``pgRowId``) that neither asks ``when`` nor waits
+        for the source: rows batch (``records.batch_writes``)."""
+        return all(_batches(planned) for planned in self.plan)
+
+    def _rows_fitting(self, elapsed_ms: float, finished: int) -> int:
+        """How many more rows the slice's wall clock leaves room for at the rate it has gone so
+        far (the budget is checked before a batch, as before a row: a batch must not overrun it
+        by much more than a row does)."""
+        if not finished:
+            return 1
+        left_ms = self.runner.ceilings.slice_max_ms - elapsed_ms
+        return max(1, int(left_ms * finished / max(elapsed_ms, 0.001)))
 
     def _batch(
         self,
@@ -259,77 +270,115 @@ class MigrationSlice:
         done: dict[str, dict[str, ProcessRunStep]],
         batch_rows: int,
     ) -> int:
-        """Create the records of up to ``batch_rows`` unvisited rows from ``position`` in one
-        transaction with their ledger rows; answers how many rows it finished (from the first)."""
-        room = self.runner.ceilings.max_writes - self.run.writes  # the write ceiling, exactly
+        """Write up to ``batch_rows`` unvisited rows from ``position`` — every step of each — in
+        one transaction with their ledger rows; answers how many rows it finished (from the first)."""
+        per_row = len(self.plan)
+        room = (self.runner.ceilings.max_writes - self.run.writes) // per_row  # the write ceiling
         batch: list[dict] = []
         for row in rows[position : position + min(batch_rows, room)]:
             if str(row[self.key]) in done:
                 break
             batch.append(row)
-        if not batch:
+        writes = self._built(batch)
+        if not writes:
             return 0
-        planned = self.plan[0]
-        runtime = self.runner.runtime()
-        ctxs = [
-            {
-                "input": self.run.input,
-                "runId": str(self.run.run_id),
-                "steps": {},
-                "item": planned.item,
-                "index": planned.index,
-                "row": row,
-            }
-            for row in batch
-        ]
-        items: list[CreateItem] = []
-        for row, built in zip(
-            batch, runtime.call_each(planned.path + ("build",), ctxs), strict=False
-        ):
-            if not isinstance(built, dict) or not isinstance(built.get("parent"), dict):
-                break  # declined or malformed: the row alone records which
-            key = f"row:{self.run.process_id}:{row[self.key]}:{planned.step_id}"
-            items.append(CreateItem(built["parent"], built.get("lines"), key))
-        if not items:
-            return 0
-        actor = replace(self.runner.actor, process_step=planned.step_id)
         try:
             with transaction.atomic():
-                records = records_create_batch(
-                    actor=actor, record_type=planned.definition["recordType"], items=items
-                )
-                if not records:
+                written = rows_write(rows=writes)
+                if not written:
                     return 0
-                template = ProcessRunStep(
-                    run=self.run,
-                    step_id=planned.step_id,
-                    record_type=records[0].record_type,
-                    action=planned.kind,
-                    disposition=Disposition.CONFIRMED,
-                    slice=current.number,
-                    visit=current.number,
-                    created_record=True,
-                    rollback_keep=planned.is_keep,
-                    skip_reason=SkipReason.NONE,
-                    counts_write=True,
-                )
-                rows_insert(
-                    ProcessRunStep,
-                    template,
-                    {
-                        "sequence": [sequence_next(self.run) for _ in records],
-                        "row_key": [str(row[self.key]) for row in batch[: len(records)]],
-                        "pg_row_id": [record.pk for record in records],
-                        "external_id": [record.external_id for record in records],
-                    },
-                )
-                writes = self.run.writes + len(records)
-                if self.runner.lease is not None:
-                    self.runner.lease.hold(writes=writes)  # proves the lease in this transaction
+                self._ledger_insert(current, batch, written)
+                count = sum(len(results) for results in written)
+                if self.runner.lease is not None:  # proves the lease in this transaction
+                    self.runner.lease.hold(writes=self.run.writes + count)
         except IntegrityError:  # a concurrent writer took a key: these rows go one at a time
             return 0
-        self.run.writes = writes
-        return len(records)
+        self.run.writes += count
+        return len(written)
+
+    def _built(self, batch: list[dict]) -> list[list[BatchWrite]]:
+        """Each row's writes, step by step: every step's functions called for the batch's rows in
+        one exchange with the sandbox, with the ``ctx.steps`` the row will have (a create's record
+        id chosen now). The list ends before the first row a function of which did not answer a
+        write (it declined, failed or is malformed: the row alone records which)."""
+        runtime = self.runner.runtime()
+        steps: list[dict[str, dict]] = [{} for _ in batch]
+        writes: list[list[BatchWrite]] = [[] for _ in batch]
+        usable = len(batch)
+        for position, planned in enumerate(self.plan):
+            ctxs = [self.runner.ctx(planned, dict(steps[n]), batch[n]) for n in range(usable)]
+            built = runtime.call_each(planned.path + ("build",), ctxs)[:usable]
+            payloads = []
+            for value in built:
+                if not isinstance(value, dict) or not isinstance(value.get("parent"), dict):
+                    break
+                payloads.append(value)
+            actor = replace(self.runner.actor, process_step=planned.step_id)
+            record_type = planned.definition["recordType"]
+            if planned.kind == StepKind.CREATE:
+                for n, value in enumerate(payloads):
+                    key = f"row:{self.run.process_id}:{batch[n][self.key]}:{planned.step_id}"
+                    item = CreateItem(value["parent"], value.get("lines"), key)
+                    chosen = uuid.uuid4()
+                    writes[n].append(BatchWrite(actor, record_type, item, chosen))
+                    steps[n][planned.step_id] = write_outcome(chosen, None, Disposition.CONFIRMED)
+                usable = len(payloads)
+            else:
+                addresses = runtime.call_each(planned.path + ("update", "pgRowId"), ctxs)
+                targets = [uuid_or_none(str(a)) for a in addresses[: len(payloads)]]
+                usable = next((n for n, t in enumerate(targets) if t is None), len(targets))
+                # Later steps see the record's external id: read now, checked once it is locked.
+                seen = _external_ids(targets[:usable]) if position + 1 < len(self.plan) else None
+                for n in range(usable):
+                    target = targets[n]
+                    if seen is not None and target not in seen:
+                        usable = n
+                        break
+                    external = seen[target] if seen is not None else None
+                    update = UpdateItem(payloads[n]["parent"], target)
+                    if seen is not None:
+                        update = UpdateItem(payloads[n]["parent"], target, external)
+                    writes[n].append(BatchWrite(actor, record_type, update))
+                    steps[n][planned.step_id] = write_outcome(
+                        target, external, Disposition.CONFIRMED
+                    )
+            if not usable:
+                return []
+        return writes[:usable]
+
+    def _ledger_insert(
+        self, current: ProcessRunSlice, batch: list[dict], written: list[list[WriteResult]]
+    ) -> None:
+        """The ledger row of every write, in row order (each row's steps in step order)."""
+        placed = [
+            (str(batch[n][self.key]), planned, result)
+            for n, results in enumerate(written)
+            for planned, result in zip(self.plan, results, strict=True)
+        ]
+        template = ProcessRunStep(
+            run=self.run,
+            step_id=self.plan[0].step_id,
+            disposition=Disposition.CONFIRMED,
+            slice=current.number,
+            visit=current.number,
+            skip_reason=SkipReason.NONE,
+            counts_write=True,
+        )
+        rows_insert(
+            ProcessRunStep,
+            template,
+            {
+                "sequence": [sequence_next(self.run) for _ in placed],
+                "step_id": [planned.step_id for _, planned, _ in placed],
+                "record_type": [result.record.record_type for _, _, result in placed],
+                "action": [str(planned.kind) for _, planned, _ in placed],
+                "row_key": [key for key, _, _ in placed],
+                "pg_row_id": [result.record.pk for _, _, result in placed],
+                "external_id": [result.record.external_id for _, _, result in placed],
+                "created_record": [result.is_new for _, _, result in placed],
+                "rollback_keep": [planned.is_keep for _, planned, _ in placed],
+            },
+        )
 
     def _close(self, current: ProcessRunSlice) -> None:
         ProcessRunSlice.objects.filter(pk=current.pk).update(
@@ -360,3 +409,29 @@ class MigrationSlice:
             self.run.outstanding = remainder
             run_wait(self.run, lease=self.runner.lease, pending_reason=PendingReason.QUEUED)
             run_redeliver(self.run.pk, mode="async")
+
+
+def _batches(planned: PlannedStep) -> bool:
+    """Whether rows batch through ``planned``: a create, or an update by ``pgRowId`` without
+    ``expectedSyncVersion``, that neither asks ``when`` nor waits for the source."""
+    definition = planned.definition
+    if (
+        definition.get("when") is not None
+        or definition.get("awaitSource") is True
+        or definition.get("build") is None
+    ):
+        return False
+    if planned.kind == StepKind.CREATE:
+        return True
+    update = definition.get("update") or {}
+    return (
+        planned.kind == StepKind.UPDATE
+        and update.get("pgRowId") is not None
+        and update.get("step") is None
+        and update.get("expectedSyncVersion") is None
+    )
+
+
+def _external_ids(targets: list) -> dict:
+    """The external id of each record named (those that exist), by id."""
+    return dict(Record.reads.filter(pg_row_id__in=targets).values_list("pg_row_id", "external_id"))

@@ -10,7 +10,19 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from processes.engine.statuses import StepKind
 from processes.errors import InputInvalid
+
+# The kinds a definition names by a key of their own (``ai: {…}``), in the order they are asked;
+# a step with none of them is a create.
+_KEYED_KINDS = (
+    StepKind.AI,
+    StepKind.TASK,
+    StepKind.WAIT_FOR,
+    StepKind.SLEEP,
+    StepKind.DELETE,
+    StepKind.UPDATE,
+)
 
 
 class ForEachCapExceeded(Exception):
@@ -37,23 +49,16 @@ class PlannedStep:
 
     # Asked several times a step: worked out once (a frozen dataclass still has a __dict__).
     @cached_property
-    def kind(self) -> str:
-        if self.definition.get("ai") is not None:
-            return "ai"
-        if self.definition.get("task") is not None:
-            return "task"
-        if self.definition.get("waitFor") is not None:
-            return "waitFor"
-        if self.definition.get("sleep") is not None:
-            return "sleep"
-        if self.definition.get("delete") is not None:
-            return "delete"
-        return "update" if self.definition.get("update") is not None else "create"
+    def kind(self) -> StepKind:
+        for kind in _KEYED_KINDS:
+            if self.definition.get(kind.value) is not None:
+                return kind
+        return StepKind.CREATE
 
     @cached_property
     def is_keep(self) -> bool:
         return (
-            self.kind in ("delete", "ai", "waitFor", "sleep")
+            self.kind in (StepKind.DELETE, StepKind.AI, StepKind.WAIT_FOR, StepKind.SLEEP)
             or self.definition.get("rollback") == "keep"
         )
 

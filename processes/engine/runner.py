@@ -37,7 +37,7 @@ from processes.engine.plan import ForEachCapExceeded, PlannedStep, plan_build
 from processes.engine.rides import RideGroup, RidesUndone
 from processes.engine.rollback import rollback_continue
 from processes.engine.runtime import ModuleRuntime
-from processes.engine.statuses import StepStatus, VerdictWait, WalkStatus
+from processes.engine.statuses import StepKind, StepStatus, VerdictWait, WalkStatus
 from processes.engine.steps import StepScope, step_execute
 from processes.engine.waits import verdict_pending, verdict_take
 from processes.errors import InputInvalid
@@ -437,7 +437,7 @@ class ChainRunner:
 
     def _first_ahead(self, planned: PlannedStep, steps: dict[str, dict], row: dict | None) -> bool:
         """Send ``planned``'s first function ahead (a create or an update only); whether sent."""
-        if planned.kind not in ("create", "update"):
+        if planned.kind not in (StepKind.CREATE, StepKind.UPDATE):
             return False
         first = "when" if planned.definition.get("when") is not None else "build"
         ctx = self.ctx(planned, steps, row)
@@ -447,7 +447,7 @@ class ChainRunner:
         """Whether ``planned`` is a create that would join the ride group (``engine.rides``)."""
         return (
             self.rides is not None
-            and planned.kind == "create"
+            and planned.kind == StepKind.CREATE
             and planned.definition.get("awaitSource") is not True
             and self.rides.open_to(
                 planned.definition["recordType"], self._key(planned, row, row_key)
@@ -537,7 +537,7 @@ class ChainRunner:
             ):
                 return Walk(WalkStatus.WAIT_SOURCE, position, planned, row=ledger_row)
             if ledger_row.disposition == Disposition.FAILED and not (
-                planned.kind in ("delete", "task")
+                planned.kind in (StepKind.DELETE, StepKind.TASK)
                 and planned.definition.get("onRefused") == OnRefused.CONTINUE
             ):
                 return Walk(WalkStatus.FAILED, position, planned, row=ledger_row)

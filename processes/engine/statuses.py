@@ -43,3 +43,16 @@ class VerdictWait(StrEnum):
     PENDING = "pending"  # no verdict yet: the run keeps waiting
     CONFIRMED = "confirmed"
     FAILED = "failed"  # refused, or applied upstream but not linked back
+
+
+class StepKind(StrEnum):
+    """What a step does, worked out from its definition once (``PlannedStep.kind``); the ledger
+    row's ``action`` stores it."""
+
+    CREATE = "create"
+    UPDATE = "update"
+    DELETE = "delete"
+    AI = "ai"
+    TASK = "task"
+    WAIT_FOR = "waitFor"
+    SLEEP = "sleep"

@@ -28,7 +28,7 @@ from processes.engine.plan import PlannedStep
 from processes.engine.rides import RideGroup
 from processes.engine.runtime import ModuleRuntime, StepCodeFailed
 from processes.engine.sleep_step import sleep_parked_until, sleep_step_resume, sleep_step_start
-from processes.engine.statuses import StepStatus
+from processes.engine.statuses import StepKind, StepStatus
 from processes.engine.task_step import task_of, task_step_resume, task_step_start
 from processes.engine.wait_step import wait_of, wait_step_resume, wait_step_start
 from processes.models import Disposition, ProcessRun, ProcessRunStep, SkipReason
@@ -119,7 +119,7 @@ def _settle(scope: StepScope) -> None:
 
 def _rides(planned: PlannedStep) -> bool:
     """Whether the step is a create that may join the ride group (the rest settle it first)."""
-    return planned.kind == "create" and planned.definition.get("awaitSource") is not True
+    return planned.kind == StepKind.CREATE and planned.definition.get("awaitSource") is not True
 
 
 def _fail(scope: StepScope, planned: PlannedStep, refusal: Refused, **fields: Any) -> StepResult:
@@ -205,17 +205,17 @@ def step_execute(
     step = planned.definition
     if not _rides(planned):
         _settle(scope)
-    if planned.kind == "task":
+    if planned.kind == StepKind.TASK:
         # Its task was made by an earlier delivery: only the decision is left to read.
         task = task_of(scope, planned)
         if task is not None:
             return task_step_resume(scope, planned, task)
-    if planned.kind == "waitFor":
+    if planned.kind == StepKind.WAIT_FOR:
         # Its wait was made by an earlier delivery: only what came (or the timeout) is left to read.
         wait = wait_of(scope, planned)
         if wait is not None:
             return wait_step_resume(scope, planned, wait)
-    if planned.kind == "sleep":
+    if planned.kind == StepKind.SLEEP:
         # Parked on this step by an earlier delivery: only the clock is left to read.
         until = sleep_parked_until(scope, planned)
         if until is not None:
@@ -232,21 +232,23 @@ def step_execute(
                 )
             if proceed is not True:
                 return _declined(scope, planned)
-        if planned.kind == "ai":
+        if planned.kind == StepKind.AI:
             return ai_step_execute(scope, planned, ctx, runtime)
-        if planned.kind == "task":
+        if planned.kind == StepKind.TASK:
             return task_step_start(scope, planned, ctx, runtime)
-        if planned.kind == "waitFor":
+        if planned.kind == StepKind.WAIT_FOR:
             return wait_step_start(scope, planned, ctx, runtime)
-        if planned.kind == "sleep":
+        if planned.kind == StepKind.SLEEP:
             return sleep_step_start(scope, planned, ctx, runtime)
-        if planned.kind == "delete":
+        if planned.kind == StepKind.DELETE:
             return _delete(scope, planned, ctx, runtime)
         built = runtime.call(planned.path + ("build",), ctx)
         if built is None:
             return _declined(scope, planned)
         parent, lines = _payload(built)
-        address = _update_address(runtime, planned, ctx) if planned.kind == "update" else None
+        address = (
+            _update_address(runtime, planned, ctx) if planned.kind == StepKind.UPDATE else None
+        )
     except Unresolved as exc:
         return _unresolved(scope, planned, str(exc))
     except StepCodeFailed as exc:

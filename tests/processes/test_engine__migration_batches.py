@@ -136,9 +136,10 @@ def test_a_delivery_dying_mid_batch_loses_that_batch_whole_and_the_next_resumes(
             run_deliver(str(run.pk))
     finally:
         unregister()
-    # The first batch (rows 0-3) committed; the second (4-7) was in hand: none of it is written.
-    assert _customers() == 4
-    assert run.ledger.count() == 4
+    # A slice's batches double from one row (at most 4 here): rows 0, 1-2 and 3-6. The first two
+    # committed; the third was in hand when row 6's hook died: none of it is written.
+    assert _customers() == 3
+    assert run.ledger.count() == 3
     ProcessRun.objects.filter(pk=run.pk).update(lease_owner="", lease_until=None)
     pump(sources=False)
     run.refresh_from_db()
@@ -195,3 +196,142 @@ def test_the_batch_insert_stores_each_rows_values_as_the_orm_does(batched, alice
         (12, [], None, 7),
         (13, values[2], at + datetime.timedelta(microseconds=1), 7),
     ]
+
+
+# -- the seed's create-then-stamp shape (a create and an update by pgRowId a row) -------------
+
+
+@pytest.fixture
+def stamped(admin_user):
+    from tests.processes.test_engine__migration import FIXTURES, TRACKED
+
+    deploy((FIXTURES / "migrate-customers-tracked.ts").read_text(), by=admin_user)
+    setting_set("PROCESS_SLICE_MAX_ROWS", 100)
+    return TRACKED
+
+
+def _migrated(run: ProcessRun, batch: str) -> dict:
+    """What a run wrote, with its rows named by their position (L… of this batch's numbering)."""
+    items = {
+        r.pk: r for r in Record.reads.filter(record_type="migration_item", fields__batch=batch)
+    }
+    base = min(int(i.fields["legacy_id"][1:]) for i in items.values())
+
+    def position(row_key: str) -> int:
+        return int(row_key[1:]) - base
+
+    ledger = [
+        (position(r.row_key), r.step_id, r.action, r.disposition, r.created_record, r.counts_write)
+        for r in run.ledger.order_by("sequence")
+    ]
+    names = {
+        str(pk): fields["company_name"]
+        for pk, fields in Record.reads.filter(record_type="customer").values_list("pk", "fields")
+    }
+    # Each row stamped with the customer created from it.
+    marked = sorted(
+        (position(i.fields["legacy_id"]), i.fields["status"], i.sync_version)
+        for i in items.values()
+        if names.get(i.fields.get("target_pg_row_id")) == i.fields["company_name"]
+    )
+    trail = list(
+        WriteTrail.reads.filter(process_run_id=str(run.run_id))
+        .order_by("id")
+        .values_list("action", "record_type", "process_step", "outcome")
+    )
+    states = list(
+        RecordWriteState.reads.filter(record__pk__in=[r.pg_row_id for r in run.ledger.all()])
+        .order_by("id")
+        .values_list("record_type", "operation", "status")
+    )
+    return {"ledger": ledger, "marked": marked, "trail": trail, "states": states}
+
+
+def test_create_and_stamp_rows_batch_and_write_what_row_by_row_writes(stamped, alice):
+    """The same migration, batched and row by row, writes the same records, trail, outbound
+    writes and ledger (in the same order) — in a fraction of the statements."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    _items(alice, 30, batch="one")
+    _items(alice, 30, batch="two", start=100)
+    setting_set("PROCESS_SLICE_BATCH_ROWS", 1)
+    alone = invoke(stamped, {"batch": "one"}, alice)
+    with CaptureQueriesContext(connection) as row_by_row:
+        pump(sources=False)
+    setting_set("PROCESS_SLICE_BATCH_ROWS", 1000)
+    batched = invoke(stamped, {"batch": "two"}, alice)
+    with CaptureQueriesContext(connection) as in_batches:
+        pump(sources=False)
+    for run in (alone, batched):
+        run.refresh_from_db()
+        assert (run.state, run.outstanding, run.writes) == ("committed", 0, 60)
+    expected, got = _migrated(alone, "one"), _migrated(batched, "two")
+    assert got == expected
+    assert len(got["marked"]) == 30 and {m[1:] for m in got["marked"]} == {("sent", 2)}
+    assert [entry[:2] for entry in got["ledger"][:4]] == [
+        (0, "create"),
+        (0, "mark"),
+        (1, "create"),
+        (1, "mark"),
+    ]
+    assert len(in_batches.captured_queries) * 4 < len(row_by_row.captured_queries)
+
+
+def test_a_stamp_refused_inside_a_batch_fails_the_run_at_that_row(stamped, alice):
+    def refuse(ctx):
+        if ctx.record["parent"].get("company_name") == "Company 5":
+            raise HookRejection("item 5 is frozen", code="FROZEN", field="parent.status")
+
+    setting_set("PROCESS_SLICE_BATCH_ROWS", 1000)
+    _items(alice, 10)
+    unregister = hook_register(slot="before_save", record_type="migration_item", hook=refuse)
+    try:
+        run = invoke(stamped, {"batch": "2026-10"}, alice)
+        pump(sources=False)
+    finally:
+        unregister()
+    run.refresh_from_db()
+    assert (run.state, run.outstanding) == ("failed", 4)
+    # Rows 0-4 whole; row 5's create landed alone, its stamp was refused.
+    assert run.writes == 11
+    failed = run.ledger.get(step_id="mark", row_key="L00005")
+    assert (failed.disposition, failed.refusal_code) == ("failed", "FROZEN")
+    assert _customers() == 6
+    assert not run.ledger.filter(row_key__in=["L00006", "L00007"]).exists()
+    statuses = dict(
+        Record.reads.filter(record_type="migration_item").values_list(
+            "fields__legacy_id", "fields__status"
+        )
+    )
+    assert [statuses[f"L{n:05d}"] for n in range(10)] == ["sent"] * 5 + ["pending"] * 5
+    refused = WriteTrail.reads.get(record_type="migration_item", outcome="refused")
+    assert (refused.code, refused.process_step) == ("FROZEN", "mark")
+
+
+def test_a_stamp_of_a_record_gone_stops_the_batch_and_fails_as_one_row_does(stamped, alice):
+    from records.boundary import record_delete
+
+    setting_set("PROCESS_SLICE_BATCH_ROWS", 1000)
+    items = _items(alice, 6)
+    run = invoke(stamped, {"batch": "2026-10"}, alice)
+    # The outstanding read has listed every row; row 3's record is gone before it is stamped.
+    from processes.engine import migration
+
+    opened = migration.MigrationSlice._open
+
+    def open_then_delete(self):
+        current = opened(self)
+        record_delete(actor=Actor(user=alice), record_type="migration_item", pg_row_id=items[3].pk)
+        return current
+
+    migration.MigrationSlice._open = open_then_delete
+    try:
+        pump(sources=False)
+    finally:
+        migration.MigrationSlice._open = opened
+    run.refresh_from_db()
+    assert run.state == "failed"
+    failed = run.ledger.get(step_id="mark", row_key="L00003")
+    assert (failed.disposition, failed.refusal_code) == ("failed", "RECORD_NOT_FOUND")
+    assert run.ledger.filter(step_id="mark", disposition="confirmed").count() == 3

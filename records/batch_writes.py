@@ -1,0 +1,358 @@
+"""Many rows' writes in one transaction: a migration batch, each row a create or update per step.
+
+A slice of an ``eachRow`` migration hands over the writes of many rows at once, each row's writes
+in step order. Every write is checked as the boundary checks one — payload, write entitlement
+(write RLS), the guardrail rule, the ``before_save`` hooks; an update's record is found among the
+records the actor may write and locked — all of them **before anything is written**. The rows
+that pass, from the first up to the first row any of whose writes would not (refused, its
+idempotency key used, its record not found or already written in this batch), are then written
+with one INSERT per table in the caller's transaction: the new records, the updated records (one
+``bulk_update``), the outbound write states of connected types and the trail rows, in row order;
+the records' watchers are told of each write as one write tells them.
+
+The row that stopped the batch is not written here: the caller makes it alone, through the
+boundary's one-record services, where its refusal is trailed (or its used key answered) exactly
+as any single write's is. So a batch changes how many statements the rows cost, never what they
+write.
+
+Not batched (a row of them stops the batch): an update named by ``externalId`` (names may repeat
+across sources; the one-record service decides which), an update of a record created or already
+updated in the same batch (its version moves per write).
+"""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from guardrails.models import RuleAction
+from kernel.bulk import rows_insert
+from kernel.ids import uuid_or_none
+from records.boundary import (
+    WriteResult,
+    _before_save_on_create,
+    _check_payload,
+    _record_like,
+    _record_shared,
+    _rule_check,
+    record_snapshot,
+)
+from records.catalog import RecordType, record_type_get
+from records.door import door_opened
+from records.hooks import HookContext, HookSlot, hooks_for, hooks_run
+from records.models import (
+    Record,
+    RecordWriteState,
+    TrailAction,
+    TrailOutcome,
+    WriteOperation,
+    WriteStatus,
+    WriteTrail,
+)
+from records.outcomes import WriteOutcome
+from records.policies import records_writable, write_entitlement_check
+from records.signals import outbound_write_queued
+from records.trail import Actor, trail_row
+from records.watches import record_written
+
+# Stands for "no external id was seen": an update that does not check it.
+_UNSEEN = object()
+
+
+@dataclass(frozen=True)
+class CreateItem:
+    """A create of a batch: the payload and the idempotency key it carries."""
+
+    parent: Any
+    lines: Any
+    idempotency_key: str
+
+
+@dataclass(frozen=True)
+class UpdateItem:
+    """An update of a batch: the record (by ``pgRowId``) and the fields it changes.
+    ``seen_external_id``: the record's external id as the caller told later steps; the row stops
+    the batch if the locked record has another."""
+
+    parent: Any
+    pg_row_id: Any
+    seen_external_id: Any = _UNSEEN
+
+
+@dataclass(frozen=True)
+class BatchWrite:
+    """One write of a row: who makes it (its actor names the step), the type, and what it does.
+    A create's record takes ``pg_row_id`` (chosen by the caller, which told later steps)."""
+
+    actor: Actor
+    record_type: str
+    item: CreateItem | UpdateItem
+    pg_row_id: uuid.UUID | None = None
+
+
+@dataclass
+class _Ready:
+    """A write checked and built: its record as it will be stored, and its fields before."""
+
+    write: BatchWrite
+    rt: RecordType
+    record: Record
+    before: dict | None = None  # an update's fields before it
+    fields: dict | None = None  # an update's fields after it (as its hooks saw them)
+
+
+class _RowStops(Exception):
+    """A write of the row would not pass: the batch ends before this row."""
+
+
+class _Checks:
+    """The checks of one batch, each asked once per (user, type, action) and remembered."""
+
+    def __init__(self, rows: list[list[BatchWrite]]) -> None:
+        self._passed: dict[tuple, bool] = {}
+        creates = [
+            w.item.idempotency_key for row in rows for w in row if isinstance(w.item, CreateItem)
+        ]
+        self.used = set(
+            Record.reads.filter(idempotency_key__in=creates).values_list(
+                "idempotency_key", flat=True
+            )
+        )
+        self.seen: set[Any] = set()  # keys and records this batch already writes
+        self.locked = _lock_targets(rows)
+
+    def entitled(self, actor: Actor, rt: RecordType, action: RuleAction) -> None:
+        key = (actor.user.pk, rt.name, action)
+        passed = self._passed.get(key)
+        if passed is None:
+            try:
+                write_entitlement_check(user=actor.user, record_type=rt)
+                _rule_check(rt, action)
+                passed = True
+            except Exception:  # the row alone is refused, and trailed, by the boundary
+                passed = False
+            self._passed[key] = passed
+        if not passed:
+            raise _RowStops
+
+    def claim(self, key: Any) -> None:
+        """A key or record written once in the batch: a second write of it stops the row."""
+        if key in self.seen or key in self.used:
+            raise _RowStops
+        self.seen.add(key)
+
+
+def _lock_targets(rows: list[list[BatchWrite]]) -> dict[tuple[str, uuid.UUID], Record]:
+    """The records the batch's updates name, each locked, read as their actor may write them
+    (one query per actor and type, in primary-key order so that batches lock alike)."""
+    wanted: dict[tuple[Any, str], tuple[Actor, set[uuid.UUID]]] = {}
+    for row in rows:
+        for write in row:
+            if isinstance(write.item, UpdateItem):
+                parsed = uuid_or_none(str(write.item.pg_row_id))
+                if parsed is not None:
+                    entry = wanted.setdefault(
+                        (write.actor.user.pk, write.record_type), (write.actor, set())
+                    )
+                    entry[1].add(parsed)
+    locked: dict[tuple[str, uuid.UUID], Record] = {}
+    for (_, name), (actor, ids) in wanted.items():
+        try:
+            rt = record_type_get(name)
+        except Exception:  # an unknown type: the row alone is refused by name
+            continue
+        found = (
+            records_writable(user=actor.user, record_type=rt)
+            .select_for_update()
+            .filter(pg_row_id__in=ids)
+            .order_by("pk")
+        )
+        for record in found:
+            locked[(name, record.pk)] = record
+    return locked
+
+
+def _ready(write: BatchWrite, checks: _Checks) -> _Ready:
+    """``write`` checked and its record built, or ``_RowStops``."""
+    try:
+        rt = record_type_get(write.record_type)
+    except Exception:
+        raise _RowStops from None
+    item = write.item
+    if isinstance(item, CreateItem):
+        checks.entitled(write.actor, rt, RuleAction.CREATE)
+        checks.claim(item.idempotency_key)
+        record = _record_like(
+            _record_shared(write.actor, rt),
+            parent=item.parent,
+            lines=item.lines or [],
+            key=item.idempotency_key,
+        )
+        if write.pg_row_id is not None:
+            record.pg_row_id = write.pg_row_id
+        _check_payload(rt, item.parent, item.lines, is_create=True)
+        if hooks_for(HookSlot.BEFORE_SAVE, rt.name):
+            _before_save_on_create(write.actor, rt, record, item.parent)
+        return _Ready(write, rt, record)
+    checks.entitled(write.actor, rt, RuleAction.UPDATE)
+    target = uuid_or_none(str(item.pg_row_id))
+    locked = checks.locked.get((rt.name, target)) if target is not None else None
+    if locked is None or (
+        item.seen_external_id is not _UNSEEN and item.seen_external_id != locked.external_id
+    ):
+        raise _RowStops
+    checks.claim(locked.pk)
+    _check_payload(rt, item.parent, None, is_create=False)
+    merged = record_snapshot(locked)
+    merged["parent"].update(item.parent)
+    hooks_run(
+        HookContext(
+            HookSlot.BEFORE_SAVE,
+            rt.name,
+            WriteOperation.UPDATE,
+            merged,
+            dict(item.parent),
+            actor=write.actor.user.get_username(),
+            process_run_id=write.actor.process_run_id or None,
+        )
+    )
+    return _Ready(write, rt, locked, before=locked.fields, fields=merged["parent"])
+
+
+def _rows_ready(rows: list[list[BatchWrite]]) -> list[list[_Ready]]:
+    """The leading rows whose every write passes its checks, each write checked and built."""
+    checks = _Checks(rows)
+    ready: list[list[_Ready]] = []
+    for row in rows:
+        try:
+            ready.append([_ready(write, checks) for write in row])
+        except Exception:  # refused, or worse: the row alone meets it again, and answers it
+            break
+    return ready
+
+
+@door_opened
+def rows_write(*, rows: list[list[BatchWrite]]) -> list[list[WriteResult]]:
+    """Write the leading ``rows`` whose every write passes (see the module docstring) in the
+    caller's transaction; answers each written row's results, in order. A concurrent writer
+    that took a create's key since it was checked fails the INSERT with ``IntegrityError``,
+    which undoes the caller's transaction."""
+    if not connection.in_atomic_block:
+        raise AssertionError("rows_write writes inside the caller's transaction")
+    ready = _rows_ready(rows)
+    writes = [write for row in ready for write in row]
+    if not writes:
+        return []
+    now = timezone.now()
+    creates = [w for w in writes if w.before is None]
+    updates = [w for w in writes if w.before is not None]
+    if creates:
+        _records_insert(creates)
+    if updates:
+        for write in updates:
+            write.record.fields = write.fields
+            write.record.sync_version += 1
+            write.record.updated_at = now
+        Record.objects.bulk_update(
+            [w.record for w in updates], ["fields", "sync_version", "updated_at"]
+        )
+    _write_states_insert([w for w in writes if w.rt.is_connected])
+    for write in writes:  # a type's watchers (record triggers) see each write
+        record_written(write.write.actor, write.record, before=write.before)
+    _trail_insert(writes)
+    return [
+        [
+            WriteResult(
+                w.record, WriteOutcome.CREATED if w.before is None else WriteOutcome.UPDATED
+            )
+            for w in row
+        ]
+        for row in ready
+    ]
+
+
+def _records_insert(creates: list[_Ready]) -> None:
+    first = creates[0].record
+    rows_insert(
+        Record,
+        first,
+        {
+            "pg_row_id": [w.record.pg_row_id for w in creates],
+            "record_type": [w.record.record_type for w in creates],
+            "source_system": [w.record.source_system for w in creates],
+            "sync_state": [w.record.sync_state for w in creates],
+            "owner_id": [w.record.owner_id for w in creates],
+            "group_id": [w.record.group_id for w in creates],
+            "fields": [w.record.fields for w in creates],
+            "lines": [w.record.lines for w in creates],
+            "idempotency_key": [w.record.idempotency_key for w in creates],
+        },
+    )
+    for write in creates:  # the template's times are every row's
+        write.record.created_at, write.record.updated_at = first.created_at, first.updated_at
+
+
+def _write_states_insert(writes: list[_Ready]) -> None:
+    """The outbound write of each connected record, in row order, and one wake-up per type."""
+    if not writes:
+        return
+    template = RecordWriteState(
+        record_id=writes[0].record.pk,
+        record_type=writes[0].rt.name,
+        operation=WriteOperation.CREATE,
+        status=WriteStatus.PENDING,
+    )
+    rows_insert(
+        RecordWriteState,
+        template,
+        {
+            "record_id": [w.record.pk for w in writes],
+            "record_type": [w.rt.name for w in writes],
+            "source_system": [w.record.source_system for w in writes],
+            "operation": [
+                WriteOperation.CREATE if w.before is None else WriteOperation.UPDATE for w in writes
+            ],
+            "payload": [_outbound_payload(w) for w in writes],
+        },
+    )
+    for name in dict.fromkeys(w.rt.name for w in writes):
+        transaction.on_commit(functools.partial(_outbound_wake, name))
+
+
+def _outbound_wake(record_type: str) -> None:
+    """One wake-up of the type's outbound drain (it sends every write due of the type)."""
+    outbound_write_queued.send(sender=Record, record_type=record_type)
+
+
+def _outbound_payload(write: _Ready) -> dict[str, Any]:
+    item = write.write.item
+    if isinstance(item, CreateItem):
+        return {"parent": item.parent, "lines": item.lines or []}
+    return {"parent": item.parent}
+
+
+def _trail_insert(writes: list[_Ready]) -> None:
+    """The ``allowed`` trail row of every write, in row order, with one INSERT."""
+    template = trail_row(
+        actor=writes[0].write.actor,
+        action=TrailAction.CREATE,
+        record_type=writes[0].rt.name,
+        outcome=TrailOutcome.ALLOWED,
+    )
+    rows_insert(
+        WriteTrail,
+        template,
+        {
+            "action": [
+                TrailAction.CREATE if w.before is None else TrailAction.UPDATE for w in writes
+            ],
+            "record_type": [w.rt.name for w in writes],
+            "pg_row_id": [w.record.pg_row_id for w in writes],
+            "process_step": [w.write.actor.process_step for w in writes],
+        },
+    )
