@@ -192,15 +192,81 @@ def test_rollback_on_request_deletes_what_the_run_created_and_is_idempotent(
     assert (again.state, queued) == ("rolled_back", False)
 
 
-def test_a_source_applied_unlinked_record_is_kept_by_the_rollback(po_and_bill, alice):
+def _unlinked_note(po: dict) -> str:
+    return (
+        f"kept purchaseOrder {po['pgRowId']} ({po['externalId']}): the source created it and its "
+        "link back failed (SOURCE_APPLIED_UNLINKED), so no rollback deletes it; link it with "
+        "POST /v1/data/purchaseOrder/settle"
+    )
+
+
+def test_a_run_stopped_on_source_applied_unlinked_reads_failed_not_rolled_back(
+    po_and_bill, alice, alice_api
+):
+    """Nothing was rolled back (the po is kept, the bill never ran): the run reads failed."""
     sandbox_script_set("purchaseOrder", settle_conflict=True)
     run = invoke(po_and_bill, BODY, alice)
     pump()
-    run.refresh_from_db()
-    po = run.ledger.get(step_id="po")
-    assert (po.disposition, po.refusal_code) == ("failed", "SOURCE_APPLIED_UNLINKED")
-    assert po.external_id and po.external_id.startswith("PO-")
-    assert Record.reads.get(pk=po.pg_row_id).sync_state == "settle_conflict"
+    body = alice_api.get(f"/v1/processes/runs/{run.pk}").json()
+    po, bill = body["steps"]
+    assert po["externalId"] and po["externalId"].startswith("PO-")
+    sentence = f"netsuite applied the create as {po['externalId']}, but linking it back to the row failed"
+    assert (body["run"]["state"], body["run"]["reason"]) == (
+        "failed",
+        f"step 'po' failed: SOURCE_APPLIED_UNLINKED: {sentence}; {_unlinked_note(po)}",
+    )
+    assert (po["stepId"], po["disposition"], po["refusal"]) == (
+        "po",
+        "failed",
+        {"code": "SOURCE_APPLIED_UNLINKED", "field": None, "message": sentence},
+    )
+    assert (bill["stepId"], bill["disposition"]) == ("bill", "skipped")
+    assert Record.reads.get(pk=po["pgRowId"]).sync_state == "settle_conflict"
+
+
+NOTE_THEN_PO = """import { defineProcess } from '@turbobase/extensions';
+export default defineProcess({
+  id: 'acme:note-then-po',
+  input: { type: 'object' },
+  steps: [
+    { id: 'note', recordType: 'legacy_customer', build: (ctx) => ({ parent: { name: 'n' } }) },
+    { id: 'po', recordType: 'purchaseOrder', awaitSource: true,
+      build: (ctx) => ({ parent: { entity_id: 'V-1' } }) },
+  ],
+  onFailure: 'rollback',
+});
+"""
+
+
+def test_the_rollback_undoes_the_rest_and_the_run_reads_failed_naming_the_kept_record(
+    admin_user, alice, alice_api
+):
+    deploy(NOTE_THEN_PO, by=admin_user)
+    sandbox_script_set("purchaseOrder", settle_conflict=True)
+    run = invoke("acme:note-then-po", {}, alice)
+    pump()
+    body = alice_api.get(f"/v1/processes/runs/{run.pk}").json()
+    note, po = body["steps"]
+    assert [(s["stepId"], s["disposition"]) for s in body["steps"]] == [
+        ("note", "rolled_back"),
+        ("po", "failed"),
+    ]
+    assert not Record.reads.filter(pk=note["pgRowId"]).exists()  # the note is gone again
+    assert Record.reads.get(pk=po["pgRowId"]).sync_state == "settle_conflict"  # the po is kept
+    assert body["run"]["state"] == "failed"
+    assert body["run"]["reason"] == (
+        f"step 'po' failed: SOURCE_APPLIED_UNLINKED: {po['refusal']['message']}; {_unlinked_note(po)}"
+    )
+    # Rolled back again on request: still failed, the same record named.
+    res = alice_api.post(f"/v1/processes/runs/{run.pk}/rollback")
+    assert res.status_code == 202
+    pump()
+    again = alice_api.get(f"/v1/processes/runs/{run.pk}").json()["run"]
+    assert (again["state"], again["reason"]) == (
+        "failed",
+        f"rolled back on request by alice; {_unlinked_note(po)}",
+    )
+    assert Record.reads.get(pk=po["pgRowId"]).sync_state == "settle_conflict"
 
 
 def test_the_rollback_cap_waits_instead_of_refusing(po_and_bill, alice):
