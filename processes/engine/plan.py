@@ -11,6 +11,7 @@ from functools import cached_property
 from typing import Any
 
 from processes.errors import InputInvalid
+from processes.step_kinds import RECORD, step_kind
 
 
 class ForEachCapExceeded(Exception):
@@ -38,14 +39,11 @@ class PlannedStep:
     # Asked several times a step: worked out once (a frozen dataclass still has a __dict__).
     @cached_property
     def kind(self) -> str:
-        if self.definition.get("ai") is not None:
-            return "ai"
-        if self.definition.get("task") is not None:
-            return "task"
-        if self.definition.get("waitFor") is not None:
-            return "waitFor"
-        if self.definition.get("sleep") is not None:
-            return "sleep"
+        """'ai', 'task', 'waitFor', 'sleep' (``processes.step_kinds``), or a record step's
+        'create', 'update' or 'delete'."""
+        marked = step_kind(self.definition)
+        if marked is not RECORD:
+            return marked.name
         if self.definition.get("delete") is not None:
             return "delete"
         return "update" if self.definition.get("update") is not None else "create"
