@@ -14,6 +14,31 @@ class Ceilings:
     slice_max_rows: int
     slice_max_ms: int
     slice_cap: int
+    step_count: int = 1
+    # Whether the setting read 0 and the ceiling is the slice budget's (``ceilings_for``).
+    max_run_ms_derived: bool = False
+    max_writes_derived: bool = False
+
+    def runtime_named(self) -> str:
+        """The runtime ceiling as a stop reason names it: its setting, or what it was derived from
+        when that setting reads 0 (a reason that cited a 0 setting as "30 ms" explained nothing)."""
+        if not self.max_run_ms_derived:
+            return f"processes.max_run_ms ({self.max_run_ms} ms)"
+        return (
+            f"of {self.max_run_ms} ms (processes.max_run_ms is 0, so it is derived: "
+            f"processes.slice_cap {self.slice_cap} × PROCESS_SLICE_MAX_MS {self.slice_max_ms} ms)"
+        )
+
+    def writes_named(self) -> str:
+        """The write ceiling as a stop reason names it, the same way."""
+        if not self.max_writes_derived:
+            return f"processes.max_writes_per_run ({self.max_writes})"
+        steps = f"{self.step_count} step{'s' if self.step_count != 1 else ''}"
+        return (
+            f"of {self.max_writes} writes (processes.max_writes_per_run is 0, so it is derived: "
+            f"processes.slice_cap {self.slice_cap} × PROCESS_SLICE_MAX_ROWS {self.slice_max_rows} "
+            f"× {steps})"
+        )
 
 
 def ceilings_for(step_count: int) -> Ceilings:
@@ -23,11 +48,16 @@ def ceilings_for(step_count: int) -> Ceilings:
     slice_cap = setting_get("processes.slice_cap")
     rows = setting_get("PROCESS_SLICE_MAX_ROWS")
     slice_ms = setting_get("PROCESS_SLICE_MAX_MS")
+    max_run_ms = setting_get("processes.max_run_ms")
+    max_writes = setting_get("processes.max_writes_per_run")
+    steps = max(step_count, 1)
     return Ceilings(
-        max_run_ms=setting_get("processes.max_run_ms") or slice_cap * slice_ms,
-        max_writes=setting_get("processes.max_writes_per_run")
-        or slice_cap * rows * max(step_count, 1),
+        max_run_ms=max_run_ms or slice_cap * slice_ms,
+        max_writes=max_writes or slice_cap * rows * steps,
         slice_max_rows=rows,
         slice_max_ms=slice_ms,
         slice_cap=slice_cap,
+        step_count=steps,
+        max_run_ms_derived=not max_run_ms,
+        max_writes_derived=not max_writes,
     )

@@ -17,35 +17,29 @@ from kernel.errors import InvalidRequest
 from processes.codes import ProcessCode
 from processes.durations import duration_parse
 from processes.events.names import event_name_problem
+from processes.step_kinds import (
+    AI,
+    GROUP,
+    RECORD,
+    SLEEP,
+    STEP_ENTRY_KEYS,
+    TASK,
+    WAIT_FOR,
+    EntryKind,
+    entry_kind,
+)
 from processes.triggers.shape import TriggerInvalid, trigger_check
 from records.catalog import catalog_load
 
 FOR_EACH_MAX_ITEMS = 100  # DEFAULT_PROCESS_FOR_EACH_MAX_ITEMS
 
 # The keys the contract knows; anything else is refused by name rather than silently ignored
-# (a misspelt ``awaitsource`` would otherwise deploy and never wait).
+# (a misspelt ``awaitsource`` would otherwise deploy and never wait). A step's keys are its
+# kind's (``processes.step_kinds``).
 PROCESS_KEYS = frozenset({"id", "input", "steps", "eachRow", "onFailure", "description", "trigger"})
-STEP_KEYS = frozenset(
-    {
-        "id",
-        "recordType",
-        "build",
-        "update",
-        "delete",
-        "when",
-        "rollback",
-        "onRefused",
-        "awaitSource",
-    }
-)
-GROUP_KEYS = frozenset({"id", "forEach", "steps", "description"})
-AI_STEP_KEYS = frozenset({"id", "ai", "when", "description"})
 AI_KEYS = frozenset({"prompt", "schema"})
-TASK_STEP_KEYS = frozenset({"id", "task", "when", "onRefused", "rollback", "description"})
 TASK_KEYS = frozenset({"assignee", "title", "details", "timeout"})
-WAIT_STEP_KEYS = frozenset({"id", "waitFor", "when", "description"})
 WAIT_FOR_KEYS = frozenset({"event", "match", "timeout"})
-SLEEP_STEP_KEYS = frozenset({"id", "sleep", "when", "description"})
 
 
 class ContractInvalid(InvalidRequest):
@@ -138,9 +132,18 @@ def _check_known(value: dict, known: frozenset[str], where: str, what: str) -> N
         )
 
 
+def _check_kind_keys(step: dict, kind: EntryKind, where: str) -> None:
+    """An entry's keys against its kind's. An unmarked entry (a record step) may be another kind
+    whose marker is misspelt, so a key no kind takes is answered with every kind's keys."""
+    unknown = sorted(set(step) - kind.keys)
+    if unknown and kind.marker is None and unknown[0] not in STEP_ENTRY_KEYS:
+        _check_known(step, STEP_ENTRY_KEYS, where, "a step")
+    _check_known(step, kind.keys, where, kind.what)
+
+
 def _check_ai_step(step: dict, where: str) -> None:
     """``{ id, ai: { prompt: (ctx) => string, schema? }, when? }``: a question, no record."""
-    _check_known(step, AI_STEP_KEYS, where, "an AI step (it writes no record)")
+    _check_kind_keys(step, AI, where)
     ai = step["ai"]
     if not isinstance(ai, dict):
         _fail(f"{where}.ai", "must be an object with prompt and, optionally, schema")
@@ -160,7 +163,7 @@ def _check_ai_step(step: dict, where: str) -> None:
 def _check_task_step(step: dict, where: str) -> None:
     """``{ id, task: { assignee, title, details?, timeout? }, when?, onRefused?, rollback? }``:
     a person's decision, no record."""
-    _check_known(step, TASK_STEP_KEYS, where, "a task step (it writes no record)")
+    _check_kind_keys(step, TASK, where)
     task = step["task"]
     if not isinstance(task, dict):
         _fail(f"{where}.task", "must be an object with assignee and title")
@@ -192,7 +195,7 @@ def _check_task_step(step: dict, where: str) -> None:
 
 def _check_wait_step(step: dict, where: str) -> None:
     """``{ id, waitFor: { event, match?, timeout }, when? }``: an event to wait for, no record."""
-    _check_known(step, WAIT_STEP_KEYS, where, "a waitFor step (it writes no record)")
+    _check_kind_keys(step, WAIT_FOR, where)
     wait_for = step["waitFor"]
     if not isinstance(wait_for, dict):
         _fail(f"{where}.waitFor", "must be an object with event and timeout")
@@ -212,7 +215,7 @@ def _check_wait_step(step: dict, where: str) -> None:
 
 def _check_sleep_step(step: dict, where: str) -> None:
     """``{ id, sleep: '30s' | (ctx) => string, when? }``: a wait on the clock, no record."""
-    _check_known(step, SLEEP_STEP_KEYS, where, "a sleep step (it writes no record)")
+    _check_kind_keys(step, SLEEP, where)
     if not is_function(step["sleep"]):
         try:
             duration_parse(step["sleep"])
@@ -221,22 +224,23 @@ def _check_sleep_step(step: dict, where: str) -> None:
     _check_fn(step, "when", where)
 
 
+# The checks of the kinds that write no record, by ``EntryKind.name`` (groups: ``_check_group``).
+_KIND_CHECKS = {
+    AI.name: _check_ai_step,
+    TASK.name: _check_task_step,
+    WAIT_FOR.name: _check_wait_step,
+    SLEEP.name: _check_sleep_step,
+}
+
+
 def _check_step(step: Any, where: str, catalog_types: set[str]) -> None:
     if not isinstance(step, dict):
         _fail(where, "must be a step object")
-    if "ai" in step:
-        _check_ai_step(step, where)
+    kind = entry_kind(step)
+    if kind is not RECORD:
+        _KIND_CHECKS[kind.name](step, where)
         return
-    if "task" in step:
-        _check_task_step(step, where)
-        return
-    if "waitFor" in step:
-        _check_wait_step(step, where)
-        return
-    if "sleep" in step:
-        _check_sleep_step(step, where)
-        return
-    _check_known(step, STEP_KEYS, where, "a step")
+    _check_kind_keys(step, RECORD, where)
     record_type = step.get("recordType")
     if not isinstance(record_type, str) or not record_type:
         _fail(f"{where}.recordType", "is required")
@@ -286,7 +290,7 @@ def _check_steps(
         if step_id in seen:
             _fail(f"{at}.id", f"duplicate step id {step_id!r}")
         seen.add(step_id)
-        if "forEach" in step or ("steps" in step and "recordType" not in step):
+        if entry_kind(step) is GROUP:
             if nested:
                 _fail(f"{at}.forEach", "groups do not nest")
             _check_group(step, at, catalog_types, input_schema)
@@ -295,7 +299,7 @@ def _check_steps(
 
 
 def _check_group(group: dict, where: str, catalog_types: set[str], input_schema: dict) -> None:
-    _check_known(group, GROUP_KEYS, where, "a repeated group")
+    _check_kind_keys(group, GROUP, where)
     for_each = group.get("forEach")
     if (
         not isinstance(for_each, dict)

@@ -12,17 +12,7 @@ from typing import Any
 
 from processes.engine.statuses import StepKind
 from processes.errors import InputInvalid
-
-# The kinds a definition names by a key of their own (``ai: {…}``), in the order they are asked;
-# a step with none of them is a create.
-_KEYED_KINDS = (
-    StepKind.AI,
-    StepKind.TASK,
-    StepKind.WAIT_FOR,
-    StepKind.SLEEP,
-    StepKind.DELETE,
-    StepKind.UPDATE,
-)
+from processes.step_kinds import RECORD, entry_kind
 
 
 class ForEachCapExceeded(Exception):
@@ -50,10 +40,13 @@ class PlannedStep:
     # Asked several times a step: worked out once (a frozen dataclass still has a __dict__).
     @cached_property
     def kind(self) -> StepKind:
-        for kind in _KEYED_KINDS:
-            if self.definition.get(kind.value) is not None:
-                return kind
-        return StepKind.CREATE
+        """The entry's kind (``processes.step_kinds``), a record step's as create, update or delete."""
+        marked = entry_kind(self.definition)
+        if marked is not RECORD:
+            return StepKind(marked.name)
+        if self.definition.get("delete") is not None:
+            return StepKind.DELETE
+        return StepKind.UPDATE if self.definition.get("update") is not None else StepKind.CREATE
 
     @cached_property
     def is_keep(self) -> bool:

@@ -31,9 +31,9 @@ class QueryRefused(TurbobaseError):
     """A ctx.query read was refused."""
 
     error = "query_refused"
-    code = ProcessCode.QUERY_REFUSED
+    code: str = ProcessCode.QUERY_REFUSED
 
-    def __init__(self, message: str, *, code: ProcessCode) -> None:
+    def __init__(self, message: str, *, code: str) -> None:
         super().__init__(message)
         self.code = code
 
@@ -69,7 +69,8 @@ def _read_deadline(timeout_ms: int) -> Iterator[None]:
 def query_run(
     *, user_id: int, fingerprint: str, path_and_query: Any, budget_ms: float | None = None
 ) -> list[dict[str, Any]]:
-    """One ``ctx.query`` read. Raises ``QueryRefused`` naming the bound or rule that stopped it.
+    """One ``ctx.query`` read. Raises ``QueryRefused`` naming the bound or rule that stopped it,
+    or the read's own refusal (the code and message ``GET /v1/rest`` answers for it).
 
     ``budget_ms`` is what is left of the step's time budget: the slot wait and the read are
     bounded by it too, so a read cannot carry a step past its budget.
@@ -109,6 +110,12 @@ def query_run(
                 path_and_query=path_and_query.lstrip("/"),
                 max_bytes=setting_get("processes.query_max_bytes"),
             )
+    except TurbobaseError as exc:
+        # What GET /v1/rest answers this user for the same read, so the author learns why:
+        # a refusal carries its own code; a NotFound (an unknown resource) is named by its error.
+        if getattr(exc, "code", None):
+            raise
+        raise QueryRefused(exc.message, code=exc.error) from exc
     except Exception as exc:
         if _is_timeout(exc):
             raise QueryRefused(

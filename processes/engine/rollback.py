@@ -4,6 +4,9 @@ Spared: records an update step changed, rows an earlier run had already migrated
 declared ``keep`` (delete steps always are), and a record the source created whose link back
 failed (SOURCE_APPLIED_UNLINKED). Each delete is charged to the rollback window, which waits
 rather than refusing; a wait parks the run and the clock wakes it.
+
+``rolled_back`` means every record the run created is gone here, so a run that keeps an unlinked
+record ends ``failed`` instead, its reason naming what was kept and how to link it.
 """
 
 from __future__ import annotations
@@ -32,6 +35,28 @@ def rollback_targets(run: ProcessRun):
         )
         .exclude(refusal_code=RefusalCode.SOURCE_APPLIED_UNLINKED)
         .order_by("-sequence")
+    )
+
+
+def unlinked_kept(run: ProcessRun) -> str | None:
+    """What the rollback spares because the source created it and its link back failed, and how
+    to link it (``records.boundary`` settle); None when the run kept no such record."""
+    rows = list(
+        run.ledger.filter(
+            created_record=True, refusal_code=RefusalCode.SOURCE_APPLIED_UNLINKED
+        ).order_by("sequence")
+    )
+    if not rows:
+        return None
+    kept = ", ".join(
+        f"{row.record_type} {row.pg_row_id}" + (f" ({row.external_id})" if row.external_id else "")
+        for row in rows
+    )
+    settle = ", ".join(dict.fromkeys(f"POST /v1/data/{row.record_type}/settle" for row in rows))
+    it, its = ("it", "its") if len(rows) == 1 else ("them", "their")
+    return (
+        f"kept {kept}: the source created {it} and {its} link back failed "
+        f"(SOURCE_APPLIED_UNLINKED), so no rollback deletes {it}; link {it} with {settle}"
     )
 
 
@@ -96,10 +121,11 @@ def rollback_continue(run: ProcessRun, actor: Actor, *, lease: Lease | None = No
             )
             return
     run.refresh_from_db()
+    reason, kept = rolled_back_reason(run), unlinked_kept(run)
     run_end(
         run,
-        RunState.ROLLED_BACK,
-        reason=rolled_back_reason(run),
+        RunState.ROLLED_BACK if kept is None else RunState.FAILED,
+        reason=reason if kept is None else "; ".join(part for part in (reason, kept) if part),
         outstanding=run.outstanding,
         lease=lease,
     )

@@ -299,7 +299,7 @@ class ChainRunner:
         if self.run.writes >= self.ceilings.max_writes:
             return Stop(
                 RunState.COMMITTED,
-                f"stopped at the per-run write ceiling processes.max_writes_per_run ({self.ceilings.max_writes})",
+                f"stopped at the per-run write ceiling {self.ceilings.writes_named()}",
             )
         started_at = (
             self.run.started_at or timezone.now()
@@ -308,7 +308,7 @@ class ChainRunner:
         if elapsed_ms >= self.ceilings.max_run_ms:
             return Stop(
                 RunState.COMMITTED,
-                f"stopped at the per-run runtime ceiling processes.max_run_ms ({self.ceilings.max_run_ms} ms)",
+                f"stopped at the per-run runtime ceiling {self.ceilings.runtime_named()}",
             )
         return None
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from guardrails.settings import setting_set
+from guardrails.settings import setting_get, setting_set
+from processes.ceilings import ceilings_for
 from processes.engine.wakeups import wakeups_due
 from processes.errors import ProcessDisabled, RunNotResumable, RunNotRollbackable
 from processes.models import Process, ProcessRun
@@ -16,7 +17,7 @@ from processes.steering import run_cancel, run_resume, run_rollback
 from records.door import door_open
 from records.models import Record, RecordWriteState
 from sources.scripting import sandbox_script_clear, sandbox_script_set
-from tests.processes.engine_support import deploy, invoke, ledger, pump
+from tests.processes.engine_support import deploy, invoke, ledger, pump, slow_chain
 
 pytestmark = pytest.mark.django_db
 FIXTURES = Path(__file__).parent.parent / "extensions" / "fixtures" / "processes"
@@ -170,6 +171,38 @@ def test_the_runtime_ceiling_counts_from_start_and_survives_resume(po_and_bill, 
     assert run.outstanding == 1
 
 
+def test_a_derived_runtime_ceiling_says_it_was_derived_and_from_what(admin_user, alice, alice_api):
+    """Before: "processes.max_run_ms (400 ms)" while that setting reads 0."""
+    assert setting_get("processes.max_run_ms") == 0
+    setting_set("processes.slice_cap", 2)
+    setting_set("PROCESS_SLICE_MAX_MS", 200)  # the derived ceiling: 2 × 200 ms
+    deploy(slow_chain("t:slow", steps=2, step_ms=600), by=admin_user)
+    run = invoke("t:slow", {}, alice)
+    pump()
+    body = alice_api.get(f"/v1/processes/runs/{run.pk}").json()
+    assert (body["run"]["state"], body["run"]["outstanding"], body["run"]["reason"]) == (
+        "committed",
+        1,
+        "stopped at the per-run runtime ceiling of 400 ms (processes.max_run_ms is 0, so it is "
+        "derived: processes.slice_cap 2 × PROCESS_SLICE_MAX_MS 200 ms)",
+    )
+    assert [(s["stepId"], s["disposition"]) for s in body["steps"]] == [("s0", "confirmed")]
+
+
+def test_a_set_ceiling_is_named_by_its_setting_and_a_derived_write_ceiling_by_its_parts():
+    setting_set("processes.max_run_ms", 1500)
+    setting_set("processes.max_writes_per_run", 7)
+    assert ceilings_for(3).runtime_named() == "processes.max_run_ms (1500 ms)"
+    assert ceilings_for(3).writes_named() == "processes.max_writes_per_run (7)"
+    setting_set("processes.max_writes_per_run", 0)
+    setting_set("processes.slice_cap", 4)
+    setting_set("PROCESS_SLICE_MAX_ROWS", 5)
+    assert ceilings_for(3).writes_named() == (
+        "of 60 writes (processes.max_writes_per_run is 0, so it is derived: "
+        "processes.slice_cap 4 × PROCESS_SLICE_MAX_ROWS 5 × 3 steps)"
+    )
+
+
 def test_rollback_on_request_deletes_what_the_run_created_and_is_idempotent(
     po_and_bill, alice, bob
 ):
@@ -192,15 +225,83 @@ def test_rollback_on_request_deletes_what_the_run_created_and_is_idempotent(
     assert (again.state, queued) == ("rolled_back", False)
 
 
-def test_a_source_applied_unlinked_record_is_kept_by_the_rollback(po_and_bill, alice):
+def _unlinked_note(po: dict) -> str:
+    return (
+        f"kept purchaseOrder {po['pgRowId']} ({po['externalId']}): the source created it and its "
+        "link back failed (SOURCE_APPLIED_UNLINKED), so no rollback deletes it; link it with "
+        "POST /v1/data/purchaseOrder/settle"
+    )
+
+
+def test_a_run_stopped_on_source_applied_unlinked_reads_failed_not_rolled_back(
+    po_and_bill, alice, alice_api
+):
+    """Nothing was rolled back (the po is kept, the bill never ran): the run reads failed."""
     sandbox_script_set("purchaseOrder", settle_conflict=True)
     run = invoke(po_and_bill, BODY, alice)
     pump()
-    run.refresh_from_db()
-    po = run.ledger.get(step_id="po")
-    assert (po.disposition, po.refusal_code) == ("failed", "SOURCE_APPLIED_UNLINKED")
-    assert po.external_id and po.external_id.startswith("PO-")
-    assert Record.reads.get(pk=po.pg_row_id).sync_state == "settle_conflict"
+    body = alice_api.get(f"/v1/processes/runs/{run.pk}").json()
+    po, bill = body["steps"]
+    assert po["externalId"] and po["externalId"].startswith("PO-")
+    sentence = (
+        f"netsuite applied the create as {po['externalId']}, but linking it back to the row failed"
+    )
+    assert (body["run"]["state"], body["run"]["reason"]) == (
+        "failed",
+        f"step 'po' failed: SOURCE_APPLIED_UNLINKED: {sentence}; {_unlinked_note(po)}",
+    )
+    assert (po["stepId"], po["disposition"], po["refusal"]) == (
+        "po",
+        "failed",
+        {"code": "SOURCE_APPLIED_UNLINKED", "field": None, "message": sentence},
+    )
+    assert (bill["stepId"], bill["disposition"]) == ("bill", "skipped")
+    assert Record.reads.get(pk=po["pgRowId"]).sync_state == "settle_conflict"
+
+
+NOTE_THEN_PO = """import { defineProcess } from '@turbobase/extensions';
+export default defineProcess({
+  id: 'acme:note-then-po',
+  input: { type: 'object' },
+  steps: [
+    { id: 'note', recordType: 'legacy_customer', build: (ctx) => ({ parent: { name: 'n' } }) },
+    { id: 'po', recordType: 'purchaseOrder', awaitSource: true,
+      build: (ctx) => ({ parent: { entity_id: 'V-1' } }) },
+  ],
+  onFailure: 'rollback',
+});
+"""
+
+
+def test_the_rollback_undoes_the_rest_and_the_run_reads_failed_naming_the_kept_record(
+    admin_user, alice, alice_api
+):
+    deploy(NOTE_THEN_PO, by=admin_user)
+    sandbox_script_set("purchaseOrder", settle_conflict=True)
+    run = invoke("acme:note-then-po", {}, alice)
+    pump()
+    body = alice_api.get(f"/v1/processes/runs/{run.pk}").json()
+    note, po = body["steps"]
+    assert [(s["stepId"], s["disposition"]) for s in body["steps"]] == [
+        ("note", "rolled_back"),
+        ("po", "failed"),
+    ]
+    assert not Record.reads.filter(pk=note["pgRowId"]).exists()  # the note is gone again
+    assert Record.reads.get(pk=po["pgRowId"]).sync_state == "settle_conflict"  # the po is kept
+    assert body["run"]["state"] == "failed"
+    assert body["run"]["reason"] == (
+        f"step 'po' failed: SOURCE_APPLIED_UNLINKED: {po['refusal']['message']}; {_unlinked_note(po)}"
+    )
+    # Rolled back again on request: still failed, the same record named.
+    res = alice_api.post(f"/v1/processes/runs/{run.pk}/rollback")
+    assert res.status_code == 202
+    pump()
+    again = alice_api.get(f"/v1/processes/runs/{run.pk}").json()["run"]
+    assert (again["state"], again["reason"]) == (
+        "failed",
+        f"rolled back on request by alice; {_unlinked_note(po)}",
+    )
+    assert Record.reads.get(pk=po["pgRowId"]).sync_state == "settle_conflict"
 
 
 def test_the_rollback_cap_waits_instead_of_refusing(po_and_bill, alice):

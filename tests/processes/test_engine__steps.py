@@ -372,6 +372,40 @@ def test_ctx_query_reads_as_the_invoker_and_refuses_rpc(admin_user, alice, bob):
     assert run.ledger.get(step_id="q").refusal_code == "RPC_NOT_SUPPORTED"
 
 
+def test_ctx_query_of_an_unknown_resource_fails_the_step_with_the_reads_own_cause(
+    admin_user, alice, alice_api
+):
+    """Before: the step failed 'Error: ctx.query failed' — the author could not tell why."""
+    steps = """{ id: 'q', recordType: 'legacy_customer', build: async (ctx) => {
+        const rows = await ctx.query('nope?select=name');
+        return { parent: { n: rows.length } };
+    } }"""
+    run = _run(admin_user, alice, _process(steps))
+    read = alice_api.get("/v1/rest/nope?select=name")  # the same read, as the same user
+    assert (read.status_code, read.json()["error"]) == (404, "record_type_not_found")
+    body = alice_api.get(f"/v1/processes/runs/{run.pk}").json()
+    assert (body["run"]["state"], body["run"]["reason"]) == (
+        "failed",
+        "step 'q' failed: record_type_not_found: record type 'nope' is not in the catalog",
+    )
+    assert body["steps"][0]["refusal"] == {
+        "code": "record_type_not_found",
+        "field": None,
+        "message": "record type 'nope' is not in the catalog",
+    }
+
+
+def test_a_step_that_catches_a_failed_ctx_query_sees_its_cause(admin_user, alice):
+    steps = """{ id: 'q', recordType: 'legacy_customer', build: async (ctx) => {
+        try { await ctx.query('nope?select=name'); } catch (e) { return { parent: { note: e.message } }; }
+        return null;
+    } }"""
+    run = _run(admin_user, alice, _process(steps))
+    assert run.state == "committed"
+    created = Record.reads.get(pk=run.ledger.get(step_id="q").pg_row_id)
+    assert created.fields == {"note": "record type 'nope' is not in the catalog"}
+
+
 def test_ctx_query_is_refused_once_the_invokers_access_changes(admin_user, alice):
     from django.contrib.auth.models import Group
 

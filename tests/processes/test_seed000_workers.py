@@ -352,12 +352,14 @@ def test_a_settle_conflict_s_source_id_is_read_on_record_write_state_by_its_writ
     with QCluster(workers=2, log_path=tmp_path / "q.log"):
         run_id = _invoke(alice_api, "acme:raise-po-and-bill", {"vendorId": "V", "amount": 1})
         wait_until(lambda: _ended(run_id), timeout=120, message="the run ended")
-    po = _run_read(alice_api, run_id)["steps"][0]
+    read = _run_read(alice_api, run_id)
+    po = read["steps"][0]
     assert (po["stepId"], po["disposition"], po["refusal"]["code"]) == (
         "po",
         "failed",
         "SOURCE_APPLIED_UNLINKED",
     )
+    assert read["run"]["state"] == "failed"  # the po is kept: nothing was rolled back
     query = (
         "/v1/rest/record_write_state?select=pg_row_id,external_id,reason_code"
         "&reason_code=eq.write_settle_conflict"
