@@ -7,7 +7,7 @@ records the actor may write and locked — all of them **before anything is writ
 that pass, from the first up to the first row any of whose writes would not (refused, its
 idempotency key used, its record not found or already written in this batch), are then written
 with one INSERT per table in the caller's transaction: the new records, the updated records (one
-``bulk_update``), the outbound write states of connected types and the trail rows, in row order;
+``rows_update``), the outbound write states of connected types and the trail rows, in row order;
 the records' watchers are told of each write as one write tells them.
 
 The row that stopped the batch is not written here: the caller makes it alone, through the
@@ -31,7 +31,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from guardrails.models import RuleAction
-from kernel.bulk import rows_insert
+from kernel.bulk import rows_insert, rows_update
 from kernel.ids import uuid_or_none
 from records.boundary import (
     WriteResult,
@@ -258,9 +258,7 @@ def rows_write(*, rows: list[list[BatchWrite]]) -> list[list[WriteResult]]:
             write.record.fields = write.fields
             write.record.sync_version += 1
             write.record.updated_at = now
-        Record.objects.bulk_update(
-            [w.record for w in updates], ["fields", "sync_version", "updated_at"]
-        )
+        rows_update(Record, [w.record for w in updates], ["fields", "sync_version", "updated_at"])
     _write_states_insert([w for w in writes if w.rt.is_connected])
     for write in writes:  # a type's watchers (record triggers) see each write
         record_written(write.write.actor, write.record, before=write.before)

@@ -335,3 +335,43 @@ def test_a_stamp_of_a_record_gone_stops_the_batch_and_fails_as_one_row_does(stam
     failed = run.ledger.get(step_id="mark", row_key="L00003")
     assert (failed.disposition, failed.refusal_code) == ("failed", "RECORD_NOT_FOUND")
     assert run.ledger.filter(step_id="mark", disposition="confirmed").count() == 3
+
+
+def test_the_batch_update_stores_each_rows_values_as_the_orm_does(batched, alice):
+    """``rows_update``: JSON (nested, nulls, unicode, quotes), times to the microsecond and NULLs
+    land row by row as ``save`` would store them; rows not named are untouched."""
+    import datetime
+
+    from django.utils import timezone
+
+    from kernel.bulk import rows_update
+    from processes.models import ProcessRunSlice
+
+    run = invoke(batched, {}, alice)
+    at = timezone.now().replace(microsecond=654321)
+    slices = [ProcessRunSlice.objects.create(run=run, number=n, total_read=1) for n in (21, 22, 23)]
+    values = [[{"a": {"b": [1, None, "é\u2028"]}}], [], [{"q": "x'\"\\"}]]
+    for piece, rows, finished in zip(
+        slices[:2], values, [at, at + datetime.timedelta(microseconds=1)], strict=False
+    ):
+        piece.rows, piece.finished_at = rows, finished
+    rows_update(ProcessRunSlice, slices[:2], ["rows", "finished_at"])
+    stored = ProcessRunSlice.objects.filter(run=run, number__gt=20).order_by("number")
+    assert [(s.number, s.rows, s.finished_at) for s in stored] == [
+        (21, values[0], at),
+        (22, [], at + datetime.timedelta(microseconds=1)),
+        (23, [], None),
+    ]
+
+
+def test_the_batch_update_is_refused_outside_the_records_door(alice):
+    from kernel.bulk import rows_update
+    from records.door import DoorClosed
+
+    record = record_create(
+        actor=Actor(user=alice), record_type="migration_item", parent={"legacy_id": "L1"}
+    ).record
+    record.fields = {"legacy_id": "changed"}
+    with pytest.raises(DoorClosed):
+        rows_update(Record, [record], ["fields"])
+    assert Record.reads.get(pk=record.pk).fields == {"legacy_id": "L1"}
