@@ -222,22 +222,34 @@ def record_snapshot(record: Record) -> dict[str, Any]:
     }
 
 
-def _queue_outbound(
+def _write_state_row(
     record: Record, operation: str, payload: dict, *, status: str = WriteStatus.PENDING
 ) -> RecordWriteState:
-    state = RecordWriteState.objects.create(
-        record=record,
+    """The outbound write of ``record`` to its source, not yet saved."""
+    return RecordWriteState(
+        record_id=record.pk,
         record_type=record.record_type,
         source_system=record.source_system,
         operation=operation,
         status=status,
         payload=payload,
     )
+
+
+def _outbound_wake(record_type: str) -> None:
+    """Wake the type's outbound drain once the write has committed (it sends every write due)."""
+    transaction.on_commit(
+        lambda: outbound_write_queued.send(sender=Record, record_type=record_type)
+    )
+
+
+def _queue_outbound(
+    record: Record, operation: str, payload: dict, *, status: str = WriteStatus.PENDING
+) -> RecordWriteState:
+    state = _write_state_row(record, operation, payload, status=status)
+    state.save(force_insert=True)
     if status == WriteStatus.PENDING:
-        record_type = record.record_type
-        transaction.on_commit(
-            lambda: outbound_write_queued.send(sender=Record, record_type=record_type)
-        )
+        _outbound_wake(record.record_type)
     return state
 
 
@@ -355,6 +367,7 @@ class Ride:
     record: Record
     trail: WriteTrail
     row: models.Model | None = None
+    state: RecordWriteState | None = None  # a connected type's outbound write
 
 
 class RideKeyTaken(Exception):
@@ -395,14 +408,20 @@ def record_create_ready(
     if not create_rides(record_type):
         return None
     rt = record_type_get(record_type)
+    record = _record_new(actor, rt, parent, lines, idempotency_key, pg_row_id)
     token = _unit.set(unit)
     try:
         with _refusing(actor, TrailAction.CREATE, rt.name):
             _create_check(actor, rt, parent, lines)
+            if hooks_for(HookSlot.BEFORE_SAVE, rt.name):
+                _before_save_on_create(actor, rt, record, parent)
     finally:
         _unit.reset(token)
-    record = _record_new(actor, rt, parent, lines, idempotency_key, pg_row_id)
-    return Ride(actor, record, _trail_allowed(actor, rt, record))
+    state = None
+    if rt.is_connected:
+        payload = {"parent": parent, "lines": lines or []}
+        state = _write_state_row(record, WriteOperation.CREATE, payload)
+    return Ride(actor, record, _trail_allowed(actor, rt, record), state=state)
 
 
 @door_opened
@@ -432,6 +451,9 @@ def rides_commit(rides: list[Ride], gate: str, gate_params: list, *, cut: bool) 
         row_inserted(ride.trail, db, trail_id)
         row_inserted(_ride_row(ride), db, row_id)
         record_written(ride.actor, ride.record, before=None)
+    connected = {r.record.record_type for r in rides[: len(rows)] if r.state is not None}
+    for record_type in sorted(connected):  # the statement committed: the drains may send
+        _outbound_wake(record_type)
     return RidesCommitted(tuple(answer[:-2]), len(rows))
 
 
@@ -446,41 +468,42 @@ def _ride_row(ride: Ride) -> models.Model:
 
 
 def _rides_statement(conn: Any, rides: list[Ride], gate: str, *, cut: bool) -> tuple[str, list]:
-    """The gate, then the records, trail rows and callers' rows of ``rides``, each table one
-    INSERT … SELECT from the gate (no row from the gate, no insert). With ``cut``, the rides
-    after the first come from a second VALUES list read only when the gate's first column is
-    false. The answer: the gate's row and the ids of the trail rows and callers' rows, in order."""
-    tables = list(
-        zip(
-            *(
-                (
-                    row_insert(conn, r.record),
-                    row_insert(conn, r.trail),
-                    row_insert(conn, _ride_row(r)),
-                )
-                for r in rides
-            ),
-            strict=True,
-        )
-    )
-    pk = conn.ops.quote_name(str(_ride_row(rides[0])._meta.pk.column))
+    """The gate, then the records, trail rows, callers' rows and outbound writes of ``rides``,
+    each table one INSERT … SELECT from the gate (no row from the gate, no insert). With ``cut``,
+    the rows of the rides after the first come from a second VALUES list read only when the gate's
+    first column is false. The answer: the gate's row and the ids of the trail rows and callers'
+    rows, in order."""
+    tables = [
+        [(n, row_insert(conn, r.record)) for n, r in enumerate(rides)],
+        [(n, row_insert(conn, r.trail)) for n, r in enumerate(rides)],
+        [(n, row_insert(conn, _ride_row(r))) for n, r in enumerate(rides)],
+        [(n, row_insert(conn, r.state)) for n, r in enumerate(rides) if r.state is not None],
+    ]
     params: list = []
     sources = []
     for inserts in tables:
-        first, rest = inserts[0], inserts[1:]
-        source = f"{first.head} SELECT v.* FROM gate, (VALUES ({first.values})) AS v"
+        if not inserts:
+            continue
+        first = [insert for n, insert in inserts if n == 0 or not cut]
+        rest = [insert for n, insert in inserts if n != 0 and cut]
+        parts = []
+        if first:
+            listed = ", ".join(f"({insert.values})" for insert in first)
+            parts.append(f"SELECT v.* FROM gate, (VALUES {listed}) AS v")
         if rest:
             listed = ", ".join(f"({insert.values})" for insert in rest)
-            source += f" UNION ALL SELECT v.* FROM gate AS g (stop), (VALUES {listed}) AS v"
-            if cut:
-                source += " WHERE NOT g.stop"
-        sources.append(source)
-        for insert in inserts:
+            parts.append(
+                f"SELECT v.* FROM gate AS g (stop), (VALUES {listed}) AS v WHERE NOT g.stop"
+            )
+        sources.append(f"{inserts[0][1].head} {' UNION ALL '.join(parts)}")
+        for insert in first + rest:
             params += insert.params
-    created, trailed, rode = sources
+    created, trailed, rode, *stated = sources
+    pk = conn.ops.quote_name(str(_ride_row(rides[0])._meta.pk.column))
+    outbound = f", stated AS ({stated[0]})" if stated else ""
     sql = (
         f"WITH gate AS ({gate}), created AS ({created}), "
-        f"trailed AS ({trailed} RETURNING id), rode AS ({rode} RETURNING {pk}) "
+        f"trailed AS ({trailed} RETURNING id), rode AS ({rode} RETURNING {pk}){outbound} "
         "SELECT gate.*, ARRAY(SELECT id FROM trailed ORDER BY id),"
         f" ARRAY(SELECT {pk} FROM rode ORDER BY {pk}) FROM gate"
     )
@@ -499,8 +522,9 @@ def _first_taken(rides: list[Ride]) -> int:
 
 def create_rides(record_type: str) -> bool:
     """Whether a create of ``record_type`` made now can ride (``record_create_ready``,
-    ``rides_commit``): on PostgreSQL, outside any transaction, a type whose create needs no
-    more than its two rows (no ``before_save`` hook, no outbound write, no watcher)."""
+    ``rides_commit``): on PostgreSQL, outside any transaction, a type no watcher watches (a
+    watcher's rows join the write's transaction; a ride has none). Its ``before_save`` hooks run
+    when it is made ready, and a connected type's outbound write rides with it."""
     conn = connections[router.db_for_write(Record)]
     if conn.vendor != "postgresql" or conn.in_atomic_block:
         return False
@@ -508,9 +532,7 @@ def create_rides(record_type: str) -> bool:
         rt = record_type_get(record_type)
     except NotFound:  # the create itself refuses it, by name
         return False
-    return not (
-        rt.is_connected or hooks_for(HookSlot.BEFORE_SAVE, rt.name) or record_watched(rt.name)
-    )
+    return not record_watched(rt.name)
 
 
 def _insert_trailed(record: Record, trail: WriteTrail, *, keyed: bool) -> bool:

@@ -310,3 +310,82 @@ def test_a_build_sent_ahead_on_a_guess_that_failed_is_made_again_with_what_happe
     ]
     c = Record.reads.get(pk=run.ledger.get(step_id="c").pg_row_id)
     assert c.fields == {"n": 3, "custom": {"b": "skipped", "id": None}}
+
+
+CONNECTED = """import { defineProcess } from '@turbobase/extensions';
+export default defineProcess({
+  id: 't:ride-connected',
+  input: { type: 'object' },
+  steps: [
+    { id: 'a', recordType: 'customer', build: (ctx) => ({ parent: { company_name: 'A' } }) },
+    { id: 'b', recordType: 'customer', build: (ctx) => ({ parent: { company_name: 'B' } }) },
+    { id: 'c', recordType: 'legacy_customer',
+      build: (ctx) => ({ parent: { n: 3, run: ctx.steps.b.pgRowId } }) },
+  ],
+});
+"""
+
+
+def test_creates_of_a_connected_type_ride_with_their_outbound_writes(admin_user, alice):
+    from records.models import RecordWriteState
+    from tests.processes.engine_support import pump
+
+    deploy(CONNECTED, by=admin_user)
+    run = invoke("t:ride-connected", {}, alice)
+    with CaptureQueriesContext(connection) as queries:
+        run_deliver(str(run.pk))
+    run.refresh_from_db()
+    assert (run.state, run.writes) == ("committed", 3)
+    if connection.vendor == "postgresql":
+        assert _group_statements(queries) == 1
+    customers = {r.fields["company_name"]: r for r in Record.reads.filter(record_type="customer")}
+    states = list(
+        RecordWriteState.reads.order_by("id").values_list(
+            "record_id", "operation", "status", "payload"
+        )
+    )
+    assert states == [
+        (customers["A"].pk, "create", "pending", {"parent": {"company_name": "A"}, "lines": []}),
+        (customers["B"].pk, "create", "pending", {"parent": {"company_name": "B"}, "lines": []}),
+    ]
+    assert {r.sync_state for r in customers.values()} == {"pending"}
+    pump()  # the drain sends them, in order, once
+    assert list(RecordWriteState.reads.values_list("status", flat=True).distinct()) == ["confirmed"]
+    assert all(r.external_id for r in Record.reads.filter(record_type="customer"))
+
+
+def test_creates_of_a_hooked_type_ride_and_a_hook_refusal_stops_the_run_there(admin_user, alice):
+    from records.errors import HookRejection
+    from records.hooks import hook_register
+
+    seen = []
+
+    def hook(ctx):
+        seen.append(ctx.record["parent"]["n"])
+        if ctx.record["parent"]["n"] == 3:
+            raise HookRejection("three is refused", code="NO_THREE", field="parent.n")
+
+    deploy(CHAIN, by=admin_user)
+    run = invoke("t:ride", {}, alice)
+    unregister = hook_register(slot="before_save", record_type="legacy_customer", hook=hook)
+    try:
+        with CaptureQueriesContext(connection) as queries:
+            run_deliver(str(run.pk))
+    finally:
+        unregister()
+    run.refresh_from_db()
+    assert run.state == "failed"
+    assert seen == [1, 2, 3]
+    assert [row[1:3] for row in _ledger(run)] == [
+        ("a", "confirmed"),
+        ("b", "confirmed"),
+        ("c", "failed"),
+    ]
+    assert sorted(r.fields["n"] for r in Record.reads.filter(record_type="legacy_customer")) == [
+        1,
+        2,
+    ]
+    refused = WriteTrail.reads.get(outcome="refused")
+    assert (refused.code, refused.process_step) == ("NO_THREE", "c")
+    if connection.vendor == "postgresql":
+        assert _group_statements(queries) == 1  # a and b rode together
