@@ -53,13 +53,14 @@ def _override(key: str) -> int | None:
 
 
 @transaction.atomic
-def setting_set(key: str, value: object, *, by: Any = None) -> int:
-    """Store an override after checking it against the registry (``SettingInvalid`` names the key).
+def setting_set(key: str, value: int, *, by: Any = None) -> int:
+    """Store an override, in its stored form (an int; 0 or 1 for a boolean), after checking it
+    against the registry (``SettingInvalid`` names the key; text is refused, not converted).
 
     A change is kept in the audit trail (who, when, old → new); setting the value already in
     place records nothing.
     """
-    parsed = setting_spec(key).parse(value)
+    parsed = setting_spec(key).check(value)
     before = _override(key)
     if before != parsed:
         InstanceSetting.objects.update_or_create(key=key, defaults={"value": parsed})
@@ -108,7 +109,10 @@ def settings_list() -> list[dict[str, Any]]:
 
 @transaction.atomic
 def settings_patch(changes: Any, *, by: Any) -> list[dict[str, Any]]:
-    """``PATCH /v1/settings`` ``{key: value | null}``: all checked first, then all applied, or none."""
+    """``PATCH /v1/settings`` ``{key: value | null}``: all checked first, then all applied, or none.
+
+    Each value is a JSON value checked strictly by its type (``SettingSpec.parse``): ``"10"`` or
+    ``"off"`` is refused, never converted."""
     if not isinstance(changes, dict) or not changes:
         raise SettingInvalid("the body must be a JSON object of {key: value | null}", field="body")
     parsed = {
