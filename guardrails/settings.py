@@ -1,7 +1,9 @@
 """Instance settings in force: a database override, else a Django setting, else the registry's default.
 
 What settings exist, their types and bounds live in ``guardrails.registry``; this module reads and
-writes the values, re-reading the (small) table at most once a second per process.
+writes the values. Each process caches the (small) table: re-read at most once a second, and once
+at the start of every request and worker task that reads a setting (``guardrails.cache``), so a
+read that begins after a write committed — in any process — sees it.
 """
 
 from __future__ import annotations
@@ -23,8 +25,11 @@ from guardrails.registry import (
 )
 from kernel.audit import audit_latest, audit_record
 
-# The whole (small) table, re-read at most once a second per process (guardrails.cache).
-_rows = TableCache(lambda: dict(InstanceSetting.objects.values_list("key", "value")))
+# The whole (small) table, re-read at most once a second per process and after every request or
+# task boundary (guardrails.cache): read-your-writes across processes, no query per step.
+_rows = TableCache(
+    lambda: dict(InstanceSetting.objects.values_list("key", "value")), fresh_per_boundary=True
+)
 
 # The shipped defaults, derived from the one registry (guardrails.registry).
 DEFAULTS: dict[str, int] = {spec.key: spec.default for spec in SETTINGS}
