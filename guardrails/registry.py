@@ -2,13 +2,15 @@
 
 This is the one source the readers (``guardrails.settings.setting_get``), the admin's Settings
 page and the settings API build on. A value is always an integer in storage; ``boolean`` settings
-hold 0 or 1 and ``milliseconds`` settings a duration, so one parser checks them all and names the
-key it refuses. Keys keep the seed's spelling (``PROCESS_SLICE_MAX_ROWS``, ``guardrails.*``).
+hold 0 or 1 and ``milliseconds`` settings a duration. ``SettingSpec`` checks every value and names
+the key it refuses: ``parse`` a JSON value (strictly typed), ``parse_text`` an operator's text,
+``check`` a stored value from Python code. Keys keep the seed's spelling (``PROCESS_SLICE_MAX_ROWS``, ``guardrails.*``).
 """
 
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,36 +57,55 @@ class SettingSpec:
     max: int = _INT_MAX
 
     def parse(self, raw: Any) -> int:
-        """The stored integer for ``raw`` (an int, a bool, or their text), or ``SettingInvalid``."""
-        value = _coerce(self, raw)
-        if not self.min <= value <= self.max:
-            raise SettingInvalid(
-                f"{self.key} must be between {self.min} and {self.max}",
-                field=self.key,
-                key=self.key,
-            )
-        return value
+        """The stored integer for a JSON value (the API), or ``SettingInvalid`` naming the key.
+
+        Strict: a boolean setting takes ``true``/``false`` only; every other setting a JSON
+        integer only — not a boolean, not text (``"10"``), not a number with a point (``10.0``).
+        """
+        if self.type is SettingType.BOOLEAN:
+            if not isinstance(raw, bool):
+                raise self._invalid(f"must be true or false, not {_shown_raw(raw)}")
+            return int(raw)
+        if isinstance(raw, bool) or not isinstance(raw, int):
+            raise self._invalid(f"must be a whole number (a JSON integer), not {_shown_raw(raw)}")
+        if not self.min <= raw <= self.max:
+            raise self._invalid(f"must be between {self.min} and {self.max}")
+        return raw
+
+    def parse_text(self, text: str) -> int:
+        """The stored integer for an operator's text (the admin form): ASCII digits with an
+        optional leading minus (no ``_``, ``,``, ``+`` or exponent), or ``true``/``false``."""
+        if self.type is SettingType.BOOLEAN:
+            return self.parse({"true": True, "false": False}.get(text, text))
+        if len(text) > 12 or not _WHOLE_NUMBER.fullmatch(text):
+            raise self._invalid(f"must be a whole number, not {text!r:.40}")
+        return self.parse(int(text))
+
+    def check(self, value: int) -> int:
+        """A value already in its stored form, from Python code (``setting_set``): an int, for a
+        boolean 0 or 1 (or a bool). Text is refused here too."""
+        if self.type is SettingType.BOOLEAN and type(value) is int and value in (0, 1):
+            return value
+        return self.parse(value)
+
+    def _invalid(self, reason: str) -> SettingInvalid:
+        return SettingInvalid(f"{self.key} {reason}", field=self.key, key=self.key)
 
 
-def _coerce(spec: SettingSpec, raw: Any) -> int:
-    if spec.type is SettingType.BOOLEAN:
-        if isinstance(raw, bool):
-            return int(raw)
-        if raw in (0, 1) and not isinstance(raw, float):
-            return int(raw)
-        if isinstance(raw, str) and raw.strip().lower() in ("true", "false", "1", "0", "on", "off"):
-            return int(raw.strip().lower() in ("true", "1", "on"))
-        raise SettingInvalid(f"{spec.key} must be true or false", field=spec.key, key=spec.key)
-    if isinstance(raw, bool) or not isinstance(raw, int | str):
-        raise SettingInvalid(f"{spec.key} must be a whole number", field=spec.key, key=spec.key)
+_WHOLE_NUMBER = re.compile(r"-?[0-9]+")
+
+
+def _shown_raw(raw: Any) -> str:
+    """What a refused value was, in JSON's words (the message names what came, not just what is due)."""
     if isinstance(raw, str):
-        text = raw.strip().replace("_", "").replace(",", "")
-        if not text.isascii() or not text.lstrip("-").isdigit() or len(text) > 12:
-            raise SettingInvalid(
-                f"{spec.key} must be a whole number, not {raw!r:.40}", field=spec.key, key=spec.key
-            )
-        return int(text)
-    return raw
+        return f"the text {raw!r:.40}"
+    if isinstance(raw, bool) or raw is None:
+        return {True: "true", False: "false", None: "null"}[raw]
+    if isinstance(raw, int | float):
+        return f"{raw!r:.40}"
+    if isinstance(raw, list | dict):
+        return "a list" if isinstance(raw, list) else "an object"
+    return type(raw).__name__
 
 
 _G = SettingGroup

@@ -1,7 +1,9 @@
 """Instance settings in force: a database override, else a Django setting, else the registry's default.
 
 What settings exist, their types and bounds live in ``guardrails.registry``; this module reads and
-writes the values, re-reading the (small) table at most once a second per process.
+writes the values. Each process caches the (small) table: re-read at most once a second, and once
+at the start of every request and worker task that reads a setting (``guardrails.cache``), so a
+read that begins after a write committed — in any process — sees it.
 """
 
 from __future__ import annotations
@@ -23,8 +25,11 @@ from guardrails.registry import (
 )
 from kernel.audit import audit_latest, audit_record
 
-# The whole (small) table, re-read at most once a second per process (guardrails.cache).
-_rows = TableCache(lambda: dict(InstanceSetting.objects.values_list("key", "value")))
+# The whole (small) table, re-read at most once a second per process and after every request or
+# task boundary (guardrails.cache): read-your-writes across processes, no query per step.
+_rows = TableCache(
+    lambda: dict(InstanceSetting.objects.values_list("key", "value")), fresh_per_boundary=True
+)
 
 # The shipped defaults, derived from the one registry (guardrails.registry).
 DEFAULTS: dict[str, int] = {spec.key: spec.default for spec in SETTINGS}
@@ -53,13 +58,14 @@ def _override(key: str) -> int | None:
 
 
 @transaction.atomic
-def setting_set(key: str, value: object, *, by: Any = None) -> int:
-    """Store an override after checking it against the registry (``SettingInvalid`` names the key).
+def setting_set(key: str, value: int, *, by: Any = None) -> int:
+    """Store an override, in its stored form (an int; 0 or 1 for a boolean), after checking it
+    against the registry (``SettingInvalid`` names the key; text is refused, not converted).
 
     A change is kept in the audit trail (who, when, old → new); setting the value already in
     place records nothing.
     """
-    parsed = setting_spec(key).parse(value)
+    parsed = setting_spec(key).check(value)
     before = _override(key)
     if before != parsed:
         InstanceSetting.objects.update_or_create(key=key, defaults={"value": parsed})
@@ -108,7 +114,10 @@ def settings_list() -> list[dict[str, Any]]:
 
 @transaction.atomic
 def settings_patch(changes: Any, *, by: Any) -> list[dict[str, Any]]:
-    """``PATCH /v1/settings`` ``{key: value | null}``: all checked first, then all applied, or none."""
+    """``PATCH /v1/settings`` ``{key: value | null}``: all checked first, then all applied, or none.
+
+    Each value is a JSON value checked strictly by its type (``SettingSpec.parse``): ``"10"`` or
+    ``"off"`` is refused, never converted."""
     if not isinstance(changes, dict) or not changes:
         raise SettingInvalid("the body must be a JSON object of {key: value | null}", field="body")
     parsed = {

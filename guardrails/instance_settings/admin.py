@@ -40,6 +40,7 @@ from guardrails.settings import setting_clear, setting_get, setting_set
 
 UNITS = {SettingType.MILLISECONDS: "ms", SettingType.BYTES: "bytes"}
 BOOLEAN_CHOICES = [("", "default"), ("on", "on"), ("off", "off")]
+BOOLEAN_TEXT = {"on": "true", "off": "false"}  # the select's two options, in the registry's words
 
 
 def _field_name(key: str) -> str:
@@ -55,7 +56,8 @@ def _shown(spec: SettingSpec, value: int | None) -> str:
 
 
 class SettingField(forms.CharField):
-    """One registry setting as text (a select for a boolean), parsed by the registry itself."""
+    """One registry setting as text (a select for a boolean), parsed strictly by the registry itself
+    (``SettingSpec.parse_text``: digits, no ``1_000`` or ``1,000``)."""
 
     def __init__(self, spec: SettingSpec, **kwargs: Any) -> None:
         self.spec = spec
@@ -78,8 +80,10 @@ class SettingField(forms.CharField):
         text = super().clean(value)
         if not text:
             return None
+        if self.spec.type is SettingType.BOOLEAN:
+            text = BOOLEAN_TEXT.get(text, text)
         try:
-            return self.spec.parse(text)
+            return self.spec.parse_text(text)
         except SettingInvalid as exc:
             raise forms.ValidationError(exc.message) from exc
 

@@ -124,11 +124,21 @@ def test_saving_an_untouched_page_changes_nothing(operator):
             "99999999999999999999",
             "guardrails.max_deletes_per_min must be a whole number, not '99999999999999999999'",
         ),
+        (
+            "guardrails.max_deletes_per_min",
+            "1_200",
+            "guardrails.max_deletes_per_min must be a whole number, not '1_200'",
+        ),
+        (
+            "guardrails.max_deletes_per_min",
+            "1,200",
+            "guardrails.max_deletes_per_min must be a whole number, not '1,200'",
+        ),
         ("PROCESS_SLICE_MAX_ROWS", "0", "PROCESS_SLICE_MAX_ROWS must be between 1 and 2147483647"),
         (
             "processes.enabled",
             "maybe",
-            "processes.enabled must be true or false",
+            "processes.enabled must be true or false, not the text 'maybe'",
         ),
     ],
 )

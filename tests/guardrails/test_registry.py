@@ -24,10 +24,9 @@ def test_every_setting_is_declared_once_with_a_description_and_sane_bounds() -> 
     "key, raw, stored",
     [
         ("guardrails.max_deletes_per_min", 90, 90),
-        ("guardrails.max_deletes_per_min", " 1_200 ", 1200),
         ("processes.enabled", False, 0),
-        ("processes.enabled", "true", 1),
-        ("PROCESS_SLICE_MAX_MS", "1", 1),
+        ("processes.enabled", True, 1),
+        ("PROCESS_SLICE_MAX_MS", 1, 1),
     ],
 )
 def test_good_values_parse(key: str, raw: object, stored: int) -> None:
@@ -37,14 +36,18 @@ def test_good_values_parse(key: str, raw: object, stored: int) -> None:
 @pytest.mark.parametrize(
     "key, raw, message",
     [
+        ("guardrails.max_deletes_per_min", "90", "must be a whole number"),
+        ("guardrails.max_deletes_per_min", " 1_200 ", "must be a whole number"),
         ("guardrails.max_deletes_per_min", "5e", "must be a whole number"),
-        ("guardrails.max_deletes_per_min", "99999999999999999999", "must be a whole number"),
         ("guardrails.max_deletes_per_min", 2**40, "must be between 0 and 2147483647"),
         ("guardrails.max_deletes_per_min", 1.5, "must be a whole number"),
+        ("guardrails.max_deletes_per_min", 10.0, "must be a whole number"),
         ("guardrails.max_deletes_per_min", True, "must be a whole number"),
         ("guardrails.max_deletes_per_min", None, "must be a whole number"),
         ("PROCESS_SLICE_MAX_ROWS", 0, "must be between 1 and"),
         ("processes.enabled", 2, "must be true or false"),
+        ("processes.enabled", 1, "must be true or false"),
+        ("processes.enabled", "true", "must be true or false"),
         ("processes.enabled", "maybe", "must be true or false"),
     ],
 )
@@ -53,6 +56,47 @@ def test_bad_values_are_refused_naming_the_key(key: str, raw: object, message: s
         setting_spec(key).parse(raw)
     assert caught.value.body()["rejection"]["field"] == key
     assert caught.value.body()["error"] == "invalid_setting"
+
+
+@pytest.mark.parametrize(
+    "key, text, stored",
+    [
+        ("guardrails.max_deletes_per_min", "1200", 1200),
+        ("guardrails.max_deletes_per_min", "007", 7),
+        ("processes.enabled", "true", 1),
+        ("processes.enabled", "false", 0),
+    ],
+)
+def test_an_operators_text_parses_strictly(key: str, text: str, stored: int) -> None:
+    assert setting_spec(key).parse_text(text) == stored
+
+
+@pytest.mark.parametrize(
+    "key, text",
+    [
+        ("guardrails.max_deletes_per_min", "1_200"),
+        ("guardrails.max_deletes_per_min", "1,200"),
+        ("guardrails.max_deletes_per_min", "+5"),
+        ("guardrails.max_deletes_per_min", "1e3"),
+        ("guardrails.max_deletes_per_min", "١٢"),  # digits, but not ASCII ones
+        ("processes.enabled", "on"),
+        ("processes.enabled", "1"),
+        ("processes.enabled", "True"),
+    ],
+)
+def test_any_other_text_is_refused_naming_the_key(key: str, text: str) -> None:
+    with pytest.raises(SettingInvalid) as caught:
+        setting_spec(key).parse_text(text)
+    assert caught.value.field == key
+
+
+def test_python_callers_pass_the_stored_form_never_text() -> None:
+    assert setting_spec("processes.enabled").check(0) == 0
+    assert setting_spec("processes.enabled").check(True) == 1
+    assert setting_spec("PROCESS_SLICE_MAX_ROWS").check(50) == 50
+    for key, value in (("processes.enabled", "off"), ("PROCESS_SLICE_MAX_ROWS", "50")):
+        with pytest.raises(SettingInvalid):
+            setting_spec(key).check(value)  # type: ignore[arg-type]
 
 
 @pytest.mark.django_db

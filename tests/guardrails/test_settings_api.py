@@ -6,7 +6,7 @@ import pytest
 
 from guardrails.models import InstanceSetting
 from guardrails.registry import REGISTRY
-from guardrails.settings import setting_get
+from guardrails.settings import setting_get, setting_set
 from kernel.audit import AuditEvent
 from kernel.models import token_issue
 from tests.conftest import client_for
@@ -101,6 +101,73 @@ def test_a_bad_value_is_refused_naming_the_key_and_nothing_changes(admin_api, bo
     assert message in res.json()["rejection"]["message"]
     assert not InstanceSetting.objects.exists()
     assert not AuditEvent.objects.exists()
+
+
+WRONG_TYPES = [
+    # An integer setting takes a JSON integer: not text, not a boolean, not a point number.
+    ("PROCESS_SLICE_MAX_ROWS", "10", "must be a whole number (a JSON integer), not the text '10'"),
+    (
+        "PROCESS_SLICE_MAX_ROWS",
+        "1_0",
+        "must be a whole number (a JSON integer), not the text '1_0'",
+    ),
+    ("PROCESS_SLICE_MAX_ROWS", True, "must be a whole number (a JSON integer), not true"),
+    ("PROCESS_SLICE_MAX_ROWS", 10.0, "must be a whole number (a JSON integer), not 10.0"),
+    ("PROCESS_SLICE_MAX_ROWS", 1.5, "must be a whole number (a JSON integer), not 1.5"),
+    ("PROCESS_SLICE_MAX_ROWS", {"n": 1}, "must be a whole number (a JSON integer), not an object"),
+    (
+        "PROCESS_SLICE_MAX_MS",
+        "600000",
+        "must be a whole number (a JSON integer), not the text '600000'",
+    ),
+    (
+        "processes.query_max_bytes",
+        "1,024",
+        "must be a whole number (a JSON integer), not the text '1,024'",
+    ),
+    # A boolean setting takes true or false: not text, not 0 or 1.
+    ("processes.enabled", "off", "must be true or false, not the text 'off'"),
+    ("processes.enabled", "false", "must be true or false, not the text 'false'"),
+    ("processes.enabled", 0, "must be true or false, not 0"),
+    ("processes.enabled", 1, "must be true or false, not 1"),
+    ("processes.enabled", 1.0, "must be true or false, not 1.0"),
+    ("processes.enabled", [], "must be true or false, not a list"),
+]
+
+
+@pytest.mark.parametrize("key, value, reason", WRONG_TYPES)
+def test_a_value_of_the_wrong_json_type_is_refused_never_converted(admin_api, key, value, reason):
+    setting_set("guardrails.max_deletes_per_min", 7)
+    # A good change beside the bad one: the PATCH is all or nothing.
+    body = {"guardrails.max_deletes_per_min": 8, key: value}
+    res = admin_api.patch("/v1/settings", body, format="json")
+    assert res.status_code == 400
+    assert res.json() == {
+        "error": "invalid_setting",
+        "rejection": {"code": "INVALID_SETTING", "field": key, "message": f"{key} {reason}"},
+        "key": key,
+    }
+    assert dict(InstanceSetting.objects.values_list("key", "value")) == {
+        "guardrails.max_deletes_per_min": 7
+    }
+    assert not AuditEvent.objects.filter(actor_name="root").exists()
+    assert setting_get("guardrails.max_deletes_per_min") == 7
+
+
+def test_a_form_encoded_patch_is_text_and_refused(admin_api):
+    res = admin_api.patch(
+        "/v1/settings",
+        "PROCESS_SLICE_MAX_ROWS=10",
+        content_type="application/x-www-form-urlencoded",
+    )
+    assert res.status_code == 400
+    assert res.json()["rejection"] == {
+        "code": "INVALID_SETTING",
+        "field": "PROCESS_SLICE_MAX_ROWS",
+        "message": "PROCESS_SLICE_MAX_ROWS must be a whole number (a JSON integer), "
+        "not the text '10'",
+    }
+    assert not InstanceSetting.objects.exists()
 
 
 def test_a_non_administrator_is_refused(alice_api):

@@ -1,14 +1,21 @@
 """``turbobase settings …``: the instance settings an administrator reads and changes.
 
 ``list`` shows every setting with the value in force and its default; ``get KEY`` one setting;
-``set KEY VALUE`` stores an override (the instance checks type and bounds and names the key it
-refuses); ``unset KEY`` puts the default back. Every change is kept in the audit trail.
+``set KEY VALUE`` stores an override; ``unset KEY`` puts the default back. Every change is kept in
+the audit trail.
+
+The instance takes JSON values strictly typed (``"10"`` is not 10), so ``set`` turns its text into
+JSON here, strictly too: ``true``/``false`` is a boolean, ASCII digits with an optional leading
+minus a number; anything else (``1_000``, ``1,000``, ``1e3``, ``on``) is refused before it is sent.
+The instance then checks the setting's type and bounds and names the key it refuses.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import re
 from typing import Any
 
 from turbobase.cli.base import CliError, emit
@@ -31,7 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "set", help="store an override (checked against the setting's type and bounds)"
     )
     put.add_argument("key")
-    put.add_argument("value", help="a whole number, or true/false for a switch")
+    put.add_argument("value", help="a whole number (digits only), or true/false for a switch")
     put.set_defaults(handler=settings_set)
     unset = verbs.add_parser("unset", help="drop the override: the default is in force again")
     unset.add_argument("key")
@@ -74,10 +81,21 @@ def _patch(args: argparse.Namespace, client: Client, value: Any) -> int:
     return 0
 
 
+_WHOLE_NUMBER = re.compile(r"-?[0-9]+")
+
+
+def value_from_text(key: str, text: str) -> bool | int:
+    """The JSON value ``set`` sends for ``text``: true/false, a whole number, or ``CliError``."""
+    if text in ("true", "false"):
+        return text == "true"
+    if _WHOLE_NUMBER.fullmatch(text):
+        with contextlib.suppress(ValueError):  # past Python's 4300 digits: not a number to send
+            return int(text)
+    raise CliError(f"{key}: {text!r} is neither a whole number nor true/false")
+
+
 def settings_set(args: argparse.Namespace, client: Client) -> int:
-    return _patch(
-        args, client, args.value
-    )  # sent as text: the instance parses it by the setting's type
+    return _patch(args, client, value_from_text(args.key, args.value))
 
 
 def settings_unset(args: argparse.Namespace, client: Client) -> int:
