@@ -18,3 +18,6 @@ class KernelCode(StrEnum):
     INVALID_ID = "INVALID_ID"  # an id that is not a UUID
     INVALID_TEXT = "INVALID_TEXT"  # a request string that cannot be stored as text
     SCOPE_UNKNOWN = "SCOPE_UNKNOWN"  # a token asked for a scope that does not exist
+    SCHEMA_UNUSABLE = (
+        "SCHEMA_UNUSABLE"  # an author's JSON Schema cannot be applied (kernel.schemas)
+    )

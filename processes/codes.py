@@ -14,6 +14,7 @@ from enum import StrEnum
 class ProcessCode(StrEnum):
     # Invoking and steering a run.
     INPUT_INVALID = "INPUT_INVALID"
+    INPUT_SCHEMA_UNUSABLE = "INPUT_SCHEMA_UNUSABLE"  # the deployed input schema cannot be applied
     INVALID_MODE = "INVALID_MODE"
     PROCESS_DISABLED = "PROCESS_DISABLED"  # a refused run's check: a switch was off
     PROCESS_RUN_NOT_RESUMABLE = "PROCESS_RUN_NOT_RESUMABLE"
@@ -41,6 +42,7 @@ class ProcessCode(StrEnum):
     # An AI step: its prompt, its provider, its answer (a provider's own refusal keeps its code).
     AI_PROMPT_INVALID = "AI_PROMPT_INVALID"  # ``ai.prompt`` returned something other than text
     AI_ANSWER_INVALID = "AI_ANSWER_INVALID"  # the answer does not fit ``ai.schema``
+    AI_SCHEMA_UNUSABLE = "AI_SCHEMA_UNUSABLE"  # the deployed ``ai.schema`` cannot be applied
     AI_PROVIDER_UNREACHABLE = "AI_PROVIDER_UNREACHABLE"
     AI_PROVIDER_UNKNOWN = "AI_PROVIDER_UNKNOWN"
     # A task step (a person's decision): on its ledger row, and answered by /v1/tasks.

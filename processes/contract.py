@@ -10,10 +10,8 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, NoReturn
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-
 from kernel.errors import InvalidRequest
+from kernel.schemas import schema_problem
 from processes.codes import ProcessCode
 from processes.durations import duration_parse
 from processes.events.names import event_name_problem
@@ -123,6 +121,13 @@ def _check_delete(step: dict, where: str) -> None:
         _fail(f"{where}.rollback", "a delete cannot be undone: a delete step is always 'keep'")
 
 
+def _check_schema(schema: dict, where: str) -> None:
+    """A valid JSON Schema of one document: no file, no URL, no reference round in a circle."""
+    problem = schema_problem(schema)
+    if problem is not None:
+        _fail(problem.at(where), problem.message)
+
+
 def _check_known(value: dict, known: frozenset[str], where: str, what: str) -> None:
     unknown = sorted(set(value) - known)
     if unknown:
@@ -153,10 +158,7 @@ def _check_ai_step(step: dict, where: str) -> None:
     if schema is not None:
         if not isinstance(schema, dict):
             _fail(f"{where}.ai.schema", "must be a JSON Schema object")
-        try:
-            Draft202012Validator.check_schema(schema)
-        except SchemaError as exc:
-            _fail(f"{where}.ai.schema", f"is not a valid JSON Schema: {exc.message}")
+        _check_schema(schema, f"{where}.ai.schema")
     _check_fn(step, "when", where)
 
 
@@ -325,11 +327,7 @@ def process_contract_check(definition: Any) -> dict:
     schema = definition.get("input")
     if not isinstance(schema, dict):
         _fail("input", "is required and must be a JSON Schema object")
-    try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as exc:
-        path = ".".join(str(p) for p in exc.path)
-        _fail(f"input{'.' + path if path else ''}", f"is not a valid JSON Schema: {exc.message}")
+    _check_schema(schema, "input")
     if definition.get("onFailure", OnFailure.STOP) not in tuple(OnFailure):
         _fail("onFailure", "must be 'stop' or 'rollback'")
     each_row = definition.get("eachRow")

@@ -10,6 +10,7 @@ from kernel.errors import (
     Forbidden,
     InvalidRequest,
     NotFound,
+    Refusal,
     TurbobaseError,
 )
 from processes.codes import ProcessCode
@@ -26,6 +27,15 @@ class InputInvalid(InvalidRequest):
 
     error = "invalid_input"
     code = ProcessCode.INPUT_INVALID
+
+
+class InputSchemaUnusable(Refusal):
+    """The deployed process's input schema cannot be applied to any input (it was stored before
+    the deploy refused such schemas): redeploying the process is the fix, not another input."""
+
+    error = "input_schema_unusable"
+    http_status = 409
+    code = ProcessCode.INPUT_SCHEMA_UNUSABLE
 
 
 class ModeInvalid(InvalidRequest):

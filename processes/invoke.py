@@ -15,14 +15,14 @@ from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.db.models import JSONField, Value
 from django.utils import timezone
-from jsonschema import Draft202012Validator
 
 from extensions.models import ExtensionModule
 from guardrails.settings import setting_get
+from kernel.schemas import SchemaUnusable, schema_errors, schema_validator
 from processes.catalog import process_module_get
 from processes.codes import ProcessCode
 from processes.engine.lease import lease_seconds
-from processes.errors import InputInvalid, ModeInvalid, ProcessDisabled
+from processes.errors import InputInvalid, InputSchemaUnusable, ModeInvalid, ProcessDisabled
 from processes.lanes import lane_send
 from processes.models import PendingReason, Process, ProcessRun, RunMode
 from processes.status import MOVES, RunMove
@@ -59,11 +59,17 @@ def switch_check(process_id: str) -> bool:
 
 
 def input_check(schema: dict, body: Any) -> None:
-    """400 ``invalid_input`` naming the first field that fails the schema."""
-    error = next(
-        iter(sorted(Draft202012Validator(schema).iter_errors(body), key=lambda e: list(e.path))),
-        None,
-    )
+    """400 ``invalid_input`` naming the first field that fails the schema; 409
+    ``input_schema_unusable`` naming where the schema itself fails (one stored before the deploy
+    refused it: nothing is fetched for it, and it never raises anything else)."""
+    try:
+        errors = schema_errors(schema_validator(schema), body)
+    except SchemaUnusable as exc:
+        raise InputSchemaUnusable(
+            f"the deployed input schema cannot be used: {exc.problem.message}",
+            field=exc.problem.at("input"),
+        ) from exc
+    error = next(iter(sorted(errors, key=lambda e: list(e.path))), None)
     if error is None:
         return
     path = ".".join(str(p) for p in error.path)
@@ -157,9 +163,10 @@ def run_start(
 ) -> ProcessRun:
     """Start a run nobody waits on (a trigger, a schedule): queued, or refused with the reason.
 
-    A switch that is off or an input the schema refuses does not raise: it is recorded as a run
-    in state ``refused`` whose reason names the switch or the field, so whoever fired it can see
-    why nothing ran. A process that is not deployed still raises ``ProcessNotFound``.
+    A switch that is off, an input the schema refuses or a deployed schema that cannot be applied
+    does not raise: it is recorded as a run in state ``refused`` whose reason names the switch or
+    the field, so whoever fired it can see why nothing ran. A process that is not deployed still
+    raises ``ProcessNotFound``.
     ``idempotency_key`` (unique on the run) makes it once only: a second start with the same key,
     however concurrent, answers the run the first one wrote and writes nothing.
     """
@@ -200,28 +207,23 @@ def _run_start(
             idempotency_key=idempotency_key,
         )
     except ProcessDisabled as exc:
-        return run_refuse(
-            process_id=process_id,
-            body=body,
-            user=user,
-            schedule_name=schedule_name,
-            idempotency_key=idempotency_key,
-            code=exc.code,
-            field=exc.switch,
-            message=str(exc.extra.get("reason") or exc.message),
-        )
+        code, field, message = exc.code, exc.switch, str(exc.extra.get("reason") or exc.message)
     except InputInvalid as exc:
+        code, message = exc.code, exc.message
         field = "input" if exc.field in (None, "", "body") else f"input.{exc.field}"
-        return run_refuse(
-            process_id=process_id,
-            body=body,
-            user=user,
-            schedule_name=schedule_name,
-            idempotency_key=idempotency_key,
-            code=exc.code,
-            field=field,
-            message=exc.message,
-        )
+    except InputSchemaUnusable as exc:
+        # The schema, not the input, is at fault: the write or event that fired it still lands.
+        code, field, message = exc.code, exc.field or "input", exc.message
+    return run_refuse(
+        process_id=process_id,
+        body=body,
+        user=user,
+        schedule_name=schedule_name,
+        idempotency_key=idempotency_key,
+        code=code,
+        field=field,
+        message=message,
+    )
 
 
 def refusal_prefix(code: str, field: str) -> str:

@@ -16,9 +16,9 @@ from typing import Any
 
 from django.conf import settings
 from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
 
 from kernel.errors import NotFound
+from kernel.schemas import schema_problem, schema_validator
 
 READ_POLICIES = ("all", "group", "owner")
 
@@ -125,13 +125,11 @@ def _declared(type_name: str, key: str, raw: Any) -> Mapping[str, Draft202012Val
             f"catalog: {type_name}.{key} must be an object of field name → JSON Schema"
         )
     for field_name, schema in raw.items():
-        try:
-            Draft202012Validator.check_schema(schema)
-        except SchemaError as exc:
-            raise ValueError(
-                f"catalog: {type_name}.{key}.{field_name} is not a JSON Schema: {exc.message}"
-            ) from exc
-    return MappingProxyType({name: Draft202012Validator(schema) for name, schema in raw.items()})
+        problem = schema_problem(schema)
+        if problem is not None:
+            where = problem.at(f"{type_name}.{key}.{field_name}")
+            raise ValueError(f"catalog: {where}: {problem.message}")
+    return MappingProxyType({name: schema_validator(schema) for name, schema in raw.items()})
 
 
 @lru_cache(maxsize=1)

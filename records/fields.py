@@ -18,6 +18,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from kernel.schemas import schema_errors
 from records.catalog import RecordType
 from records.errors import FieldTypeInvalid, FieldUndeclared
 
@@ -39,9 +40,10 @@ def _check(
             )
         if value is None:
             continue
-        error = next(iter(validator.iter_errors(value)), None)
-        if error is not None:
-            raise FieldTypeInvalid(f"{at}.{name}: {error.message}", field=f"{at}.{name}")
+        # The catalog's schemas passed ``schema_problem`` at load: nothing here fetches or recurses.
+        errors = schema_errors(validator, value, first_only=True)
+        if errors:
+            raise FieldTypeInvalid(f"{at}.{name}: {errors[0].message}", field=f"{at}.{name}")
 
 
 def fields_check(

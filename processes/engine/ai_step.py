@@ -26,9 +26,9 @@ from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
-from jsonschema import Draft202012Validator
 
 from guardrails.settings import setting_get
+from kernel.schemas import SchemaUnusable, schema_errors, schema_validator
 from processes.ai.providers import AiProviderError, ai_provider
 from processes.codes import ProcessCode
 from processes.engine.ledger import Refused
@@ -78,12 +78,23 @@ def _ask(runtime: ModuleRuntime, planned: PlannedStep, ctx: dict) -> Any:
             raise TransientFailure(exc.code, exc.message) from exc
         raise StepCodeFailed(exc.code, exc.message) from exc
     if schema is not None:
-        error = next(iter(Draft202012Validator(schema).iter_errors(answer)), None)
-        if error is not None:
-            raise StepCodeFailed(
-                ProcessCode.AI_ANSWER_INVALID, f"the answer does not fit ai.schema: {error.message}"
-            )
+        _answer_check(schema, answer)
     return answer
+
+
+def _answer_check(schema: Any, answer: Any) -> None:
+    try:
+        errors = schema_errors(schema_validator(schema), answer, first_only=True)
+    except SchemaUnusable as exc:  # stored before the deploy refused it; nothing is fetched
+        raise StepCodeFailed(
+            ProcessCode.AI_SCHEMA_UNUSABLE,
+            f"{exc.problem.at('ai.schema')}: the deployed ai.schema cannot be used: "
+            f"{exc.problem.message}",
+        ) from exc
+    if errors:
+        raise StepCodeFailed(
+            ProcessCode.AI_ANSWER_INVALID, f"the answer does not fit ai.schema: {errors[0].message}"
+        )
 
 
 def ai_step_execute(scope: Any, planned: PlannedStep, ctx: dict, runtime: ModuleRuntime) -> Any:

@@ -231,7 +231,7 @@ def test_an_answer_that_does_not_fit_the_schema_fails_the_step(admin_user, alice
         ("{ id: 'a', ai: { prompt: 'not a function' } }", "steps[0].ai.prompt"),
         (
             "{ id: 'a', ai: { prompt: (ctx) => 'q', schema: { type: 'nonsense' } } }",
-            "steps[0].ai.schema",
+            "steps[0].ai.schema.type",
         ),
         ("{ id: 'a', ai: { prompt: (ctx) => 'q', model: 'gpt' } }", "steps[0].ai.model"),
         (

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
+from django.test import override_settings
 
 from records.boundary import record_create
+from records.catalog import catalog_load, catalog_reset
 from records.models import Record
 from records.trail import Actor
 
@@ -116,3 +121,23 @@ def test_a_declared_column_no_row_carries_yet_reads_as_null(alice, alice_api):
     )
     assert res.status_code == 200, res.content
     assert res.json() == [{"id": "L-1", "company_name": "A", "migrated_at": None}]
+
+
+@pytest.mark.parametrize(
+    ("schema", "where"),
+    [
+        ({"$ref": "file:///etc/passwd"}, "note.fields.memo.$ref: 'file:///etc/passwd' is not a "),
+        ({"$ref": "#"}, "note.fields.memo.$ref: '#' leads back to itself"),
+        ({"type": "strin"}, "note.fields.memo.type: is not a valid JSON Schema"),
+    ],
+)
+def test_a_catalog_field_schema_that_is_not_one_usable_document_fails_the_load_by_name(
+    tmp_path: Path, schema, where
+):
+    path = tmp_path / "catalog.json"
+    path.write_text(json.dumps({"types": {"note": {"fields": {"memo": schema}}}}))
+    with override_settings(TURBOBASE_CATALOG=str(path)):
+        catalog_reset()
+        with pytest.raises(ValueError) as refused:
+            catalog_load()
+    assert str(refused.value).startswith(f"catalog: {where}"), str(refused.value)
