@@ -156,10 +156,6 @@ STALE_AT_LOAD = (
 )
 
 
-class StaleRealm(Exception):
-    """runtime.js could not give the next call a fresh scope in this realm: build another."""
-
-
 class CpuBudgetExceeded(BaseException):
     """Raised by the SIGPROF handler; BaseException so no ``except Exception`` swallows it."""
 
@@ -179,6 +175,9 @@ class Realm:
         self._exported = frozenset(bridge_names) | {VIOLATION}
         self._on_bridge = on_bridge
         self.violation: str | None = None
+        # Whether the last eval ended in runtime.js's check with a global object fit for the next
+        # call (``checked``); any eval clears it first, so one that throws leaves it False.
+        self.is_clean = False
         self.offsets: dict[str, int] = {}
         runtime = (JS_DIR / "runtime.js").read_text(encoding="utf-8")
         self.eval(
@@ -225,6 +224,7 @@ class Realm:
         """Evaluate ``code``; ``module_name`` evaluates it as an ES module of that file name,
         the only way dukpy puts a real file name into stack traces. ``what`` names the value
         returned, for a refusal of one nested too deep."""
+        self.is_clean = False
         raw = _dukpy.eval_string(
             self,
             code.encode("utf-8"),
@@ -237,6 +237,12 @@ class Realm:
                 "sandbox_memory_exceeded", f"result is larger than {MAX_RESULT_BYTES} bytes"
             )
         return None if raw is None else json_loads_bounded(raw, what)
+
+    def checked(self, answer: Any) -> Any:
+        """``answer`` (an object from runtime.js ``lastWord``) without its ``clean`` flag, which
+        becomes ``is_clean``: whether the realm may serve the next call."""
+        self.is_clean = answer.pop("clean") is True
+        return answer
 
     def register(self, module_id: str, commonjs: str) -> None:
         prefix = _WRAPPER.format(id=json.dumps(module_id))
@@ -267,11 +273,12 @@ _RESETTING = {
 class Engine:
     """The child's state between requests: the loaded module set and the current realm.
 
-    Every call runs in a fresh scope of the realm (runtime.js ``fresh()``: the modules
-    instantiated again, added globals deleted, built-ins frozen), so nothing one call leaves
-    behind is seen by the next. A realm that cannot be made fresh answers "stale" and is
-    replaced (the call then runs on the new one); a timeout, memory overrun or violation drops
-    it too, and so does ``new_run`` with other bridge functions (they are baked into the realm).
+    Every call runs in a fresh scope of the realm: each eval ends in runtime.js ``fresh()``
+    (the modules dropped, to be instantiated again, added globals deleted; the built-ins are
+    frozen), so nothing one call leaves behind is seen by the next. A realm whose last eval did
+    not end clean (``Realm.is_clean``: the check could not undo what the call did, or the eval
+    threw before it) is replaced before the next call; a timeout, memory overrun or violation
+    drops it too, and so does ``new_run`` with other bridge functions (they are baked into it).
     """
 
     def __init__(self, channel: Channel) -> None:
@@ -340,9 +347,7 @@ class Engine:
         raise Fault("sandbox_error", f"unknown op {op!r}")
 
     def _describe(self, realm: Realm, path: list[Any]) -> Any:
-        described = realm.eval(_DESCRIBE, path=path, what="the default export")
-        if described.get("stale"):
-            raise StaleRealm
+        described = realm.checked(realm.eval(_DESCRIBE, path=path, what="the default export"))
         if described.get("tooDeep"):
             raise Fault(
                 "sandbox_value_too_deep", too_deep("the default export", MAX_DESCRIBE_DEPTH)
@@ -351,15 +356,14 @@ class Engine:
 
     def _call(self, realm: Realm, request: dict[str, Any]) -> Any:
         name = ".".join(["default", *map(str, request["path"])])
-        outcome = realm.eval(
+        answer = realm.eval(
             _INVOKE,
             path=request["path"],
             args=request["args"],
             ctx=request["ctx"],
             what=f"the value {name} returned",
         )
-        if outcome["state"] == "stale":
-            raise StaleRealm
+        outcome = realm.checked(answer)
         if outcome["state"] == "fulfilled":
             return outcome.get("value")
         if outcome["state"] == "rejected":
@@ -371,14 +375,13 @@ class Engine:
         """The values of the leading calls that settled; the first that did not ends the list
         (the parent runs it alone, where its failure is classified as any call's)."""
         name = ".".join(["default", *map(str, request["path"])])
-        outcomes = realm.eval(
+        is_clean, *outcomes = realm.eval(
             _INVOKE_EACH,
             path=request["path"],
             ctxs=request["ctxs"],
             what=f"the values {name} returned",
         )
-        if outcomes and outcomes[0]["state"] == "stale":
-            raise StaleRealm
+        realm.is_clean = is_clean is True
         values = []
         for outcome in outcomes:
             if outcome["state"] != "fulfilled":
@@ -400,15 +403,7 @@ class Engine:
         self._armed = True
         signal.setitimer(signal.ITIMER_PROF, max(budget_s, 0.001), TIMER_REPEAT_S)
         try:
-            try:
-                result = action(self._ready_realm())
-            except StaleRealm:  # an earlier call left what a fresh scope cannot undo
-                self._realm = None
-                is_new = True
-                try:
-                    result = action(self._ready_realm())
-                except StaleRealm:  # and so did loading the modules into a new realm
-                    raise Fault("sandbox_violation", STALE_AT_LOAD) from None
+            result = action(self._ready_realm())
         except CpuBudgetExceeded:
             fault = Fault("sandbox_timeout", f"CPU budget of {budget_s * 1000:.0f} ms exceeded")
         except _dukpy.JSRuntimeError as error:
@@ -424,6 +419,8 @@ class Engine:
             fault = self._aborted
         elif self._timed_out:  # the script caught the timeout raised inside a bridge call
             fault = Fault("sandbox_timeout", f"CPU budget of {budget_s * 1000:.0f} ms exceeded")
+        if realm is not None and not realm.is_clean:  # the next call would not start fresh
+            self._realm = None
         if fault is not None:
             if is_new or fault.code in _RESETTING:
                 self._realm = None
@@ -455,7 +452,9 @@ class Engine:
             raise Fault("sandbox_error", "no module is loaded")
         for module_id, code in self._modules.items():
             realm.register(module_id, code)
-        realm.eval(_START, entry=self._entry)
+        realm.checked(realm.eval(_START, entry=self._entry))
+        if not realm.is_clean:  # every call on every realm would start where this one is
+            raise Fault("sandbox_violation", STALE_AT_LOAD)
 
     def _bridge(self, name: str, args: list[Any]) -> dict[str, Any]:
         # An exception raised here would reach the script as a catchable error, so a timeout

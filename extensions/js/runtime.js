@@ -2,11 +2,18 @@
 // what dukpy puts on the global object, installs the only `require` author code gets, defines the
 // entry points Python calls (register, start, describe, invoke), and locks the realm down.
 //
-// Every call starts in a fresh scope (seed 000: steps share state only through ctx): the modules
-// are instantiated again from their factories (fresh module-level variables), globals an earlier
-// call added are deleted, and the built-ins are frozen (lockDown) so no call can leave anything on
-// a prototype. What cannot be undone (a non-deletable global, a frozen or re-parented global
-// object) makes `fresh()` answer false, and Python then drops the realm and builds a new one.
+// Every call starts in a fresh scope (seed 000: steps share state only through ctx): the built-ins
+// are frozen (lockDown) so no call can leave anything on a prototype, and every eval that runs
+// author code ends in `fresh()`: the module instances dropped (the next call instantiates them
+// again from their factories) and the globals the call added deleted. That check has the last
+// word in the eval: it runs from the toJSON of the eval's result, which dukpy serialises after the
+// job queue has drained, and what it serialises then is plain data (the author's value was copied
+// to JSON when it settled), so no author code runs after it. Python keeps the realm only when the
+// result says the check passed: after what the check cannot undo (a non-deletable global, a
+// frozen, sealed, non-extensible or re-parented global object), or an eval that never got to it
+// (it threw), Python replaces the realm before the next call. The check cannot wait for the next
+// call: dukpy writes `dukpy` and `call_python` onto the global object before any of our code runs,
+// which fails on a non-extensible global and calls a setter an earlier call planted there.
 //
 // Python evaluates this as `(<this file>)(call_python, bridgeNames, describeDepth)`. dukpy puts `call_python`
 // back on the global object on every eval, so hiding it is hygiene, not the boundary: the
@@ -21,6 +28,7 @@
   const SDK_PROCESS = '@turbobase/extensions/process';
   const KIND = Symbol.for('turbobase.extension.kind');
   const hasOwn = Object.hasOwn;
+  const { parse, stringify } = JSON;
   const tagOf = (value) => Object.prototype.toString.call(value);
 
   // Reported to Python before it is thrown, so an author's try/catch cannot hide it: the whole
@@ -172,17 +180,32 @@
   }
 
   function describe(path) {
-    if (!fresh()) return { stale: true };
     const { value } = lookup(path);
     const isObject = value !== null && typeof value === 'object';
     let picture;
     try {
       picture = snapshot(value, new Set());
     } catch (error) {
-      if (error === TOO_DEEP) return { tooDeep: true };
+      if (error === TOO_DEEP) return lastWord({ tooDeep: true });
       throw error;
     }
-    return { kind: isObject && typeof value[KIND] === 'string' ? value[KIND] : null, value: picture };
+    const kind = isObject && typeof value[KIND] === 'string' ? value[KIND] : null;
+    return lastWord({ kind, value: picture });
+  }
+
+  // What an eval answers Python: `result` (plain data) with `clean`, whether fresh() could clear
+  // what the eval left behind. dukpy calls toJSON after the job queue has drained (the author's
+  // last chance to run), so nothing runs after the check; an eval that throws never gets here,
+  // and Python replaces a realm whose last eval did not answer clean.
+  function lastWord(result) {
+    return { toJSON: () => ({ ...result, clean: fresh() }) };
+  }
+
+  // The author's value as plain JSON, copied when it settles: its toJSON methods and getters run
+  // now, in the author's turn, not while dukpy serialises the eval's result after the check.
+  function plain(value) {
+    const text = stringify(value);
+    return text === undefined ? undefined : parse(text);
   }
 
   function callBridge(name, args) {
@@ -224,10 +247,20 @@
   // The outcome object is what Python gets back: dukpy drains the job queue after the eval and
   // serialises the eval's result after that, so a Promise settled by then is already recorded.
   function invoke(path, args, ctxData) {
-    if (!fresh()) return { state: 'stale' };
+    return lastWord(outcomeOf(path, args, ctxData));
+  }
+
+  function outcomeOf(path, args, ctxData) {
     const outcome = { state: 'pending' };
-    const settle = (value) => { outcome.state = 'fulfilled'; outcome.value = value; };
     const fail = (error) => { outcome.state = 'rejected'; outcome.error = errorInfo(error); };
+    const settle = (value) => {
+      try {
+        outcome.value = plain(value);
+        outcome.state = 'fulfilled';
+      } catch (error) {
+        fail(error);
+      }
+    };
     try {
       const target = lookup(path);
       if (typeof target.value !== 'function') throw new TypeError(`${target.name} is not a function`);
@@ -248,19 +281,22 @@
   // own fresh scope, as invoke. It stops after a call that did not settle at once (a Promise
   // settles when the job queue drains, after this eval: no later call may share the realm with
   // it) or that failed; Python runs the rest, and the failed one alone, with ordinary calls.
+  // Python gets `[clean, ...outcomes]` (the check's answer first, no deeper than invoke's).
   function invokeEach(path, ctxList) {
     const outcomes = [];
     for (const ctxData of ctxList) {
-      const outcome = invoke(path, [], ctxData);
+      if (outcomes.length > 0 && !fresh()) break;  // the next call would not start clean
+      const outcome = outcomeOf(path, [], ctxData);
       outcomes.push(outcome);
       if (outcome.state !== 'fulfilled') break;
     }
-    return outcomes;
+    return { toJSON: () => [fresh(), ...outcomes] };
   }
 
   function start(id) {
     entryId = id;
     load(id);
+    return lastWord({});
   }
 
   // Shared built-ins: frozen, with the properties ordinary code assigns on its own objects
@@ -353,7 +389,8 @@
   }
 
   // A fresh scope for the next call: the modules instantiated again, globals added since the
-  // lock-down deleted. False when that is impossible: the realm has to be replaced.
+  // lock-down deleted. False when that is impossible: the realm has to be replaced. Nothing here
+  // runs author code (deleting an accessor does not call it; the global object is ordinary).
   function fresh() {
     modules.clear();
     if (!Object.isExtensible(globalThis) || Object.getPrototypeOf(globalThis) !== baseline.proto) {

@@ -266,3 +266,24 @@ def test_a_new_version_is_served_at_once_here_and_a_removed_hook_stops(admin_use
         ).status_code
         == 201
     )
+
+
+def test_a_hook_that_freezes_the_global_object_does_not_refuse_the_next_write(
+    admin_user, alice_api
+):
+    """One write's hook freezes (or seals, or stops extending) the sandbox's global object; every
+    later write of the type is judged by a clean one, not refused with HOOK_FAILED."""
+    deploy_hook(
+        admin_user,
+        run="""
+    const name = ctx.record.parent.company_name;
+    if (name === 'freeze') Object.freeze(globalThis);
+    if (name === 'seal') Object.seal(globalThis);
+    if (name === 'stop') Object.preventExtensions(globalThis);
+    return undefined;""",
+    )
+    for name in ("freeze", "after freeze", "seal", "after seal", "stop", "after stop"):
+        res = alice_api.post("/v1/data/customer", {"parent": {"company_name": name}}, format="json")
+        assert res.status_code == 201, (name, res.content)
+    assert Record.reads.filter(record_type="customer").count() == 6
+    assert not WriteTrail.reads.filter(outcome="refused").exists()

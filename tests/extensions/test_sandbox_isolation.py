@@ -323,3 +323,34 @@ def test_ext_test_names_deep_values_without_a_traceback(tmp_path, monkeypatch, c
     assert code != 0
     assert "--sample is nested too deeply to read" in err
     assert "Traceback" not in out + err
+
+
+# What a call may do to the global object itself: the next call must start from one no earlier
+# call could change (issue: one user's hook froze the global and every later call failed).
+TAINTS = [
+    "Object.preventExtensions(globalThis)",
+    "Object.seal(globalThis)",
+    "Object.freeze(globalThis)",
+    "Object.defineProperty(globalThis, 'dukpy', { get() { return 'planted'; }, set(v) {} })",
+    "Object.defineProperty(globalThis, 'call_python', { get() { throw new Error('trap'); } })",
+    "Object.setPrototypeOf(globalThis, null)",
+]
+
+
+@pytest.mark.parametrize("taint", TAINTS)
+def test_a_call_that_changes_the_global_object_leaves_the_next_call_clean(
+    sandbox: Sandbox, taint: str
+) -> None:
+    sandbox.load(f"""exports.default = {{
+  taint: () => {{ try {{ {taint}; }} catch (e) {{ return e.name; }} return 'done'; }},
+  look: (ctx) => [Object.isExtensible(globalThis), Object.isSealed(globalThis),
+                  typeof Object.getOwnPropertyDescriptor(globalThis, 'dukpy')?.get, ctx.n],
+}};""")
+    clean = sandbox.call(["look"], ctx={"n": 0})
+    sandbox.call(["taint"])
+    assert [sandbox.call(["look"], ctx={"n": n}) for n in (1, 2)] == [
+        [*clean[:3], 1],
+        [*clean[:3], 2],
+    ]
+    sandbox.call(["taint"])
+    assert sandbox.call_each(["look"], [{"n": 3}, {"n": 4}]) == [[*clean[:3], 3], [*clean[:3], 4]]
