@@ -61,3 +61,5 @@ class ProcessCode(StrEnum):
     EVENT_KEY_REUSED = "EVENT_KEY_REUSED"  # the sender's key came with another name or data
     WAIT_MATCH_INVALID = "WAIT_MATCH_INVALID"  # ``waitFor.match`` returned no object
     WAIT_CLOSED = "WAIT_CLOSED"  # the wait was closed (its run ended) before any event came
+    # An invoke's Idempotency-Key (``processes.invoke_keys``).
+    INVOKE_KEY_REUSED = "INVOKE_KEY_REUSED"  # the caller's key came with another process or input

@@ -141,6 +141,13 @@ class EventKeyReused(RunStateConflict):
     code = ProcessCode.EVENT_KEY_REUSED
 
 
+class InvokeKeyReused(RunStateConflict):
+    """The caller already invoked with this Idempotency-Key, for another process, mode or input."""
+
+    error = "idempotency_key_reused"
+    code = ProcessCode.INVOKE_KEY_REUSED
+
+
 class InvokeForbidden(AdminRequired):
     """A token may invoke only with extensions:deploy and an administrator owner."""
 

@@ -53,7 +53,13 @@ def sync_in_request(module: ExtensionModule) -> bool:
 
 
 def sync_invoke(
-    *, process_id: str, body: Any, user: User, budget_ms: int, module: ExtensionModule | None = None
+    *,
+    process_id: str,
+    body: Any,
+    user: User,
+    budget_ms: int,
+    module: ExtensionModule | None = None,
+    idempotency_key: str | None = None,
 ) -> tuple[ProcessRun, ProcessRun | None]:
     """Invoke ``process_id`` and wait up to ``budget_ms``: (the run, the run settled or None).
     ``module``: the served module the caller already read (``process_module_get``)."""
@@ -70,6 +76,7 @@ def sync_invoke(
         send=not here,
         module=module,
         claimed_by=token,
+        idempotency_key=idempotency_key,
     )
     if token is not None:
         # Written claimed by this request: the row in hand is the claim's, its ledger empty.

@@ -53,6 +53,11 @@ def idempotency_key_read(request: Request, body: dict[str, Any]) -> str | None:
     field, key = "Idempotency-Key", request.headers.get("Idempotency-Key")
     if not key:
         field, key = "idempotencyKey", body.get("idempotencyKey")
+    return idempotency_key_check(key, field)
+
+
+def idempotency_key_check(key: Any, field: str) -> str | None:
+    """``key`` as a caller's idempotency key (None when absent), or 400 naming ``field``."""
     if key is None or key == "":
         return None
     if not isinstance(key, str):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import IntegrityError
 from django.http import QueryDict
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -41,7 +42,8 @@ from processes.api.reads import (
 from processes.catalog import process_module_get
 from processes.errors import InvokeForbidden
 from processes.invoke import mode_parse, run_invoke
-from processes.models import RunMode
+from processes.invoke_keys import invoke_key_read, invoke_replayed
+from processes.models import ProcessRun, RunMode
 from processes.steering import (
     process_cancel_queued,
     run_cancel,
@@ -55,6 +57,17 @@ from processes.sync_run import sync_invoke
 
 # Steering a run: it may be missing, not yours, or in a state that does not allow the verb.
 STEERING_ERRORS = error_responses(401, 403, 404, 409)
+INVOKE_KEY = OpenApiParameter(
+    "Idempotency-Key",
+    str,
+    OpenApiParameter.HEADER,
+    required=False,
+    description=(
+        "The caller's key for this invoke: a retry with the same key, process, mode and input "
+        "answers the first run (200, replayed: true); with another input it is 409 "
+        "idempotency_key_reused."
+    ),
+)
 INVOKE_MODE = OpenApiParameter(
     "mode",
     str,
@@ -139,7 +152,7 @@ class ProcessInvokeView(APIView):
 
     @extend_schema(
         request={"application/json": out.INVOKE_INPUT},
-        parameters=[INVOKE_MODE],
+        parameters=[INVOKE_MODE, INVOKE_KEY],
         responses=INVOKE_RESPONSES,
     )
     def post(self, request: Request, process_id: str) -> Response:
@@ -148,16 +161,51 @@ class ProcessInvokeView(APIView):
         module = process_module_get(process_id)
         mode = mode_parse(request.query_params.get("mode"))
         body, user = request_input(request), acting_user(request)
+        key = invoke_key_read(request.headers, user)
+        asked = {"key": key, "process_id": process_id, "mode": mode, "body": body}
+        first = invoke_replayed(**asked) if key else None
+        if first is not None:
+            return _replayed(first)
+        try:
+            return self._invoke(process_id, body, user, mode, module, key)
+        except IntegrityError:
+            # A concurrent invoke with the key committed its run first: this one answers it.
+            first = invoke_replayed(**asked) if key else None
+            if first is None:
+                raise
+            return _replayed(first)
+
+    def _invoke(self, process_id, body, user, mode, module, key) -> Response:  # noqa: ANN001
         if mode != RunMode.SYNC:
-            run = run_invoke(process_id=process_id, body=body, user=user, mode=mode, module=module)
+            run = run_invoke(
+                process_id=process_id,
+                body=body,
+                user=user,
+                mode=mode,
+                module=module,
+                idempotency_key=key,
+            )
             return Response(out.run_queued(run), status=202)
         budget_ms = setting_get("processes.sync_budget_ms")
         run, settled = sync_invoke(
-            process_id=process_id, body=body, user=user, budget_ms=budget_ms, module=module
+            process_id=process_id,
+            body=body,
+            user=user,
+            budget_ms=budget_ms,
+            module=module,
+            idempotency_key=key,
         )
         if settled is None:
             return Response(out.sync_budget_exceeded(run, budget_ms), status=202)
         return Response(out.run_settled(settled, run_ledger(settled)), status=200)
+
+
+def _replayed(run: ProcessRun) -> Response:
+    """A retried invoke's 200: the first run as it stands — settled, with its steps; or still
+    going, as its ticket — and ``replayed``."""
+    if run.is_terminal:
+        return Response({**out.run_settled(run, run_ledger(run)), "replayed": True})
+    return Response({**out.run_queued(run), "replayed": True})
 
 
 class ProcessCancelView(APIView):
