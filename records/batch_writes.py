@@ -40,11 +40,11 @@ from records.boundary import (
     _record_like,
     _record_shared,
     _rule_check,
-    record_snapshot,
+    before_save_on_update,
 )
 from records.catalog import RecordType, record_type_get
 from records.door import door_opened
-from records.hooks import HookContext, HookSlot, hooks_for, hooks_run
+from records.hooks import HookSlot, hooks_for
 from records.models import (
     Record,
     RecordWriteState,
@@ -208,19 +208,7 @@ def _ready(write: BatchWrite, checks: _Checks) -> _Ready:
         raise _RowStops
     checks.claim(locked.pk)
     _check_payload(rt, item.parent, None, is_create=False)
-    merged = record_snapshot(locked)
-    merged["parent"].update(item.parent)
-    hooks_run(
-        HookContext(
-            HookSlot.BEFORE_SAVE,
-            rt.name,
-            WriteOperation.UPDATE,
-            merged,
-            dict(item.parent),
-            actor=write.actor.user.get_username(),
-            process_run_id=write.actor.process_run_id or None,
-        )
-    )
+    merged = before_save_on_update(write.actor, rt, locked, item.parent)
     return _Ready(write, rt, locked, before=locked.fields, fields=merged["parent"])
 
 

@@ -253,6 +253,25 @@ def _queue_outbound(
     return state
 
 
+def before_save_on_update(actor: Actor, rt: RecordType, record: Record, parent: dict) -> dict:
+    """An update's ``before_save`` hooks (they may refuse), shown the record as it will be;
+    answers that snapshot, whose ``parent`` the update stores."""
+    merged = record_snapshot(record)
+    merged["parent"].update(parent)
+    hooks_run(
+        HookContext(
+            HookSlot.BEFORE_SAVE,
+            rt.name,
+            WriteOperation.UPDATE,
+            merged,
+            dict(parent),
+            actor=actor.user.get_username(),
+            process_run_id=actor.process_run_id or None,
+        )
+    )
+    return merged
+
+
 def _before_save_on_create(actor: Actor, rt: RecordType, record: Record, parent: dict) -> None:
     """A create's ``before_save`` hooks (they may refuse): one call for a single and a batch create."""
     hooks_run(
@@ -639,19 +658,7 @@ def record_update(
                 f"expected sync version {expected_sync_version}, the record is at {record.sync_version}",
                 field="expectedSyncVersion",
             )
-        merged = record_snapshot(record)
-        merged["parent"].update(parent)
-        hooks_run(
-            HookContext(
-                HookSlot.BEFORE_SAVE,
-                rt.name,
-                WriteOperation.UPDATE,
-                merged,
-                dict(parent),
-                actor=actor.user.get_username(),
-                process_run_id=actor.process_run_id or None,
-            )
-        )
+        merged = before_save_on_update(actor, rt, record, parent)
         before, record.fields = record.fields, merged["parent"]
         now = timezone.now()
         Record.objects.filter(pk=record.pk).update(
