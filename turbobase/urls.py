@@ -24,3 +24,5 @@ urlpatterns = [
 ]
 
 handler500 = "turbobase.unavailable.server_error"
+handler404 = "turbobase.api_errors.not_found"
+handler400 = "turbobase.api_errors.bad_request"
