@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.db import IntegrityError
 from django.http import QueryDict
 from drf_spectacular.utils import (
@@ -23,6 +24,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from extensions.models import ExtensionModule
 from guardrails.settings import setting_get
 from kernel.filters import filter_parameters
 from kernel.models import AccessToken
@@ -175,7 +177,15 @@ class ProcessInvokeView(APIView):
                 raise
             return _replayed(first)
 
-    def _invoke(self, process_id, body, user, mode, module, key) -> Response:  # noqa: ANN001
+    def _invoke(
+        self,
+        process_id: str,
+        body: Any,
+        user: User,
+        mode: str,
+        module: ExtensionModule,
+        key: str | None,
+    ) -> Response:
         if mode != RunMode.SYNC:
             run = run_invoke(
                 process_id=process_id,
