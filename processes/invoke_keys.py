@@ -16,7 +16,7 @@ from django.contrib.auth.models import User
 
 from processes.errors import InvokeKeyReused
 from processes.models import ProcessRun
-from records.views import idempotency_key_check
+from records.idempotency import idempotency_key_check
 
 HEADER = "Idempotency-Key"
 

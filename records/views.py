@@ -11,10 +11,10 @@ from rest_framework.views import APIView
 
 from kernel.openapi import error_responses
 from kernel.scopes import DATA_WRITE
-from kernel.text import text_problem
 from kernel.users import acting_user
 from records.boundary import record_create, record_delete, record_settle, record_update
 from records.errors import PayloadInvalid
+from records.idempotency import idempotency_key_check
 from records.outcomes import WriteOutcome
 from records.serializers import (
     RecordCreateIn,
@@ -25,8 +25,6 @@ from records.serializers import (
     write_result_out,
 )
 from records.trail import Actor
-
-IDEMPOTENCY_KEY_MAX_CHARS = 200  # README: limits
 
 _STATUS = {
     WriteOutcome.CREATED: 201,
@@ -54,23 +52,6 @@ def idempotency_key_read(request: Request, body: dict[str, Any]) -> str | None:
     if not key:
         field, key = "idempotencyKey", body.get("idempotencyKey")
     return idempotency_key_check(key, field)
-
-
-def idempotency_key_check(key: Any, field: str) -> str | None:
-    """``key`` as a caller's idempotency key (None when absent), or 400 naming ``field``."""
-    if key is None or key == "":
-        return None
-    if not isinstance(key, str):
-        raise PayloadInvalid(f"{field} must be a string", field=field)
-    if len(key) > IDEMPOTENCY_KEY_MAX_CHARS:
-        raise PayloadInvalid(
-            f"{field} is {len(key)} characters; at most {IDEMPOTENCY_KEY_MAX_CHARS} are accepted",
-            field=field,
-        )
-    problem = text_problem(key)
-    if problem is not None:
-        raise PayloadInvalid(f"{field} {problem}", field=field)
-    return key
 
 
 # Every write can be refused for the same reasons: the body, the caller, the record, the rules.

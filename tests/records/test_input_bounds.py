@@ -10,9 +10,9 @@ import pytest
 from kernel.text import MESSAGE_MAX_CHARS
 from records.errors import HookRejection
 from records.hooks import HookContext, hook_register
+from records.idempotency import IDEMPOTENCY_KEY_MAX_CHARS
 from records.models import Record, RecordWriteState, WriteTrail
 from records.rest.parser import COUNT_MAX
-from records.views import IDEMPOTENCY_KEY_MAX_CHARS
 
 pytestmark = pytest.mark.django_db
 
