@@ -184,6 +184,16 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "processes.slice_cap", _T.INTEGER, 1000, _G.SLICES, "Slices one run may take.", min=1
     ),
     SettingSpec(
+        "processes.step_group_max",
+        _T.INTEGER,
+        16,
+        _G.SLICES,
+        "Steps of one run a worker writes together in one transaction (PostgreSQL); "
+        "1 writes every step alone.",
+        min=1,
+        max=256,
+    ),
+    SettingSpec(
         "processes.sync_budget_ms",
         _T.MILLISECONDS,
         30_000,

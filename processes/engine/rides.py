@@ -1,33 +1,33 @@
 """A delivery's ride group: consecutive create steps committed together in one statement.
 
-A chain's create step that can ride (``records.boundary.create_rides``) is checked and built at
-once (``record_create_ready``) but not written: its record, trail row and ledger row join the
-delivery's group, and the walk goes on to the next step with the outcome the step will have (its
-record's id is chosen before the write). The group is written — the lease proof and every row of
-every step in it — by one autocommitted statement (``rides_commit``): at ``RIDE_GROUP_MAX``
-steps, once ``RIDE_GROUP_MS`` have passed since its first step, and always before anything else
-touches the database for the run — a step that is not a riding create, a refusal, a ``ctx.query``
-read, the walk's end. So nothing outside the delivery can tell a grouped step from one committed
-alone, except that it lands with its neighbours; a worker that dies loses only the group's
+A chain's create step that can ride (``records.boundary.create_rides``) is checked and built at once
+(``record_create_ready``) but not written: its record, trail row and ledger row join the delivery's
+group, and the walk goes on to the next step with the outcome the step will have (its record's id is
+chosen before the write). The group is written — the lease proof and every row of every step in it —
+by one autocommitted statement (``rides_commit``): at the setting ``processes.step_group_max`` steps
+(1: every step alone), once ``RIDE_GROUP_MS`` have passed since its first step, and always before
+anything else touches the database for the run — a step that is not a riding create, a refusal, a
+``ctx.query`` read, the walk's end. So nothing outside the delivery can tell a grouped step from one
+committed alone, except that it lands with its neighbours; a worker that dies loses only the group's
 uncommitted steps, which the next delivery performs again (nothing was written).
 
 A cancel is read back by the group's statement, as by any step's: with a cancel pending, the
-statement writes the group's first step only — the step in flight from the outside's point of
-view — and the run stops there, as it stops at the next step boundary when steps commit alone.
+statement writes the group's first step only — the step in flight from the outside's point of view —
+and the run stops there, as it stops at the next step boundary when steps commit alone.
 """
 
 from __future__ import annotations
 
 import time
 
+from guardrails.settings import setting_get
 from processes.engine.lease import Lease
 from processes.engine.ledger import sequence_release
 from processes.models import ProcessRun
 from records.boundary import Ride, RideKeyTaken, create_rides, rides_commit
 
-# At most this many steps in one statement (a group's rows are one INSERT per table); and a group
-# is written once this long has passed since its first step — checked as a step joins it.
-RIDE_GROUP_MAX = 16
+# A group is written once this long has passed since its first step — checked as a step joins
+# it; and at ``processes.step_group_max`` steps (a group's rows are one INSERT per table).
 RIDE_GROUP_MS = 50
 
 
@@ -75,7 +75,7 @@ class RideGroup:
         self._rides.append(ride)
         self._steps.append(step_id)
         self.run.writes += 1
-        full = len(self._rides) >= RIDE_GROUP_MAX
+        full = len(self._rides) >= setting_get("processes.step_group_max")
         if full or (time.monotonic() - self._since) * 1000 >= RIDE_GROUP_MS:
             self.flush()
 

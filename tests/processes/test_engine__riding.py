@@ -13,6 +13,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from guardrails.settings import setting_set
 from processes.engine import rides
 from processes.engine.claim import run_claim
 from processes.engine.lease import LeaseLost
@@ -155,8 +156,8 @@ def test_a_delivery_that_lost_its_lease_writes_nothing(run):
     assert ProcessRun.objects.get(pk=run.pk).lease_owner == second[1].token
 
 
-def test_a_group_holds_at_most_ride_group_max_steps(run, monkeypatch):
-    monkeypatch.setattr(rides, "RIDE_GROUP_MAX", 2)
+def test_a_group_holds_at_most_step_group_max_steps(run):
+    setting_set("processes.step_group_max", 2)
     with CaptureQueriesContext(connection) as queries:
         run_deliver(str(run.pk))
     run.refresh_from_db()
