@@ -20,6 +20,7 @@ class ProcessesConfig(AppConfig):
         from processes.contract import process_contract_check
         from processes.engine.wakeups import on_source_verdict
         from processes.events.service import event_starter_register
+        from processes.lineage import lineage_runs_describe
         from processes.registry import process_sync_from_module
         from processes.schedules.bundle_part import SchedulesPart
         from processes.schedules.receivers import schedule_remove_guard
@@ -27,10 +28,12 @@ class ProcessesConfig(AppConfig):
         from processes.triggers.event_sent import event_triggers_start
         from processes.triggers.index import trigger_index_forget
         from processes.triggers.record_entered import record_watcher
+        from records.lineage import lineage_runs_describer
         from records.verdicts import source_verdict
         from records.watches import watcher_provider_register
 
         kind_register("process", process_contract_check)
+        lineage_runs_describer(lineage_runs_describe)
         extension_deployed.connect(process_sync_from_module, dispatch_uid="processes.sync")
         extension_removing.connect(
             schedule_remove_guard, dispatch_uid="processes.schedules.remove_guard"

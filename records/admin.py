@@ -6,9 +6,15 @@ a second door, so nothing here can add, change or delete a row.
 
 from __future__ import annotations
 
-from django.contrib import admin
-from django.http import HttpRequest
+import contextlib
+from typing import Any
 
+from django.contrib import admin
+from django.http import HttpRequest, HttpResponse
+
+from kernel.errors import NotFound
+from kernel.ids import uuid_or_none
+from records.lineage import LineageEntry, record_lineage
 from records.models import Record, RecordWriteState, WriteTrail
 
 
@@ -31,6 +37,26 @@ class RecordAdmin(ReadOnlyAdmin):
     search_fields = ("=pg_row_id", "external_id", "idempotency_key", "owner__username")
     date_hierarchy = "created_at"
     list_select_related = ("owner", "group")
+    change_form_template = "admin/records/record/change_form.html"
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        """The record's page, with its lineage below its fields."""
+        parsed = uuid_or_none(object_id)
+        record = Record.reads.filter(pk=parsed).first() if parsed is not None else None
+        lineage: list[LineageEntry] = []
+        if record is not None and request.user.is_staff:
+            with contextlib.suppress(NotFound):  # a type no longer in the catalog
+                lineage = record_lineage(
+                    user=request.user, record_type=record.record_type, pg_row_id=object_id
+                )
+        context = {**(extra_context or {}), "lineage": lineage}
+        return super().change_view(request, object_id, form_url, extra_context=context)
 
 
 @admin.register(RecordWriteState)

@@ -340,6 +340,11 @@ def test_record_writes_and_their_refusals_fit_the_schema(admin):
         409,
         "conflict",
     )
+    lineage = "/v1/data/{record_type}/{pg_row_id}/lineage"
+    traced = client.get(f"/v1/data/customer/{created['pgRowId']}/lineage")
+    outcomes = [(e["action"], e["outcome"]) for e in assert_documented(traced, "get", lineage)]
+    assert outcomes[:3] == [("create", "allowed"), ("create", "duplicate"), ("update", "allowed")]
+    assert_documented(client.get("/v1/data/customer/nope/lineage"), "get", lineage)  # 404
     held = client.delete("/v1/data/customer", {"pgRowId": created["pgRowId"]}, format="json")
     assert (held.status_code, assert_documented(held, "delete", path)["outcome"]) == (202, "held")
     local = client.post("/v1/data/legacy_customer", {"parent": {"name": "L"}}, format="json")
