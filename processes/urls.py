@@ -3,6 +3,7 @@
 from django.urls import path
 
 from processes.api.events import EventSendView
+from processes.api.run_search import RunSearchView
 from processes.api.tasks import TaskCompleteView, TaskListView, TaskRejectView
 from processes.api.views import (
     ProcessCancelView,
@@ -25,6 +26,7 @@ urlpatterns = [
     path("tasks/<str:task_id>/reject", TaskRejectView.as_view(), name="task-reject"),
     path("processes", ProcessListView.as_view(), name="process-list"),
     path("processes/queue", QueueView.as_view(), name="process-queue"),
+    path("processes/runs", RunSearchView.as_view(), name="process-runs-search"),
     path("processes/runs/<str:run_id>", RunDetailView.as_view(), name="process-run"),
     path("processes/runs/<str:run_id>/cancel", RunCancelView.as_view(), name="process-run-cancel"),
     path(

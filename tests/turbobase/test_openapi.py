@@ -494,6 +494,11 @@ def test_processes_invoke_watch_and_steer_fit_the_schema(admin):
     assert [p["id"] for p in listed] == ["acme:fails-at-second", "acme:two-notes"]
     detail = client.get(f"/v1/processes/runs/{run_id}")
     assert len(assert_documented(detail, "get", "/v1/processes/runs/{run_id}")["steps"]) == 2
+    found = client.get("/v1/processes/runs?processId=acme:fails-at-second&state=failed")
+    assert len(assert_documented(found, "get", "/v1/processes/runs")["runs"]) == 1
+    assert_documented(
+        client.get("/v1/processes/runs?input.memo=x"), "get", "/v1/processes/runs"
+    )  # 400: not a searchable field
     assert_documented(
         client.get("/v1/processes/runs/nope"), "get", "/v1/processes/runs/{run_id}"
     )  # 404
