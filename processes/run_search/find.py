@@ -9,12 +9,14 @@ parameter, never an unindexed scan. Several input filters must all hold.
 from __future__ import annotations
 
 from django.contrib.auth.models import User
+from django.db.models import QuerySet
 from django.http import QueryDict
 
 from extensions.models import ExtensionKind, ExtensionModule, ExtensionStatus
 from kernel.filters import FilterInvalid, filter_apply
 from processes.api.filters import RunSearchFilter
 from processes.api.reads import RUNS_PAGE_OWN_PARAMETERS, RunsPage, runs_paged
+from processes.models import ProcessRun
 from processes.run_search.fields import searchable_fields
 from processes.run_search.keys import runs_with_input
 from processes.steering import runs_visible
@@ -24,16 +26,24 @@ INPUT_PREFIX = "input."
 
 def runs_found(*, user: User, params: QueryDict) -> RunsPage:
     """The page of runs ``params`` asks for (see the module docstring)."""
+    return runs_paged(runs_filtered(user=user, params=params), params)
+
+
+def runs_filtered(
+    *, user: User, params: QueryDict, also_known: tuple[str, ...] = RUNS_PAGE_OWN_PARAMETERS
+) -> QuerySet[ProcessRun]:
+    """The runs ``user`` can see that ``params`` names, unordered (``FilterInvalid`` names a
+    parameter it cannot apply). ``also_known``: parameters the caller reads itself."""
     wanted = _input_filters(params)
     runs = filter_apply(
         RunSearchFilter,
         params=params,
         queryset=runs_visible(user),
-        also_known=(*RUNS_PAGE_OWN_PARAMETERS, *(INPUT_PREFIX + name for name in wanted)),
+        also_known=(*also_known, *(INPUT_PREFIX + name for name in wanted)),
     )
     if wanted:
         _searchable_check(wanted, params.get("processId") or None)
-    return runs_paged(runs_with_input(runs, wanted), params)
+    return runs_with_input(runs, wanted)
 
 
 def _input_filters(params: QueryDict) -> dict[str, str]:
