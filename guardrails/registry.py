@@ -37,6 +37,7 @@ class SettingGroup(enum.StrEnum):
     HOOKS = "hooks"
     SOURCES = "sources"
     SWITCHES = "switches"
+    STEERING = "steering"
 
 
 class SettingInvalid(InvalidRequest):
@@ -224,6 +225,22 @@ SETTINGS: tuple[SettingSpec, ...] = (
         5 * _MINUTE,
         _G.WAITS,
         "How long a rollback delete waits for the rollback window to free; 0 does not wait.",
+    ),
+    SettingSpec(
+        "steer.approval_over",
+        _T.INTEGER,
+        100,
+        _G.STEERING,
+        "A bulk action over more runs than this waits for another administrator's approval.",
+    ),
+    SettingSpec(
+        "steer.bulk_max_runs",
+        _T.INTEGER,
+        10_000,
+        _G.STEERING,
+        "The most runs one bulk action may take (a larger filter is refused: narrow it).",
+        min=1,
+        max=1_000_000,
     ),
     SettingSpec(
         "processes.enabled",

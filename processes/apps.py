@@ -7,6 +7,7 @@ class ProcessesConfig(AppConfig):
 
     def ready(self) -> None:
         # Lower rooms call up only through these registries and signals.
+        import processes.bulk.admin  # noqa: F401  (admin autodiscovery reads only admin.py)
         import processes.events.admin  # noqa: F401  (admin autodiscovery reads only admin.py)
         import processes.human_tasks.admin  # noqa: F401  (admin autodiscovery reads only admin.py)
         import processes.rest_resources  # noqa: F401  (registers process_run, process_run_step)

@@ -57,6 +57,8 @@ class ProcessCode(StrEnum):
     TASK_NOT_ASSIGNED = "TASK_NOT_ASSIGNED"  # an administrator acting on someone else's task
     TASK_BODY_INVALID = "TASK_BODY_INVALID"  # a complete or reject body, naming its field
     # Events (``POST /v1/events``) and a waitFor step waiting for one.
+    BULK_INVALID = "BULK_INVALID"  # a bulk action's body or filter, naming the field
+    BULK_ACTION_USED = "BULK_ACTION_USED"  # a bulk action already submitted or decided
     EVENT_INVALID = "EVENT_INVALID"  # the body's name, data or key, named
     EVENT_KEY_REUSED = "EVENT_KEY_REUSED"  # the sender's key came with another name or data
     WAIT_MATCH_INVALID = "WAIT_MATCH_INVALID"  # ``waitFor.match`` returned no object

@@ -15,6 +15,7 @@ from kernel.schemas import schema_problem
 from processes.codes import ProcessCode
 from processes.durations import duration_parse
 from processes.events.names import event_name_problem
+from processes.run_search.fields import search_declaration_problem
 from processes.step_kinds import (
     AI,
     GROUP,
@@ -328,6 +329,9 @@ def process_contract_check(definition: Any) -> dict:
     if not isinstance(schema, dict):
         _fail("input", "is required and must be a JSON Schema object")
     _check_schema(schema, "input")
+    searchable = search_declaration_problem(schema)
+    if searchable is not None:
+        _fail(*searchable)
     if definition.get("onFailure", OnFailure.STOP) not in tuple(OnFailure):
         _fail("onFailure", "must be 'stop' or 'rollback'")
     each_row = definition.get("eachRow")

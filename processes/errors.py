@@ -157,3 +157,28 @@ class IllegalTransition(TurbobaseError):
 
     error = "illegal_transition"
     http_status = 409
+
+
+class BulkInvalid(InvalidRequest):
+    """A bulk action's body or filter is not one it takes; the field is named, nothing changes."""
+
+    code = ProcessCode.BULK_INVALID
+
+
+class BulkNotFound(NotFound):
+    """No bulk action of that id that is yours (an administrator sees every one)."""
+
+    error = "bulk_action_not_found"
+
+
+class BulkUsed(RunStateConflict):
+    """The bulk action was already submitted or decided: preview again for another."""
+
+    error = "bulk_action_used"
+    code = ProcessCode.BULK_ACTION_USED
+
+
+class FourEyes(Forbidden):
+    """A bulk action over the approval threshold needs another administrator's approval."""
+
+    error = "four_eyes"

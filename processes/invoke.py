@@ -25,6 +25,7 @@ from processes.engine.lease import lease_seconds
 from processes.errors import InputInvalid, InputSchemaUnusable, ModeInvalid, ProcessDisabled
 from processes.lanes import lane_send
 from processes.models import PendingReason, Process, ProcessRun, RunMode
+from processes.run_search.keys import search_keys_write
 from processes.status import MOVES, RunMove
 
 
@@ -148,6 +149,7 @@ def run_invoke(
             access_fingerprint=access_fingerprint(user),
             **claim,
         )
+        search_keys_write(run, module.definition, body)
         if send:
             lane_send(run_id=run.run_id, delivery=1, mode=mode)
     return run
@@ -268,5 +270,6 @@ def run_refuse(
             finished_at=now,
             access_fingerprint=access_fingerprint(user),
         )
+        search_keys_write(run, module.definition, body)
     run.input = body
     return run

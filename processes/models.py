@@ -387,6 +387,8 @@ class ProcessRunSlice(models.Model):
         return f"{self.run_id} slice {self.number}"
 
 
+from processes.bulk.models import BulkAction  # noqa: E402,F401  (bulk steering)
 from processes.events.models import Event, EventWait  # noqa: E402,F401  (the events' tables)
 from processes.human_tasks.models import HumanTask  # noqa: E402,F401  (the tasks' table)
+from processes.run_search.models import RunSearchKey  # noqa: E402,F401  (runs found by input)
 from processes.schedules.models import ProcessSchedule  # noqa: E402,F401  (the schedules' table)

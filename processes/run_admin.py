@@ -14,6 +14,7 @@ from typing import Any
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
+from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -23,6 +24,7 @@ from kernel.errors import TurbobaseError
 from kernel.ids import uuid_or_none
 from kernel.users import acting_user
 from processes.models import Process, ProcessRun, ProcessRunStep, RunState
+from processes.run_search.keys import runs_with_input
 from processes.status import RunMove, states_from
 from processes.steering import run_cancel, run_resume, run_rollback
 from processes.timeline import STEP_COLUMNS, timeline_build
@@ -116,6 +118,10 @@ class ProcessRunAdmin(admin.ModelAdmin):
     )
     list_filter = ("state", "mode", "process_id")
     search_fields = ("run_id", "process_id", "invoked_by__username", "reason")
+    search_help_text = (
+        "A run id, process, user or reason — or input.FIELD=VALUE for a searchable input field "
+        '(declared with "x-search": true).'
+    )
     list_select_related = ("invoked_by",)
     ordering = ("-created_at",)
     # State, pending reason, duration and version are in the page's summary above these.
@@ -145,6 +151,17 @@ class ProcessRunAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: ProcessRun | None = None) -> bool:
         return False
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[ProcessRun], search_term: str
+    ) -> tuple[QuerySet[ProcessRun], bool]:
+        """``input.FIELD=VALUE`` finds runs by a searchable input field (its index, as the API's
+        ``input.<field>`` filter); any other text searches as Django's admin does."""
+        term = search_term.strip()
+        if term.startswith("input.") and "=" in term:
+            name, _, value = term[len("input.") :].partition("=")
+            return runs_with_input(queryset, {name: value}), False
+        return super().get_search_results(request, queryset, search_term)
 
     def may_steer(self, request: HttpRequest) -> bool:
         return request.user.has_perm("processes.change_processrun")

@@ -2,7 +2,9 @@
 
 from django.urls import path
 
+from processes.api.bulk import BulkApproveView, BulkDetailView, BulkRejectView, BulkView
 from processes.api.events import EventSendView
+from processes.api.run_search import RunSearchView
 from processes.api.tasks import TaskCompleteView, TaskListView, TaskRejectView
 from processes.api.views import (
     ProcessCancelView,
@@ -25,6 +27,19 @@ urlpatterns = [
     path("tasks/<str:task_id>/reject", TaskRejectView.as_view(), name="task-reject"),
     path("processes", ProcessListView.as_view(), name="process-list"),
     path("processes/queue", QueueView.as_view(), name="process-queue"),
+    path("processes/runs", RunSearchView.as_view(), name="process-runs-search"),
+    path("processes/runs/bulk", BulkView.as_view(), name="process-runs-bulk"),
+    path("processes/runs/bulk/<str:bulk_id>", BulkDetailView.as_view(), name="process-bulk"),
+    path(
+        "processes/runs/bulk/<str:bulk_id>/approve",
+        BulkApproveView.as_view(),
+        name="process-bulk-approve",
+    ),
+    path(
+        "processes/runs/bulk/<str:bulk_id>/reject",
+        BulkRejectView.as_view(),
+        name="process-bulk-reject",
+    ),
     path("processes/runs/<str:run_id>", RunDetailView.as_view(), name="process-run"),
     path("processes/runs/<str:run_id>/cancel", RunCancelView.as_view(), name="process-run-cancel"),
     path(

@@ -140,6 +140,8 @@ SPECTACULAR_SETTINGS = {
         "ExtensionStatusEnum": "extensions.models.ExtensionStatus",
         "HeldStatusEnum": "guardrails.models.HeldStatus",
         "RunStateEnum": "processes.models.RunState",
+        "BulkStateEnum": "processes.bulk.models.BulkState",
+        "BulkVerbEnum": "processes.bulk.models.BulkVerb",
         "TaskStateEnum": "processes.human_tasks.models.TaskState",
         "TriggerKindEnum": ["manual", "schedule"],
         "HealthStatusEnum": ["ok"],

@@ -1,4 +1,5 @@
-"""The filters of ``GET /v1/processes/queue`` and ``GET /v1/processes/<id>/runs`` (applied by
+"""The filters of ``GET /v1/processes/queue``, ``GET /v1/processes/<id>/runs`` and
+``GET /v1/processes/runs`` (applied by
 ``kernel.filters.filter_apply``).
 
 ``state`` may be repeated (``?state=failed&state=rolled_back``). Date bounds are half-open —
@@ -13,7 +14,7 @@ from __future__ import annotations
 import django_filters
 
 from kernel.filters import InstantFilter
-from processes.models import ProcessRun, RunState
+from processes.models import PendingReason, ProcessRun, RunState
 
 STATE = "state"
 
@@ -41,4 +42,18 @@ class RunFilter(ProcessRunsFilter):
     )
 
     class Meta(ProcessRunsFilter.Meta):
+        pass
+
+
+class RunSearchFilter(RunFilter):
+    """``GET /v1/processes/runs``: the queue's filters and the pending reason (the input fields
+    are read by ``processes.run_search.find``)."""
+
+    pendingReason = django_filters.MultipleChoiceFilter(
+        field_name="pending_reason",
+        choices=PendingReason.choices,
+        help_text="Only runs waiting for these reasons (repeatable).",
+    )
+
+    class Meta(RunFilter.Meta):
         pass

@@ -270,17 +270,22 @@ def page_limit(raw: str | None) -> int:
 
 
 def process_runs_page(*, user: User, process_id: str, params: QueryDict) -> RunsPage:
-    """One process's runs you can see, newest first, one keyset page (``limit``, ``cursor``).
-
-    A page starts strictly after the cursor's (created_at, run_id) in that order, so walking
-    ``next`` lists every run exactly once even while new runs arrive, and page N costs what page 1
-    does (the ``(process_id, created_at)`` index, no OFFSET)."""
+    """One process's runs you can see, newest first, one keyset page (``limit``, ``cursor``)."""
     runs = filter_apply(
         ProcessRunsFilter,
         params=params,
         queryset=runs_visible(user).filter(process_id=process_id),
         also_known=RUNS_PAGE_OWN_PARAMETERS,
     )
+    return runs_paged(runs, params)
+
+
+def runs_paged(runs: QuerySet[ProcessRun], params: QueryDict) -> RunsPage:
+    """``runs`` newest first, the keyset page ``params`` asks for (``limit``, ``cursor``).
+
+    A page starts strictly after the cursor's (created_at, run_id) in that order, so walking
+    ``next`` lists every run exactly once even while new runs arrive, and page N costs what page 1
+    does (an index on created_at, no OFFSET)."""
     limit = page_limit(params.get("limit"))
     cursor = params.get("cursor")
     if cursor is not None:

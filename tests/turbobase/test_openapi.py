@@ -49,6 +49,7 @@ BODILESS = {
     ("post", "/v1/processes/runs/{run_id}/rollback"),
     ("post", "/v1/processes/runs/{run_id}/resume"),
     ("post", "/v1/processes/runs/{run_id}/retry"),
+    ("post", "/v1/processes/runs/bulk/{bulk_id}/approve"),
 }
 # Bodies whose keys are the caller's own, so the schema can only say "an object" (and says why).
 FREE_FORM = {
@@ -499,6 +500,32 @@ def test_processes_invoke_watch_and_steer_fit_the_schema(admin):
     assert [p["id"] for p in listed] == ["acme:fails-at-second", "acme:two-notes"]
     detail = client.get(f"/v1/processes/runs/{run_id}")
     assert len(assert_documented(detail, "get", "/v1/processes/runs/{run_id}")["steps"]) == 2
+    bulk, bulk_one = "/v1/processes/runs/bulk", "/v1/processes/runs/bulk/{bulk_id}"
+    order = {"action": "retry", "filter": {"processId": "acme:fails-at-second"}}
+    preview = assert_documented(
+        client.post(bulk, {**order, "preview": True}, format="json"), "post", bulk
+    )
+    assert preview["count"] == 1
+    assert_documented(client.post(bulk, {**order, "preview": "x"}, format="json"), "post", bulk)
+    submitted = client.post(
+        bulk, {**order, "preview": False, "bulkId": preview["bulkId"]}, format="json"
+    )
+    assert assert_documented(submitted, "post", bulk)["state"] == "running"
+    shown = client.get(f"{bulk}/{preview['bulkId']}")
+    assert assert_documented(shown, "get", bulk_one)["count"] == 1
+    assert_documented(client.get(f"{bulk}/nope"), "get", bulk_one)  # 404
+    own = client.post(f"{bulk}/{preview['bulkId']}/approve")
+    assert_documented(own, "post", bulk_one + "/approve")  # 403: four eyes
+    assert_documented(
+        client.post(f"{bulk}/{preview['bulkId']}/reject", {"reason": "x"}, format="json"),
+        "post",
+        bulk_one + "/reject",
+    )  # 403
+    found = client.get("/v1/processes/runs?processId=acme:fails-at-second&state=failed")
+    assert len(assert_documented(found, "get", "/v1/processes/runs")["runs"]) == 1
+    assert_documented(
+        client.get("/v1/processes/runs?input.memo=x"), "get", "/v1/processes/runs"
+    )  # 400: not a searchable field
     assert_documented(
         client.get("/v1/processes/runs/nope"), "get", "/v1/processes/runs/{run_id}"
     )  # 404

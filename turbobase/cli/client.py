@@ -8,7 +8,7 @@ or ``ClientConfigError`` whose message says what to do, never a traceback.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import requests
@@ -81,7 +81,7 @@ class Client:
         path: str,
         *,
         json: Any = None,
-        params: Mapping[str, Any] | None = None,
+        params: Mapping[str, Any] | Sequence[tuple[str, Any]] | None = None,
         authenticated: bool = True,
     ) -> Any:
         """Send one request; answer the decoded JSON body (``None`` for an empty one)."""

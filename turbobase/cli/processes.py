@@ -36,8 +36,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         handler=processes_list
     )
 
-    runs = verbs.add_parser("runs", help="one process's whole history (your runs; an admin's: all)")
-    runs.add_argument("process_id", metavar="ID")
+    runs = verbs.add_parser(
+        "runs",
+        help="runs you can see (an admin's: all), newest first: one process's, or found by "
+        "--where/--state",
+    )
+    runs.add_argument("process_id", metavar="ID", nargs="?", help="only this process's runs")
+    runs.add_argument(
+        "--where",
+        metavar="input.FIELD=VALUE",
+        action="append",
+        default=[],
+        help="runs whose searchable input field held VALUE (repeat: all must hold)",
+    )
+    runs.add_argument("--state", action="append", default=[], help="only runs in this state")
     runs.set_defaults(handler=processes_runs)
 
     run = verbs.add_parser("run", help="one run and its step ledger")
@@ -157,27 +169,53 @@ def processes_list(args: argparse.Namespace, client: Client) -> int:
 
 
 def processes_runs(args: argparse.Namespace, client: Client) -> int:
+    found = bool(args.where or args.state)
+    if found:  # the search route takes the process as a filter like any other
+        path, filters = "/v1/processes/runs", _runs_filters(args)
+    elif args.process_id is not None:
+        path, filters = f"/v1/processes/{quote(args.process_id, safe=':')}/runs", []
+    else:
+        raise CliError(
+            "name a process (ID), or find runs with --where input.FIELD=VALUE or --state"
+        )
     runs: list[dict[str, Any]] = []
-    path = f"/v1/processes/{quote(args.process_id, safe=':')}/runs"
     cursor: str | None = None
-    while True:  # the whole history, a keyset page at a time (each page costs the same)
-        params: dict[str, Any] = {"limit": HISTORY_PAGE}
+    while True:  # every page, a keyset page at a time (each page costs the same)
+        params = [*filters, ("limit", HISTORY_PAGE)]
         if cursor is not None:
-            params["cursor"] = cursor
+            params.append(("cursor", cursor))
         page = client.get(path, params=params)
         runs.extend(page["runs"])
         cursor = page["next"]
         if cursor is None:
             break
     lines = [
-        f"{run['runId']}  {run['mode']}  {run['state']}  outstanding={run['outstanding']}  "
-        f"started={run['startedAt'] or '-'}" + (f"  {run['reason']}" if run.get("reason") else "")
+        f"{run['runId']}  " + (f"{run['processId']}  " if found else "") + f"{run['mode']}  "
+        f"{run['state']}  outstanding={run['outstanding']}  started={run['startedAt'] or '-'}"
+        + (f"  {run['reason']}" if run.get("reason") else "")
         for run in runs
     ]
-    emit(
-        args, runs, "\n".join(lines) if lines else f"no runs of {args.process_id} that you can see"
+    nothing = (
+        "no runs found that you can see"
+        if found
+        else f"no runs of {args.process_id} that you can see"
     )
+    emit(args, runs, "\n".join(lines) if lines else nothing)
     return 0
+
+
+def _runs_filters(args: argparse.Namespace) -> list[tuple[str, Any]]:
+    """The query string of a search: ``--where input.F=V`` as ``input.F=V``, each ``--state``."""
+    filters: list[tuple[str, Any]] = []
+    if args.process_id is not None:
+        filters.append(("processId", args.process_id))
+    for where in args.where:
+        name, is_pair, value = where.partition("=")
+        if not is_pair or not name.startswith("input.") or name == "input.":
+            raise CliError(f"--where {where!r}: write it as input.FIELD=VALUE")
+        filters.append((name, value))
+    filters.extend(("state", state) for state in args.state)
+    return filters
 
 
 def processes_run(args: argparse.Namespace, client: Client) -> int:
