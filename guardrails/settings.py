@@ -8,6 +8,9 @@ read that begins after a write committed — in any process — sees it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from django.conf import settings as django_settings
@@ -35,10 +38,32 @@ _rows = TableCache(
 DEFAULTS: dict[str, int] = {spec.key: spec.default for spec in SETTINGS}
 
 
+# Values this thread reads instead of the stored ones, for a while (``settings_overridden``).
+_overrides: ContextVar[dict[str, int] | None] = ContextVar(
+    "guardrails_setting_overrides", default=None
+)
+
+
+@contextmanager
+def settings_overridden(values: dict[str, int]) -> Iterator[None]:
+    """Read ``values`` for these settings in this thread (and nowhere else) meanwhile: a plan's
+    smaller migration slice, never a stored change another worker could see."""
+    for key, value in values.items():
+        setting_spec(key).check(value)
+    token = _overrides.set({**(_overrides.get() or {}), **values})
+    try:
+        yield
+    finally:
+        _overrides.reset(token)
+
+
 def setting_get(key: str) -> int:
     """The value in force: a database row, else a Django setting of the same name, else the default."""
     if key not in DEFAULTS:
         raise KeyError(f"unknown instance setting {key!r}")  # a programming error, not input
+    overrides = _overrides.get()
+    if overrides is not None and key in overrides:
+        return overrides[key]
     row = _rows.get().get(key)
     if row is not None:
         return int(row)

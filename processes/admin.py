@@ -27,6 +27,7 @@ from processes import run_admin  # noqa: F401  (registers the run page)
 from processes.api.reads import LAST_RUNS
 from processes.audit import ProcessAuditAction
 from processes.models import Process, ProcessRun
+from processes.plan_admin import plan_view
 from processes.process_rows import ProcessRow, process_rows_load
 from processes.status import RunMove, states_from
 from processes.triggers.shape import EventTrigger, RecordTrigger
@@ -243,7 +244,18 @@ class ProcessAdmin(admin.ModelAdmin):
             self.admin_site.admin_view(self.instance_switch_view),
             name="processes_process_instance_switch",
         )
-        return [switch, *super().get_urls()]
+        plan = path(
+            "<path:object_id>/plan/",
+            self.admin_site.admin_view(self.plan_view),
+            name="processes_process_plan",
+        )
+        return [switch, plan, *super().get_urls()]
+
+    def plan_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """Plan… on a process's page: a run's writes shown, nothing written."""
+        if not self.has_change_permission(request):
+            raise PermissionDenied
+        return plan_view(self.admin_site, self.model._meta, request, object_id)
 
     def changelist_view(
         self, request: HttpRequest, extra_context: dict | None = None

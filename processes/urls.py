@@ -4,6 +4,7 @@ from django.urls import path
 
 from processes.api.bulk import BulkApproveView, BulkDetailView, BulkRejectView, BulkView
 from processes.api.events import EventSendView
+from processes.api.plan import ProcessPlanView
 from processes.api.run_search import RunSearchView
 from processes.api.tasks import TaskCompleteView, TaskListView, TaskRejectView
 from processes.api.views import (
@@ -54,6 +55,7 @@ urlpatterns = [
         RunRedirectView.as_view(),
         name="process-run-redirect",
     ),
+    path("processes/<str:process_id>/plan", ProcessPlanView.as_view(), name="process-plan"),
     path("processes/<str:process_id>/runs", ProcessRunsView.as_view(), name="process-runs"),
     path("processes/<str:process_id>/cancel", ProcessCancelView.as_view(), name="process-cancel"),
     path("processes/<str:process_id>", ProcessInvokeView.as_view(), name="process-invoke"),

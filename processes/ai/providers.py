@@ -8,6 +8,7 @@ from typing import Any, Protocol
 from django.conf import settings
 
 from processes.codes import ProcessCode
+from processes.planning import outside_call_check
 
 
 class AiProviderError(Exception):
@@ -38,6 +39,7 @@ def ai_provider() -> AiProvider:
     from processes.ai.local import LocalProvider
     from processes.ai.openai_compat import OpenAICompatProvider
 
+    outside_call_check("an AI step's answer comes from its provider when the run asks it")
     kind = _setting("TURBOBASE_AI_PROVIDER", "local")
     if kind == "local":
         return LocalProvider()

@@ -54,6 +54,7 @@ BODILESS = {
 # Bodies whose keys are the caller's own, so the schema can only say "an object" (and says why).
 FREE_FORM = {
     ("post", "/v1/processes/{process_id}", "request"),  # the process's inputSchema decides
+    ("post", "/v1/processes/{process_id}/plan", "request"),  # as the invoke's
     ("post", "/v1/processes/runs/{run_id}/redirect", "request"),  # so does a redirect's
     ("get", "/v1/rest/{resource}", "200"),  # a row's columns are the resource's
 }
@@ -521,6 +522,12 @@ def test_processes_invoke_watch_and_steer_fit_the_schema(admin):
         "post",
         bulk_one + "/reject",
     )  # 403
+    planned = client.post("/v1/processes/acme:two-notes/plan", {"memo": "p"}, format="json")
+    plan_path = "/v1/processes/{process_id}/plan"
+    assert len(assert_documented(planned, "post", plan_path)["steps"]) == 2
+    assert_documented(
+        client.post("/v1/processes/acme:two-notes/plan", {}, format="json"), "post", plan_path
+    )  # 400
     found = client.get("/v1/processes/runs?processId=acme:fails-at-second&state=failed")
     assert len(assert_documented(found, "get", "/v1/processes/runs")["runs"]) == 1
     assert_documented(

@@ -63,7 +63,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--input", metavar="JSON", help="the input, a JSON object, sent as the body"
     )
     source.add_argument("--input-file", metavar="FILE", help="a file holding the input JSON object")
-    invoke.add_argument("--sync", action="store_true", help="wait for the run to settle (bounded)")
+    how = invoke.add_mutually_exclusive_group()
+    how.add_argument("--sync", action="store_true", help="wait for the run to settle (bounded)")
+    how.add_argument(
+        "--plan", action="store_true", help="show what a run would write now; write nothing"
+    )
     invoke.set_defaults(handler=processes_invoke)
 
     for verb, text in (
@@ -247,6 +251,10 @@ def input_read(args: argparse.Namespace) -> Any:
 def processes_invoke(args: argparse.Namespace, client: Client) -> int:
     body = input_read(args)
     path = f"/v1/processes/{quote(args.process_id, safe=':')}"
+    if args.plan:
+        plan = client.post(path + "/plan", body)
+        emit(args, plan, "\n".join(plan_lines(plan)))
+        return 0
     if not args.sync:
         answer = client.post(path, body)
         emit(args, answer, f"queued {answer['runId']}\nfollow it: {follow_hint(answer['runId'])}")
@@ -291,3 +299,22 @@ def processes_relink(args: argparse.Namespace, client: Client) -> int:
         f"{args.verb} of {old}: queued {answer['runId']}\nfollow it: {follow_hint(answer['runId'])}",
     )
     return 0
+
+
+def plan_lines(plan: dict[str, Any]) -> list[str]:
+    """A plan as text: each step's write, its refusal or hold, then what cannot be known yet."""
+    lines = [f"{plan['processId']} v{plan['version']}: a plan, nothing written"]
+    for step in plan["steps"]:
+        line = f"  {step['stepId']}  {step['action']} {step['recordType'] or step['kind']}"
+        if step["record"] is not None:
+            line += "  " + json.dumps(step["record"]["parent"], sort_keys=True)
+        if step["guardrail"]:
+            line += f"  [{step['guardrail']['decision']}: {step['guardrail']['rule']}]"
+        if step["hook"]:
+            line += f"  [hook refuses: {step['hook']['code']}]"
+        lines.append(line)
+    lines += [f"  refused {r['stepId']}: {r['code']}: {r['message']}" for r in plan["refusals"]]
+    lines += [f"  unknown {u['stepId']}: {u['why']}" for u in plan["unknowns"]]
+    if "rowsOutstanding" in plan:
+        lines.append(f"  rows outstanding after these: {plan['rowsOutstanding']}")
+    return lines
