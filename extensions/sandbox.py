@@ -61,6 +61,28 @@ Rejected:
 - A thread with a timeout: a Python thread cannot be killed, and it would hold the GIL.
 - A fresh process or a fresh context per call: ~10x a call in a fresh scope
   (``bench/sandbox.py``), too slow for a chain step meant to cost ~1 ms with its transaction.
+- Isolation checked at the start of the next call (how the fresh-scope check first worked):
+  dukpy writes ``dukpy`` (the eval's variables: the next call's ctx) and ``call_python`` onto
+  the global object before any of our code runs, so a global frozen, sealed or made
+  non-extensible by one user's call failed every later call (HOOK_FAILED for everyone), and an
+  accessor planted there was handed the next user's ctx. The check now has the last word in
+  every eval that ran author code (runtime.js ``lastWord``), and a realm it cannot clear is
+  replaced before the next call.
+- The check at the end of the called function: promise jobs (``then``, ``await``,
+  ``queueMicrotask``) run after it returns, when dukpy drains the job queue, and dukpy calls a
+  result's ``toJSON`` after that. So the check runs from the eval result's own ``toJSON``, and
+  the author's value is copied to plain JSON when it settles, in the author's turn.
+- Freezing the global object up front: dukpy's two writes fail on a non-extensible global, and
+  author code may assign globals of its own within a call.
+- Repairing a tainted global in place: freeze, seal and preventExtensions cannot be undone,
+  nor a non-configurable property deleted; a new realm (~20-40 ms) is the only way back.
+- One eval per row in ``call_each``, so that each row's promise jobs run before the next row:
+  ~200 us of child CPU a row against ~60 us with every row in one eval (``call_each`` of 200
+  builds, measured here), which would take an ``eachRow`` migration under 3,000 rows/s. In one
+  eval the jobs of every row run together after the last row, so runtime.js keeps them from
+  any other row instead: a later row that awaits is dropped (run alone), a row's bridge closes
+  when the next row starts (a job that uses it drops its row, run alone), and once several
+  rows ran every bridge closes and the global is cleared before the jobs run.
 - Freezing nothing and restoring the built-ins after each call: ~1,000 objects and ~2,700
   properties to compare per call; freezing them once costs ~20 ms per context. (dukpy collects
   garbage after every eval, so each object the context keeps alive costs every call: the
@@ -393,8 +415,11 @@ class Sandbox:
         """Call the function at ``path`` once per ``ctx`` in one exchange (a slice's row builds),
         each in a fresh scope as ``call``. Answers the values of the leading calls that settled
         at once; the list stops before the first that failed or awaited a Promise — the caller
-        makes that call (and the rest) with ``call``. The budgets (CPU, wall) are one call's
-        times the number of ctxs; a batch that overruns them raises, as ``call`` does."""
+        makes that call (and the rest) with ``call``. It also stops before a call whose promise
+        job used its ``ctx`` bridge after the next call had started (the batch's jobs run
+        together after its last call, so a call's bridge closes when its turn ends): that call,
+        too, is made alone. The budgets (CPU, wall) are one call's times the number of ctxs; a
+        batch that overruns them raises, as ``call`` does."""
         if not ctxs:
             return []
         for index, ctx in enumerate(ctxs):

@@ -11,7 +11,9 @@ import os
 
 bind = [f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"]
 workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
-worker_class = "gthread"
+# gunicorn's gthread worker, whose own refusals (a request line or header over the limits below,
+# a control byte in a header) answer JSON with Connection: close instead of an HTML page.
+worker_class = "turbobase.gunicorn_worker.JsonErrorThreadWorker"
 threads = int(os.environ.get("TURBOBASE_WEB_THREADS", "3"))
 os.environ.setdefault("TURBOBASE_DB_POOL_SIZE", str(threads))
 # SIGTERM: stop accepting, finish the requests in hand for at most this long, then exit.
@@ -19,6 +21,10 @@ graceful_timeout = int(os.environ.get("TURBOBASE_WEB_GRACEFUL_S", "5"))
 # A request may run this long before its worker is recycled (a large extension deploy compiles).
 timeout = int(os.environ.get("TURBOBASE_WEB_TIMEOUT_S", "120"))
 keepalive = 2
+# gunicorn's defaults, named: what one connection may make the server buffer before Django runs.
+limit_request_line = 4094  # bytes of "METHOD /path?query HTTP/1.1"
+limit_request_field_size = 8190  # bytes of one header line
+limit_request_fields = 100  # headers in one request
 # gunicorn 25+ opens a control socket at one fixed per-user path; two instances would collide.
 control_socket_disable = True
 # Access log on stdout ("-"), a file path, or "" for none.

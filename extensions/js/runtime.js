@@ -220,14 +220,23 @@
   }
 
   // ctx is JSON from Python plus the bridge: `log` is fire-and-forget, every other bridge
-  // function (ctx.query first of all) answers a Promise, as the SDK types promise.
-  function makeContext(data) {
+  // function (ctx.query first of all) answers a Promise, as the SDK types promise. In a batch
+  // (invokeEach) `gate` closes the bridge once the call is no longer the one in hand; a use
+  // after that (from a job the call queued) is refused and marks the call `late`.
+  function makeContext(data, gate) {
     const ctx = { ...data };
+    const bridge = (name, args) => {
+      if (gate !== undefined && !gate.open) {
+        gate.late = true;
+        throw new Error(`ctx.${name} was used after the call's turn in a batch had ended`);
+      }
+      return callBridge(name, args);
+    };
     for (const name of bridgeNames) {
       ctx[name] = name === 'log'
-        ? (...parts) => { callBridge('log', parts); }
+        ? (...parts) => { bridge('log', parts); }
         : (...args) => {
-          try { return Promise.resolve(callBridge(name, args)); }
+          try { return Promise.resolve(bridge(name, args)); }
           catch (error) { return Promise.reject(error); }
         };
     }
@@ -250,7 +259,7 @@
     return lastWord(outcomeOf(path, args, ctxData));
   }
 
-  function outcomeOf(path, args, ctxData) {
+  function outcomeOf(path, args, ctxData, gate) {
     const outcome = { state: 'pending' };
     const fail = (error) => { outcome.state = 'rejected'; outcome.error = errorInfo(error); };
     const settle = (value) => {
@@ -265,7 +274,7 @@
       const target = lookup(path);
       if (typeof target.value !== 'function') throw new TypeError(`${target.name} is not a function`);
       const callArgs = ctxData === null || ctxData === undefined
-        ? args : [makeContext(ctxData), ...args];
+        ? args : [makeContext(ctxData, gate), ...args];
       const result = Reflect.apply(target.value, target.owner, callArgs);
       const isThenable = result !== null && (typeof result === 'object' || typeof result === 'function')
         && typeof result.then === 'function';
@@ -278,19 +287,41 @@
   }
 
   // Many rows through one function in one eval (a migration slice's builds): each call in its
-  // own fresh scope, as invoke. It stops after a call that did not settle at once (a Promise
-  // settles when the job queue drains, after this eval: no later call may share the realm with
-  // it) or that failed; Python runs the rest, and the failed one alone, with ordinary calls.
+  // own fresh scope, as invoke. dukpy runs the job queue only after the eval, so the jobs every
+  // call queued run together after the last call: they must not reach a later call or its data.
+  // A call after the first that did not settle at once is dropped (its continuation would run
+  // beside the earlier calls' jobs); each call's bridge closes when the next call starts, and
+  // every bridge closes (and the global is cleared) once more than one call has run, so a job
+  // can neither steer nor read another row's call. The batch stops after a call that failed or
+  // awaited; a call whose job used its closed bridge is dropped with every call after it (made
+  // alone, its job has its bridge). Python makes the calls dropped or not reached alone.
   // Python gets `[clean, ...outcomes]` (the check's answer first, no deeper than invoke's).
   function invokeEach(path, ctxList) {
-    const outcomes = [];
+    const calls = [];
     for (const ctxData of ctxList) {
-      if (outcomes.length > 0 && !fresh()) break;  // the next call would not start clean
-      const outcome = outcomeOf(path, [], ctxData);
-      outcomes.push(outcome);
+      if (calls.length > 0) {
+        calls[calls.length - 1].gate.open = false;
+        if (!fresh()) break;  // the next call would not start clean
+      }
+      const gate = { open: true, late: false };
+      const outcome = outcomeOf(path, [], ctxData, gate);
+      if (calls.length > 0 && outcome.state === 'pending') {
+        gate.open = false;
+        break;
+      }
+      calls.push({ outcome, gate });
       if (outcome.state !== 'fulfilled') break;
     }
-    return { toJSON: () => [fresh(), ...outcomes] };
+    if (calls.length > 1) {
+      for (const call of calls) call.gate.open = false;
+      fresh();  // the jobs, run next, find no global the last call left
+    }
+    return { toJSON: () => [fresh(), ...onTime(calls)] };
+  }
+
+  function onTime(calls) {
+    const late = calls.findIndex((call) => call.gate.late);
+    return (late === -1 ? calls : calls.slice(0, late)).map((call) => call.outcome);
   }
 
   function start(id) {
