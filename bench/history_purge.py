@@ -141,6 +141,8 @@ def bench(runs: int, keep: int) -> dict:
         "purged_ledger_rows": result.ledger_rows,
         "batches": result.batches,
         "longest_batch_ms": result.longest_batch_s * 1000,
+        "batch_median_ms": statistics.median(result.batch_seconds) * 1000,
+        "batch_p99_ms": p99(result.batch_seconds) * 1000,
         "left": left,
         "idle_p99_ms": p99(idle),
         "idle_median_ms": statistics.median(idle),
@@ -166,7 +168,8 @@ def report(r: dict) -> str:
             f"  purged {r['purged_runs']:,} runs + {r['purged_ledger_rows']:,} ledger rows in "
             f"{r['purge_s']:.1f} s, {r['batches']} batches: {r['purged_runs'] / r['purge_s']:,.0f} "
             f"runs/s, {rows / r['purge_s']:,.0f} rows/s; {r['left']:,} runs left",
-            f"  longest lock held (one batch's transaction): {r['longest_batch_ms']:.0f} ms",
+            f"  longest lock held (one batch's transaction): {r['longest_batch_ms']:.0f} ms "
+            f"(a batch's median {r['batch_median_ms']:.0f} ms, p99 {r['batch_p99_ms']:.0f} ms)",
             f"  queue read p99: idle {r['idle_p99_ms']:.1f} ms (median {r['idle_median_ms']:.1f}),"
             f" during the purge {r['during_p99_ms']:.1f} ms (median "
             f"{r['during_median_ms']:.1f}, {r['during_calls']} reads): {ratio:.2f}x "

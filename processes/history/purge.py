@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,7 @@ class PurgeResult:
     archived: str | None = None
     batches: int = 0
     longest_batch_s: float = 0.0  # the longest one transaction held its locks
+    batch_seconds: list[float] = field(default_factory=list)  # each batch's transaction
     finished: bool = True  # False: stopped at its time budget; the next purge goes on
     stopped: ArchiveUnwritable | None = None  # the archive failed after the first batch
 
@@ -120,7 +121,8 @@ def _walk(
         except ArchiveUnwritable as exc:
             result.stopped = exc  # this batch is untouched (rolled back); earlier ones are archived
             break
-        result.longest_batch_s = max(result.longest_batch_s, time.monotonic() - began)
+        result.batch_seconds.append(time.monotonic() - began)
+        result.longest_batch_s = max(result.longest_batch_s, result.batch_seconds[-1])
         result.batches += 1
         result.add(counts)
         if archive is not None and counts.runs:

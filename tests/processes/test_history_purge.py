@@ -293,9 +293,14 @@ def test_the_api_answers_the_documented_shape(admin_api):
         "tasks": 0,
         "archived": None,
     }
+    counts = admin_api.get("/v1/processes/queue").json()["counts"]
+    assert counts["committed"] == 2
     res = admin_api.post(PURGE, {"finishedBefore": "2099-01-01T00:00:00+02:00"}, format="json")
     assert assert_documented(res, "post", "/v1/history/purge")["runs"] == 2
     assert ProcessRun.objects.count() == 0
+    # The queue's counts (the run tally, on PostgreSQL) no longer count the purged runs.
+    counts = admin_api.get("/v1/processes/queue").json()["counts"]
+    assert counts["committed"] == 0
 
 
 @pytest.mark.parametrize(
@@ -367,3 +372,26 @@ def test_the_purge_runs_hourly_and_bounds_its_time(admin_user):
     first = history_purge(batch_runs=2, max_seconds=0)
     assert (first.runs, first.finished) == (2, False)
     assert history_purge().runs == 1
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("history.retain_days", "90", "history.retain_days must be a whole number"),
+        ("history.retain_days", 0, "history.retain_days must be between 1 and 36500"),
+        ("history.retain_runs", 10.0, "history.retain_runs must be a whole number"),
+        ("history.retain_runs", 0, "history.retain_runs must be between 1 and 2147483647"),
+        ("history.archive_dir", "/tmp", "'history.archive_dir' is not an instance setting"),
+    ],
+)
+def test_the_retention_settings_are_checked_naming_the_key(admin_api, key, value, message):
+    res = admin_api.patch("/v1/settings", {key: value}, format="json")
+    rejection = res.json()["rejection"]
+    assert (res.status_code, rejection["field"]) == (400, key)
+    assert rejection["message"].startswith(message)
+    rows = {row["key"]: row for row in admin_api.get("/v1/settings").json()["settings"]}
+    assert (rows["history.retain_days"]["value"], rows["history.retain_runs"]["value"]) == (
+        90,
+        1_000_000,
+    )
+    assert rows["history.retain_days"]["group"] == "history"
