@@ -38,6 +38,7 @@ class SettingGroup(enum.StrEnum):
     SOURCES = "sources"
     SWITCHES = "switches"
     STEERING = "steering"
+    HISTORY = "history"
 
 
 class SettingInvalid(InvalidRequest):
@@ -265,6 +266,14 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "Writes one run may make; 0 derives it from the slice budget.",
     ),
     SettingSpec(
+        "processes.run_timeout_ms",
+        _T.MILLISECONDS,
+        0,
+        _G.RUN_CEILINGS,
+        "A run not finished this long after it was created is cancelled (failure code "
+        "run_timeout), as a cancel would; 0 never times a run out.",
+    ),
+    SettingSpec(
         "processes.for_each_max_items",
         _T.INTEGER,
         100,
@@ -352,6 +361,24 @@ SETTINGS: tuple[SettingSpec, ...] = (
         500,
         _G.HOOKS,
         "CPU one hook call may use; past it the write is refused HOOK_TIMEOUT.",
+        min=1,
+    ),
+    SettingSpec(
+        "history.retain_days",
+        _T.INTEGER,
+        90,
+        _G.HISTORY,
+        "Finished runs (with their ledger, event waits and tasks) older than this many days are "
+        "purged in the background; never a run that has not finished.",
+        min=1,
+        max=36_500,
+    ),
+    SettingSpec(
+        "history.retain_runs",
+        _T.INTEGER,
+        1_000_000,
+        _G.HISTORY,
+        "The most finished runs kept, newest first; older ones are purged in the background.",
         min=1,
     ),
     SettingSpec(

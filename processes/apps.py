@@ -57,3 +57,11 @@ class ProcessesConfig(AppConfig):
         system_schedule_declare(
             "system.processes.schedules", "processes.schedules.firing.schedules_tick"
         )
+        # Every minute: cancel the runs past processes.run_timeout_ms (0: none).
+        system_schedule_declare(
+            "system.processes.run_timeout", "processes.tasks.runs_timeout_sweep"
+        )
+        # Every hour: purge the finished runs past history.retain_days / history.retain_runs.
+        system_schedule_declare(
+            "system.processes.history_purge", "processes.tasks.history_purge", minutes=60
+        )

@@ -28,3 +28,5 @@ class ProcessAuditAction(StrEnum):
     SCHEDULE_RESUMED = "schedule.resumed"
     TASK_COMPLETED = "task.completed"
     TASK_REJECTED = "task.rejected"
+    # One per purge (not a dry run): what it purged, by which rule, and where it archived.
+    HISTORY_PURGED = "history.purged"

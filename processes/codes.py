@@ -65,3 +65,10 @@ class ProcessCode(StrEnum):
     WAIT_CLOSED = "WAIT_CLOSED"  # the wait was closed (its run ended) before any event came
     # An invoke's Idempotency-Key (``processes.invoke_keys``).
     INVOKE_KEY_REUSED = "INVOKE_KEY_REUSED"  # the caller's key came with another process or input
+    # The run history's purge (``processes.history``) and the run timeout (``processes.run_timeout``).
+    HISTORY_PURGE_INVALID = "HISTORY_PURGE_INVALID"  # the purge body's dryRun or finishedBefore
+    HISTORY_PURGE_RUNNING = "HISTORY_PURGE_RUNNING"  # another purge holds the purge lease
+    HISTORY_ARCHIVE_UNWRITABLE = "HISTORY_ARCHIVE_UNWRITABLE"  # nothing was deleted
+    # A run cancelled because it had not finished within processes.run_timeout_ms (its failure
+    # code; lower case, as the setting's issue spells it).
+    RUN_TIMEOUT = "run_timeout"

@@ -158,6 +158,8 @@ class ProcessRun(models.Model):
             models.Index(fields=["invoked_by", "created_at"]),
             models.Index(fields=["mode", "created_at"], name="process_run_mode_newest"),
             models.Index(fields=["created_at", "run_id"], name="process_run_newest"),
+            # The history purge walks finished runs oldest first (processes.history.selection).
+            models.Index(fields=["finished_at", "run_id"], name="process_run_finished"),
         ]
 
     def __str__(self) -> str:
@@ -389,6 +391,7 @@ class ProcessRunSlice(models.Model):
 
 from processes.bulk.models import BulkAction  # noqa: E402,F401  (bulk steering)
 from processes.events.models import Event, EventWait  # noqa: E402,F401  (the events' tables)
+from processes.history.models import HistoryPurgeLease  # noqa: E402,F401  (the purge's lease)
 from processes.human_tasks.models import HumanTask  # noqa: E402,F401  (the tasks' table)
 from processes.run_search.models import RunSearchKey  # noqa: E402,F401  (runs found by input)
 from processes.schedules.models import ProcessSchedule  # noqa: E402,F401  (the schedules' table)

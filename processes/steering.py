@@ -65,23 +65,33 @@ def _unreached(run: ProcessRun) -> int:
 def run_cancel(*, user: User, run_id: str) -> ProcessRun:
     """A queued run never executes; a parked one ends now; a working one stops at its next boundary."""
     run = run_get(user=user, run_id=run_id)
-    run = ProcessRun.objects.select_for_update().get(pk=run.pk)
+    return run_stop(run.pk, actor=user, reason=f"cancelled by {user.get_username()}")
+
+
+@transaction.atomic
+def run_stop(run_pk: Any, *, actor: User | None, reason: str, code: str = "") -> ProcessRun:
+    """The one cancel path (a person's cancel, a redirect, the run timeout): audited as ``actor``'s
+    (None: the instance's); ``code`` is kept as the cancelled run's failure code (``run_timeout``).
+
+    A queued run, or one no worker holds (parked, or its worker died), ends now with ``reason``;
+    a working one is told to stop and its worker ends it at the next step boundary."""
+    run = ProcessRun.objects.select_for_update().get(pk=run_pk)
     if run.is_terminal:
         return run
     audit_record(
-        actor=user,
+        actor=actor,
         action=ProcessAuditAction.RUN_CANCELLED,
         target=f"run:{run.pk}",
         before={"state": run.state},
+        after={"code": code} if code else None,
+        reason=reason if actor is None else "",
     )
+    if code:
+        ProcessRun.objects.filter(pk=run.pk).update(refusal_code=code)
+        run.refusal_code = code
     now = timezone.now()
     if run.state == RunState.QUEUED or not run.lease_until or run.lease_until < now:
-        return run_end(
-            run,
-            RunState.CANCELLED,
-            reason=f"cancelled by {user.get_username()}",
-            outstanding=_unreached(run),
-        )
+        return run_end(run, RunState.CANCELLED, reason=reason, outstanding=_unreached(run))
     run.cancel_requested = True
     run.save(update_fields=["cancel_requested", "updated_at"])
     return run

@@ -27,3 +27,15 @@ def runs_sweep() -> int:
 
     events_undelivered_deliver()  # events whose sender died before delivering them
     return waits_sweep()
+
+
+def runs_timeout_sweep() -> int:
+    from processes.run_timeout import runs_timeout_sweep as sweep
+
+    return sweep()
+
+
+def history_purge() -> int:
+    from processes.history.purge import history_purge_scheduled
+
+    return history_purge_scheduled()

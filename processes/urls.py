@@ -4,6 +4,7 @@ from django.urls import path
 
 from processes.api.bulk import BulkApproveView, BulkDetailView, BulkRejectView, BulkView
 from processes.api.events import EventSendView
+from processes.api.history import HistoryPurgeView
 from processes.api.plan import ProcessPlanView
 from processes.api.run_search import RunSearchView
 from processes.api.tasks import TaskCompleteView, TaskListView, TaskRejectView
@@ -23,6 +24,7 @@ from processes.api.views import (
 
 urlpatterns = [
     path("events", EventSendView.as_view(), name="event-send"),
+    path("history/purge", HistoryPurgeView.as_view(), name="history-purge"),
     path("tasks", TaskListView.as_view(), name="task-list"),
     path("tasks/<str:task_id>/complete", TaskCompleteView.as_view(), name="task-complete"),
     path("tasks/<str:task_id>/reject", TaskRejectView.as_view(), name="task-reject"),

@@ -184,6 +184,9 @@ else:
 PROCESS_RUN_LEASE_S = int(os.environ.get("TURBOBASE_RUN_LEASE_S", "120"))
 # ?mode=sync: the request delivers the run itself (processes/sync_run.py); 0 leaves every sync
 # run to the tb_sync lane's workers, the request waiting for the settle notice.
+# Where each purged run is archived (processes.history), one gzip of JSON lines a day; unset, purged
+# runs are not archived. A filesystem path of this machine is the deployment's, not an API setting.
+TURBOBASE_HISTORY_ARCHIVE_DIR = os.environ.get("TURBOBASE_HISTORY_ARCHIVE_DIR", "").strip() or None
 PROCESS_SYNC_IN_REQUEST = os.environ.get("TURBOBASE_SYNC_IN_REQUEST", "1") != "0"
 # How long a drain that died blocks its record type's outbound lane.
 SOURCES_LANE_LEASE_SECONDS = float(os.environ.get("TURBOBASE_SOURCES_LANE_LEASE_S", "120"))

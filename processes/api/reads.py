@@ -158,8 +158,9 @@ def run_failures(runs: Sequence[RunSummarized]) -> dict[Any, dict[str, Any]]:
         if run.pk not in failures and run.state == RunState.FAILED:
             failures[run.pk] = {"stepId": None, "code": None, "message": run.reason}
     for run in runs:
-        # A refused run never reached a step: its check is the failure.
-        if run.state == RunState.REFUSED:
+        # A refused run never reached a step: its check is the failure. A run cancelled by the
+        # instance (``run_timeout``) says why with the same code.
+        if run.state == RunState.REFUSED or (run.state == RunState.CANCELLED and run.refusal_code):
             failures[run.pk] = {"stepId": None, "code": run.refusal_code, "message": run.reason}
     return failures
 

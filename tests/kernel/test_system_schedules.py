@@ -14,11 +14,15 @@ from kernel.system_schedules import (
 pytestmark = pytest.mark.django_db
 
 DECLARED = {
+    "system.processes.history_purge": "processes.tasks.history_purge",
+    "system.processes.run_timeout": "processes.tasks.runs_timeout_sweep",
     "system.processes.schedules": "processes.schedules.firing.schedules_tick",
     "system.processes.sweep": "processes.tasks.runs_sweep",
     "system.processes.tally": "processes.tasks.run_tally_fold",
     "system.sources.sweep": "sources.tasks.outbound_sweep_task",
 }
+# Every job runs every minute but the history purge, hourly.
+MINUTES = {name: 60 if name == "system.processes.history_purge" else 1 for name in DECLARED}
 
 
 def _rows() -> dict[str, tuple]:
@@ -35,7 +39,9 @@ def test_the_rooms_declare_their_jobs_and_migrations_create_none() -> None:
 
 def test_ensure_creates_corrects_and_removes_and_leaves_one_off_retries_alone() -> None:
     assert sorted(system_schedules_ensure()) == sorted(f"+{name}" for name in DECLARED)
-    assert _rows() == {name: (func, Schedule.MINUTES, 1, -1) for name, func in DECLARED.items()}
+    assert _rows() == {
+        name: (func, Schedule.MINUTES, MINUTES[name], -1) for name, func in DECLARED.items()
+    }
     Schedule.objects.filter(name="system.processes.sweep").update(func="os.getcwd", minutes=60)
     Schedule.objects.filter(name="system.sources.sweep").delete()
     Schedule.objects.create(
@@ -53,7 +59,7 @@ def test_ensure_creates_corrects_and_removes_and_leaves_one_off_retries_alone() 
         "~system.processes.sweep",
     ]
     assert _rows() == {
-        **{name: (func, Schedule.MINUTES, 1, -1) for name, func in DECLARED.items()},
+        **{name: (func, Schedule.MINUTES, MINUTES[name], -1) for name, func in DECLARED.items()},
         retry.name: (retry.func, Schedule.ONCE, None, -1),
     }
     assert system_schedules_ensure() == []  # idempotent

@@ -5,10 +5,14 @@ box and ``turbobase processes runs --where``."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from kernel.models import token_issue
 from processes.contract import ContractInvalid
+from processes.history.purge import history_purge
 from processes.invoke import run_refuse
 from processes.models import ProcessRun, RunSearchKey, RunState
 from processes.steering import run_cancel
@@ -206,3 +210,13 @@ def test_the_cli_finds_runs_with_where(processes, instance, alice, capsys):
     assert code != 0 and "input.FIELD=VALUE" in err
     code, out, err = cli(capsys, "processes", "runs", "--where", "input.memo=x")
     assert code != 0 and "input.memo" in err
+
+
+def test_a_purged_run_takes_its_search_keys_with_it(processes, alice, admin_user, admin_api):
+    gone = invoke("acme:orders", {"customer": "C-1"}, alice)
+    kept = invoke("acme:orders", {"customer": "C-1"}, alice)
+    run_cancel(user=alice, run_id=str(gone.pk))
+    ProcessRun.objects.filter(pk=gone.pk).update(finished_at=timezone.now() - timedelta(days=400))
+    assert history_purge(by=admin_user).runs == 1
+    assert not RunSearchKey.objects.filter(run_id=gone.pk).exists()
+    assert _ids(admin_api.get(PATH, {"input.customer": "C-1"})) == [str(kept.pk)]

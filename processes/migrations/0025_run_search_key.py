@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('processes', '0023_ledger_run_index'),
+        ('processes', '0024_history_purge'),
     ]
 
     operations = [

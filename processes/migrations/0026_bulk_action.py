@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('processes', '0024_run_search_key'),
+        ('processes', '0025_run_search_key'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
