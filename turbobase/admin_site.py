@@ -50,9 +50,13 @@ class TurbobaseAdminSite(admin.AdminSite):
         return sorted(apps, key=lambda app: app["app_label"] == WORKERS_APP)
 
     def index(self, request: HttpRequest, extra_context: dict | None = None) -> TemplateResponse:
-        from turbobase.dashboard import dashboard_tiles  # models: not at app-registry load time
+        from turbobase.dashboard import dashboard_tiles, last_purge  # models: not at load time
 
-        context = {"dashboard": dashboard_tiles(request, self), **(extra_context or {})}
+        context = {
+            "dashboard": dashboard_tiles(request, self),
+            "last_purge": last_purge(request, self),
+            **(extra_context or {}),
+        }
         return super().index(request, extra_context=context)
 
 

@@ -2,8 +2,9 @@
 
 The signed-in person's open tasks (their own and their groups', linking to their Inbox), held
 deletes waiting for a decision, runs that failed in the last 24 hours, and the queue's counts
-(every run by state). Each tile but the first is shown only to someone who may view the list it
-links to; everyone's Inbox is their own.
+(every run by state); below them, the last purge of the run history (``last_purge``). Each tile
+but the first is shown only to someone who may view the list it links to; everyone's Inbox is
+their own.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from guardrails.models import Guardrail, HeldStatus
+from kernel.audit import AuditEvent
 from kernel.users import acting_user
+from processes.audit import ProcessAuditAction
 from processes.human_tasks.service import tasks_open
 from processes.models import ProcessRun, RunState
 from processes.run_tally import tally_counts
@@ -87,3 +90,29 @@ def dashboard_tiles(request: HttpRequest, site: AdminSite) -> list[Tile]:
             for state in RunState
         )
     return tiles
+
+
+@dataclass(frozen=True)
+class LastPurge:
+    at: object  # a datetime
+    runs: int
+    by: str  # who ran it, or the hourly job
+    url: str  # the audit event
+
+
+def last_purge(request: HttpRequest, site: AdminSite) -> LastPurge | None:
+    """The newest purge of the run history (its audit event), for whoever may read the audit."""
+    if not _may_view(request, site, AuditEvent):
+        return None
+    event = (
+        AuditEvent.objects.filter(action=ProcessAuditAction.HISTORY_PURGED).order_by("-at").first()
+    )
+    if event is None:
+        return None
+    after = event.after if isinstance(event.after, dict) else {}
+    return LastPurge(
+        at=event.at,
+        runs=int(after.get("runs") or 0),
+        by=event.actor_name or "the hourly job",
+        url=reverse("admin:kernel_auditevent_change", args=[event.pk]),
+    )
