@@ -13,7 +13,7 @@ from kernel.scopes import DATA_READ
 from kernel.users import acting_user
 from processes import serializers as out
 from processes.api.filters import RunSearchFilter
-from processes.api.reads import RUNS_PAGE, RUNS_PAGE_MAX
+from processes.api.views import PAGE_PARAMETERS
 from processes.run_search.find import runs_found
 
 
@@ -25,14 +25,7 @@ class RunSearchView(APIView):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter(
-                "limit",
-                int,
-                description=f"Runs per page, 1 to {RUNS_PAGE_MAX} (default {RUNS_PAGE}).",
-            ),
-            OpenApiParameter(
-                "cursor", str, description="The previous page's next; absent for the first page."
-            ),
+            *PAGE_PARAMETERS,
             *filter_parameters(RunSearchFilter),
             OpenApiParameter(
                 "input.<field>",

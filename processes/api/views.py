@@ -231,6 +231,17 @@ class ProcessCancelView(APIView):
         )
 
 
+# A keyset page of runs: its size and where it starts (``processes.api.reads.runs_paged``).
+PAGE_PARAMETERS = [
+    OpenApiParameter(
+        "limit", int, description=f"Runs per page, 1 to {RUNS_PAGE_MAX} (default {RUNS_PAGE})."
+    ),
+    OpenApiParameter(
+        "cursor", str, description="The previous page's next; absent for the first page."
+    ),
+]
+
+
 class ProcessRunsView(APIView):
     """``GET /v1/processes/:id/runs``: the process's runs you can see, newest first, a keyset page
     at a time — ``next`` is the ``cursor`` of the following page, null on the last."""
@@ -238,17 +249,7 @@ class ProcessRunsView(APIView):
     required_scopes = {"get": DATA_READ}
 
     @extend_schema(
-        parameters=[
-            OpenApiParameter(
-                "limit",
-                int,
-                description=f"Runs per page, 1 to {RUNS_PAGE_MAX} (default {RUNS_PAGE}).",
-            ),
-            OpenApiParameter(
-                "cursor", str, description="The previous page's next; absent for the first page."
-            ),
-            *filter_parameters(ProcessRunsFilter),
-        ],
+        parameters=[*PAGE_PARAMETERS, *filter_parameters(ProcessRunsFilter)],
         responses={200: out.RunsPageOut, **error_responses(400, 401)},
         operation_id="processes_runs_list",
     )

@@ -233,33 +233,31 @@ def _audit(bulk: BulkAction, action: str, *, actor: Any) -> None:
         actor=actor,
         action=action,
         target=f"bulk:{bulk.pk}",
-        after={
-            "action": bulk.action,
-            "filter": bulk.filter,
-            "count": bulk.count,
-            "done": bulk.done,
-            "skipped": bulk.skipped,
-            "failed": bulk.failed,
-            "requestedBy": bulk.requested_by.get_username() if bulk.requested_by else None,
-            "approvedBy": bulk.approved_by.get_username() if bulk.approved_by else None,
-        },
+        after=_told(bulk),
         reason=bulk.reason,
     )
+
+
+def _told(bulk: BulkAction) -> dict[str, Any]:
+    """What, how many, with what outcome, and who: the audit event's and the answer's core."""
+    return {
+        "action": bulk.action,
+        "filter": bulk.filter,
+        "count": bulk.count,
+        "done": bulk.done,
+        "skipped": bulk.skipped,
+        "failed": bulk.failed,
+        "requestedBy": bulk.requested_by.get_username() if bulk.requested_by else None,
+        "approvedBy": bulk.approved_by.get_username() if bulk.approved_by else None,
+    }
 
 
 def bulk_shown(bulk: BulkAction) -> dict[str, Any]:
     """A bulk action as the API answers it: what, how many, who, and how far it got."""
     return {
         "bulkId": str(bulk.pk),
-        "action": bulk.action,
-        "filter": bulk.filter,
-        "count": bulk.count,
         "state": bulk.state,
-        "done": bulk.done,
-        "skipped": bulk.skipped,
-        "failed": bulk.failed,
+        **_told(bulk),
         "skips": bulk.skips,
-        "requestedBy": bulk.requested_by.get_username() if bulk.requested_by else None,
-        "approvedBy": bulk.approved_by.get_username() if bulk.approved_by else None,
         "reason": bulk.reason or None,
     }
