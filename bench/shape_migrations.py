@@ -7,13 +7,14 @@ against its floors in the same run (DBOS has no ``eachRow``: its ``dbos`` is nul
 - ``migration_create_stamp``: that create, then an update stamping ``migrated_at`` on the legacy
   row, which takes it out of the predicate — under the default slice caps;
 - ``migration_create_stamp_50k``: the same at the large size (cost flat in size);
-- ``migration_connected``: the same with the outbound worker on — a real ``manage.py qcluster`` on
-  the bench database draining ``customer``'s writes to the sandbox source on the same cores; the
+- ``migration_connected``: the same into ``entity`` with the outbound worker on — a real ``manage.py
+  qcluster`` on the bench database draining the writes to the sandbox source on the same cores; the
   table also says how long after the migration's end its last write was sent.
 
-``customer`` is a connected type: each create also queues its outbound write. Only in
-``migration_connected`` does a worker drain them (the suite runs it first, so no other shape's
-writes are queued ahead of its own). The source rows are seeded untimed through the records'
+``customer`` and ``entity`` are connected types: each create also queues its outbound write, and a
+type's writes are sent one at a time in commit order. So the connected shape writes a type of its
+own (``entity``): the ``customer`` writes other benches leave queued (no worker drains them there)
+are never ahead of its own in its type's lane. The source rows are seeded untimed through the records'
 batch write. The engine invokes the process and performs every slice in this process (what the
 async lane's worker does). A floor row is the same steps as bare SQL: a record INSERT and a ledger
 INSERT, and for a stamp a record UPDATE and a ledger INSERT — one transaction a step (the per-step
@@ -57,7 +58,7 @@ export default defineProcess({
   steps: [
     {
       id: 'customer',
-      recordType: 'customer',
+      recordType: '__TYPE__',
       build: (ctx) => ({ parent: { company_name: ctx.row!.company_name } }),
     },__STAMP__
   ],
@@ -72,12 +73,18 @@ STAMP = """
       build: (ctx) => ({ parent: { migrated_at: '2026-12-02T00:00:00Z' } }),
     },"""
 CREATE_ID, STAMP_ID = "bench:migrate-create", "bench:migrate-create-stamp"
+CONNECTED_ID, CONNECTED_TYPE = "bench:migrate-connected", "entity"
 
 
 def deploy(user) -> None:
-    for pid, stamp in ((CREATE_ID, ""), (STAMP_ID, STAMP)):
+    for pid, stamp, record_type in (
+        (CREATE_ID, "", "customer"),
+        (STAMP_ID, STAMP, "customer"),
+        (CONNECTED_ID, STAMP, CONNECTED_TYPE),
+    ):
         name = f"processes/{pid.split(':')[1]}.ts"
         text = SOURCE.replace("__ID__", pid).replace("__STAMP__", stamp)
+        text = text.replace("__TYPE__", record_type)
         extension_deploy(entry=name, files={name: text}, by=user)
 
 
@@ -154,6 +161,7 @@ def migration_bench(shape: str, *, rows: int, migrations: Migrations | None = No
     m = migrations or Migrations()
     stamped = shape != "migration_create"
     pid, steps = (STAMP_ID, 2) if stamped else (CREATE_ID, 1)
+    pid = CONNECTED_ID if shape == "migration_connected" else pid
     if not stamped:  # one slice, every row (see the module docstring)
         setting_set("PROCESS_SLICE_MAX_ROWS", rows + 100, by=m.user)
     try:
@@ -193,7 +201,9 @@ def migration_bench(shape: str, *, rows: int, migrations: Migrations | None = No
 
 
 def _pending() -> int:
-    return RecordWriteState.reads.filter(record_type="customer", status=WriteStatus.PENDING).count()
+    return RecordWriteState.reads.filter(
+        record_type=CONNECTED_TYPE, status=WriteStatus.PENDING
+    ).count()
 
 
 def _connected(m: Migrations, pid: str, rows: int) -> tuple[Migrated, tuple[str, str]]:

@@ -27,7 +27,7 @@ TITLES = {
     "mixed_chain": "a step of a chain of create / update it / ctx.query it + create",
     "delete_chain": "a step of a chain of deletes (records made beforehand)",
     "single_step": "a run of a single create step",
-    "migration_connected": "eachRow create into customer + stamp, outbound worker on",
+    "migration_connected": "eachRow create into entity (connected) + stamp, outbound worker on",
     "migration_create": "eachRow create into customer (one slice)",
     "migration_create_stamp": "eachRow create into customer + stamp migrated_at",
     "migration_create_stamp_50k": "the same at the large size",

@@ -168,10 +168,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown bench(es): {', '.join(sorted(unknown))}")
     if connection.vendor != "postgresql":
         parser.error("make bench needs PostgreSQL: set DATABASE_URL=postgres://…")
-    with bench_database() as vendor:
+    from machine import LoadSampler, machine_line
+
+    with bench_database() as vendor, LoadSampler() as load:
         print(
             f"Turbobase benches — {vendor} database {connection.settings_dict['NAME']}", flush=True
         )
+        print(f"machine: {machine_line()}", flush=True)
         failed = []
         for name in chosen:
             print(flush=True)
@@ -180,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
             except Exception as exc:  # noqa: BLE001 — one failing bench must not hide the others' lines
                 failed.append(name)
                 print(f"{name}: FAILED — {type(exc).__name__}: {exc}", flush=True)
+    print(f"\n{load.summary()}", flush=True)
     return 1 if failed else 0
 
 
