@@ -91,7 +91,10 @@ def outbound_worker() -> Iterator[None]:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
     log_path = ROOT / "var" / "bench-eachrow-qcluster.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    outbound_write_queued.connect(_on_outbound_write_queued, dispatch_uid="sources.outbound_wake")
+    # Connected only for the block, unless it already was (a test database): then it stays.
+    uid = "sources.outbound_wake"
+    was_connected = any(key[0] == uid for key, *_ in outbound_write_queued.receivers)
+    outbound_write_queued.connect(_on_outbound_write_queued, dispatch_uid=uid)
     with log_path.open("ab") as log:
         cluster = subprocess.Popen(
             [sys.executable, str(ROOT / "manage.py"), "qcluster"],
@@ -107,7 +110,8 @@ def outbound_worker() -> Iterator[None]:
         finally:
             connection.close()
             stop(cluster)
-            outbound_write_queued.disconnect(dispatch_uid="sources.outbound_wake")
+            if not was_connected:
+                outbound_write_queued.disconnect(dispatch_uid=uid)
 
 
 def _pending() -> int:

@@ -17,19 +17,16 @@ machine hits them alike; medians of rounds. DBOS runs after them, in its own pro
 from __future__ import annotations
 
 import json
-import os
 import statistics
-import subprocess
-import sys
 import time
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import psycopg
 from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from references import RECORD_INSERT, dbos_measure, floor_seconds, scratch_connect
 
 from extensions.deploy import extension_deploy
 from processes.engine.runner import run_deliver
@@ -37,22 +34,6 @@ from processes.invoke import run_invoke
 from processes.models import ProcessRun
 
 LONG, SHORT = 20, 2
-HERE = Path(__file__).resolve().parent
-
-SCRATCH_DDL = (
-    "CREATE TABLE IF NOT EXISTS bench_record (id bigserial PRIMARY KEY, record_type text NOT NULL,"
-    " idempotency_key text UNIQUE, fields jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now())",
-    "CREATE TABLE IF NOT EXISTS bench_ledger (id bigserial PRIMARY KEY, run_id uuid NOT NULL,"
-    " sequence integer NOT NULL, step_id text NOT NULL, record_id bigint,"
-    " created_at timestamptz NOT NULL DEFAULT now(), UNIQUE (run_id, sequence))",
-)
-RECORD_INSERT = (
-    "INSERT INTO bench_record (record_type, idempotency_key, fields)"
-    " VALUES ('legacy_customer', %s, %s) RETURNING id"
-)
-LEDGER_INSERT = (
-    "INSERT INTO bench_ledger (run_id, sequence, step_id, record_id) VALUES (%s, %s, %s, %s)"
-)
 
 
 def chain_source(process_id: str, steps: int) -> str:
@@ -66,15 +47,6 @@ def chain_source(process_id: str, steps: int) -> str:
         f"export default defineProcess({{\n  id: '{process_id}',\n  input: {{ type: 'object' }},\n"
         f"  steps: [\n{body}\n  ],\n}});\n"
     )
-
-
-def database_url() -> str:
-    """The bench database as a libpq URL (the connection Django is on now)."""
-    s = connection.settings_dict
-    auth = s.get("USER") or "postgres"
-    if s.get("PASSWORD"):
-        auth += ":" + s["PASSWORD"]
-    return f"postgresql://{auth}@{s.get('HOST') or '127.0.0.1'}:{s.get('PORT') or 5432}/{s['NAME']}"
 
 
 @dataclass
@@ -104,15 +76,8 @@ class StepResult:
 
 def floor_round(conn: psycopg.Connection, per_round: int) -> tuple[float, float]:
     """One round's per-operation seconds of (floor transaction, bare insert)."""
+    floor = floor_seconds(conn, ["create"] * per_round, 1)
     run = uuid.uuid4()
-    started = time.perf_counter()
-    for n in range(per_round):
-        with conn.transaction():
-            record_id = conn.execute(
-                RECORD_INSERT, [f"floor:{run}:{n}", json.dumps({"n": n})]
-            ).fetchone()[0]
-            conn.execute(LEDGER_INSERT, [run, n, f"s{n}", record_id])
-    floor = (time.perf_counter() - started) / per_round
     started = time.perf_counter()
     for n in range(per_round):
         conn.execute(RECORD_INSERT, [f"bare:{run}:{n}", json.dumps({"n": n})])
@@ -165,51 +130,10 @@ class EngineSeries:
             raise RuntimeError(f"engine bench runs did not all commit: {states}")
 
 
-def dbos_measure(url: str, *, rounds: int) -> tuple[float | None, str]:
-    """DBOS's marginal step in a subprocess on its own system database; (None, why) when it cannot."""
-    try:
-        import dbos  # noqa: F401 — only whether it is installed (requirements-bench.txt)
-    except ImportError:
-        return None, "dbos is not installed (pip install -r requirements-bench.txt)"
-    sys_db = connection.settings_dict["NAME"] + "_dbos"
-    sys_url = url.rsplit("/", 1)[0] + "/" + sys_db
-    try:
-        proc = subprocess.run(
-            [
-                sys.executable,
-                str(HERE / "dbos_step.py"),
-                "--app-url",
-                url,
-                "--sys-url",
-                sys_url,
-                "--rounds",
-                str(rounds),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=float(os.environ.get("BENCH_DBOS_TIMEOUT", "600")),
-        )
-    except subprocess.TimeoutExpired:
-        return None, "the DBOS subprocess did not finish in time"
-    finally:
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{sys_db}" WITH (FORCE)')
-    if proc.returncode != 0:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-        return None, f"the DBOS subprocess failed: {tail[0]}"
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
-    return out[
-        "step_us"
-    ] / 1e6, f"dbos {out['version']}, whole 20-step workflow {out['workflow_us'] / 1000:.1f} ms"
-
-
 def step_bench(*, rounds: int = 7, per_round: int = 100) -> StepResult:
-    url = database_url()
     floors, bares = [], []
     engine = EngineSeries()
-    with psycopg.connect(url, autocommit=True) as conn:
-        for ddl in SCRATCH_DDL:
-            conn.execute(ddl)
+    with scratch_connect() as conn:
         floor_round(conn, per_round)  # warm-up
         for _ in range(rounds):  # interleaved: load on a shared machine hits both alike
             floor_s, bare_s = floor_round(conn, per_round)
@@ -217,7 +141,7 @@ def step_bench(*, rounds: int = 7, per_round: int = 100) -> StepResult:
             bares.append(bare_s)
             engine.round()
     engine.check()
-    dbos_s, note = dbos_measure(url, rounds=rounds)
+    dbos_s, note = dbos_measure(rounds=rounds, long=LONG, short=SHORT)
     return StepResult(
         floor_us=statistics.median(floors) * 1e6,
         bare_insert_us=statistics.median(bares) * 1e6,

@@ -1,8 +1,9 @@
 """``make bench``: every bench on one throwaway PostgreSQL database, a table, and one RESULT line each.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres BENCH_DB=my_bench .venv/bin/python bench/suite.py \
-        [--only step,migration,queue,sync] [--rounds 7] [--rows 1000] [--runs-small 1000] [--runs-large 100000] \
-        [--invokes 30]
+        [--only step,migration,queue,sync,shape] [--rounds 7] [--rows 1000] [--runs-small 1000] \
+        [--runs-large 100000] [--invokes 30] [--shapes create_chain,…] [--shape-rounds 5] \
+        [--migration-rows 10000] [--large-rows 50000]
 
 ``DATABASE_URL`` is the admin connection; the bench creates ``BENCH_DB`` (default
 ``turbobase_bench_<user>_<pid>``), migrates it, measures, and drops it. Each bench prints its part
@@ -23,7 +24,7 @@ from support import bench_database
 
 from django.db import connection  # noqa: E402
 
-BENCHES = ("step", "migration", "queue", "sync")
+BENCHES = ("step", "migration", "queue", "sync", "shape")
 
 
 def result_print(result: dict) -> None:
@@ -114,7 +115,33 @@ def run_sync(args: argparse.Namespace) -> None:
     result_print(res)
 
 
-RUNNERS = {"step": run_step, "migration": run_migration, "queue": run_queue, "sync": run_sync}
+def run_shape(args: argparse.Namespace) -> None:
+    from shapes import SHAPES, shapes_run
+
+    chosen = [s.strip() for s in args.shapes.split(",") if s.strip()]
+    chosen = list(SHAPES) if chosen == ["all"] else chosen
+    unknown = set(chosen) - set(SHAPES)
+    if unknown:
+        raise ValueError(f"unknown shape(s): {', '.join(sorted(unknown))}")
+    failed = shapes_run(
+        chosen,
+        rounds=args.shape_rounds,
+        rows=args.migration_rows,
+        large_rows=args.large_rows,
+        emit=result_print,
+        row=row,
+    )
+    if failed:
+        raise RuntimeError(f"shape(s) failed: {', '.join(failed)}")
+
+
+RUNNERS = {
+    "step": run_step,
+    "migration": run_migration,
+    "queue": run_queue,
+    "sync": run_sync,
+    "shape": run_shape,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -128,6 +155,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs-large", type=int, default=100_000)
     parser.add_argument("--calls", type=int, default=7, help="queue reads per size (median)")
     parser.add_argument("--invokes", type=int, default=30, help="sync invokes (and plain triples)")
+    parser.add_argument("--shapes", default="all", help="shape subset (default all; see shapes.py)")
+    parser.add_argument("--shape-rounds", type=int, default=5, help="chain shape rounds (medians)")
+    parser.add_argument("--migration-rows", type=int, default=10_000, help="migration shape rows")
+    parser.add_argument(
+        "--large-rows", type=int, default=50_000, help="the large migration's rows (0 skips it)"
+    )
     args = parser.parse_args(argv)
     chosen = [b.strip() for b in args.only.split(",") if b.strip()]
     unknown = set(chosen) - set(BENCHES)
@@ -135,10 +168,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown bench(es): {', '.join(sorted(unknown))}")
     if connection.vendor != "postgresql":
         parser.error("make bench needs PostgreSQL: set DATABASE_URL=postgres://…")
-    with bench_database() as vendor:
+    from machine import LoadSampler, machine_line
+
+    with bench_database() as vendor, LoadSampler() as load:
         print(
             f"Turbobase benches — {vendor} database {connection.settings_dict['NAME']}", flush=True
         )
+        print(f"machine: {machine_line()}", flush=True)
         failed = []
         for name in chosen:
             print(flush=True)
@@ -147,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
             except Exception as exc:  # noqa: BLE001 — one failing bench must not hide the others' lines
                 failed.append(name)
                 print(f"{name}: FAILED — {type(exc).__name__}: {exc}", flush=True)
+    print(f"\n{load.summary()}", flush=True)
     return 1 if failed else 0
 
 
