@@ -60,13 +60,17 @@ def wipe() -> None:
 
 class Names:
     """Stable names for generated ids: a seed is ``seed:<i>``, a record a step wrote
-    ``step:<step id>`` (the first ledger row naming it), any other ``other:<n>``."""
+    ``step:<step id>`` (``@<row key>`` in a migration; the first ledger row naming it), any other
+    ``other:<n>``."""
 
     def __init__(self, seeds: list[str], run: ProcessRun) -> None:
         self.names: dict[str, str] = {pk: f"seed:{i}" for i, pk in enumerate(seeds)}
-        for step_id, pk in run.ledger.order_by("sequence").values_list("step_id", "pg_row_id"):
+        rows = run.ledger.order_by("sequence").values_list("step_id", "row_key", "pg_row_id")
+        for step_id, row_key, pk in rows:
             if pk is not None:
-                self.names.setdefault(str(pk), f"step:{step_id}")
+                self.names.setdefault(
+                    str(pk), f"step:{step_id}" + (f"@{row_key}" if row_key else "")
+                )
         for pk in Record.reads.order_by("created_at").values_list("pk", flat=True):
             self.names.setdefault(str(pk), f"other:{len(self.names)}")
         self.names[str(run.pk)] = "run"

@@ -301,3 +301,103 @@ def test_grouped_and_one_by_one_runs_leave_the_same_state(case, hooks, admin_use
     alone = _run_once(case.instance, 1, alice)
     for part in grouped:
         assert grouped[part] == alone[part], f"{part} differs for:\n{case.source}\n{case.instance}"
+
+
+# -- migrations: a slice's rows written in batches (PROCESS_SLICE_BATCH_ROWS) or row by row ------
+
+MIGRATION_EXAMPLES = 10
+MIGRATION_PID = "p:generated-migration"
+# How each row's create goes: written, refused by the hook or the catalog, declined by a `when`.
+ROW_NOTES = st.sampled_from(["ok"] * 12 + ["refuse", "undeclared", "skip", "skip"])
+
+
+@dataclass(frozen=True)
+class Migration:
+    source: str
+    notes: tuple[str, ...]  # one migration_item row each
+    batch_rows: int  # PROCESS_SLICE_BATCH_ROWS of the batched run
+    slice_rows: int  # PROCESS_SLICE_MAX_ROWS of both runs
+
+
+@st.composite
+def migrations(draw) -> Migration:
+    target = draw(st.sampled_from(TYPES))
+    field = "tag" if target == "legacy_customer" else "memo"
+    name = (
+        "n: Number(ctx.row.legacy_id.slice(1))"
+        if target == "legacy_customer"
+        else ("company_name: ctx.row.legacy_id")
+    )
+    when = "when: (ctx) => ctx.row.note !== 'skip', " if draw(st.booleans()) else ""
+    steps = [
+        f"{{ id: 'create', recordType: '{target}', {when}build: (ctx) => ({{ parent: {{ {name}, "
+        f"{field}: ctx.row.note, ...(ctx.row.note === 'undeclared' ? {{ colour: 'red' }} : {{}}) }} }}) }}"
+    ]
+    if draw(st.booleans()):
+        steps.append(
+            "{ id: 'stamp', recordType: 'migration_item', update: { pgRowId: (ctx) => ctx.row.pg_row_id },\n"
+            "      build: (ctx) => ({ parent: { status: 'sent',"
+            " target_pg_row_id: ctx.steps.create?.pgRowId ?? null } }) }"
+        )
+    source = (
+        "import { defineProcess } from '@turbobase/extensions';\n"
+        "export default defineProcess({\n"
+        f"  id: '{MIGRATION_PID}',\n"
+        "  input: { type: 'object' },\n"
+        f"  onFailure: '{draw(st.sampled_from(['stop', 'rollback']))}',\n"
+        "  eachRow: {\n"
+        "    outstanding: () => 'migration_item?select=pg_row_id,legacy_id,note&status=eq.pending&order=legacy_id',\n"
+        "    key: 'legacy_id',\n"
+        "  },\n"
+        "  steps: [\n    " + ",\n    ".join(steps) + "\n  ],\n"
+        "});\n"
+    )
+    return Migration(
+        source=source,
+        notes=tuple(draw(st.lists(ROW_NOTES, min_size=1, max_size=12))),
+        batch_rows=draw(st.sampled_from([2, 4, 1000])),
+        slice_rows=draw(st.sampled_from([3, 500])),
+    )
+
+
+def _migrate_once(case: Migration, batch_rows: int, alice) -> dict:
+    wipe()
+    setting_set("PROCESS_SLICE_MAX_ROWS", case.slice_rows)
+    setting_set("PROCESS_SLICE_BATCH_ROWS", batch_rows)
+    # A row nothing stamps (refused, declined, no stamp step) is offered again by every slice:
+    # the slice cap ends such a run, committed with what is outstanding.
+    setting_set("processes.slice_cap", 4)
+    actor = Actor(alice)
+    rows = [
+        str(
+            record_create(
+                actor=actor,
+                record_type="migration_item",
+                parent={"legacy_id": f"L{i:02d}", "note": note, "status": "pending"},
+            ).record.pk
+        )
+        for i, note in enumerate(case.notes)
+    ]
+    run = invoke(MIGRATION_PID, {}, alice)
+    pump()
+    return observed(run, rows)
+
+
+@settings(
+    max_examples=MIGRATION_EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+    ],
+)
+@given(case=migrations())
+def test_batched_and_row_by_row_migrations_leave_the_same_state(case, hooks, admin_user, alice):
+    deploy(case.source, by=admin_user, name="processes/generated-migration.ts")
+    batched = _migrate_once(case, case.batch_rows, alice)
+    alone = _migrate_once(case, 1, alice)
+    for part in batched:
+        assert batched[part] == alone[part], f"{part} differs for:\n{case.source}\n{case}"
