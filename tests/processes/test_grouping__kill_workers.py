@@ -10,6 +10,7 @@ migration writes batches of rows; what else is grouped may change, and these mus
 
 from __future__ import annotations
 
+import random
 import time
 import uuid
 from collections.abc import Callable
@@ -116,6 +117,8 @@ def _killed_mid_run(run_id, progress: Callable[[], int], tmp_path) -> int:
     started = time.monotonic()
     cluster.start(wait=False)  # not the lanes' round trip: the run may be done by its end
     wait_until(lambda: progress() >= KILL_AT, timeout=180, interval=0.01, message="mid-run")
+    # Not always just after a commit (where the poll sees it): anywhere in the next few steps.
+    time.sleep(random.uniform(0, 0.15))
     cluster.kill()
     killed = time.monotonic()
     at_kill = _ledger_rows(run_id)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from extensions.deploy import extension_deploy
@@ -288,6 +288,7 @@ def hooks(admin_user) -> None:
     deadline=None,
     derandomize=True,  # the same examples on every run: CI is reproducible
     database=None,
+    phases=[Phase.explicit, Phase.generate],  # no shrinking: a failure names its first example
     suppress_health_check=[
         HealthCheck.function_scoped_fixture,  # the fixtures hold across examples by design
         HealthCheck.too_slow,
@@ -328,12 +329,14 @@ def migrations(draw) -> Migration:
         if target == "legacy_customer"
         else ("company_name: ctx.row.legacy_id")
     )
-    when = "when: (ctx) => ctx.row.note !== 'skip', " if draw(st.booleans()) else ""
+    # A `when` or no stamp step: rows go one at a time in both runs (no batch to compare).
+    asks = draw(st.integers(0, 3)) == 0
+    when = "when: (ctx) => ctx.row.note !== 'skip', " if asks else ""
     steps = [
         f"{{ id: 'create', recordType: '{target}', {when}build: (ctx) => ({{ parent: {{ {name}, "
         f"{field}: ctx.row.note, ...(ctx.row.note === 'undeclared' ? {{ colour: 'red' }} : {{}}) }} }}) }}"
     ]
-    if draw(st.booleans()):
+    if draw(st.integers(0, 3)) > 0:
         steps.append(
             "{ id: 'stamp', recordType: 'migration_item', update: { pgRowId: (ctx) => ctx.row.pg_row_id },\n"
             "      build: (ctx) => ({ parent: { status: 'sent',"
@@ -388,6 +391,7 @@ def _migrate_once(case: Migration, batch_rows: int, alice) -> dict:
     deadline=None,
     derandomize=True,
     database=None,
+    phases=[Phase.explicit, Phase.generate],  # no shrinking: a failure names its first example
     suppress_health_check=[
         HealthCheck.function_scoped_fixture,
         HealthCheck.too_slow,
