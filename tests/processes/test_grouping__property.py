@@ -4,11 +4,13 @@ source — and instance states — hooks that sometimes refuse, delete caps and 
 hold or refuse, source verdicts that sometimes refuse, a rollback on failure — and runs each once
 grouped (``processes.step_group_max`` > 1) and once with every step written alone (1), from the
 same fresh state. Records, write trail, ledger, outbound writes in order, what reached the source
-and the run's state must be the same, generated ids aside (``grouping_support.observed``).
+and the run's state must be the same, generated ids aside (``grouping_support.observed``). The
+same for ``eachRow`` migrations: batches of ``PROCESS_SLICE_BATCH_ROWS`` rows against row by row.
 
 Grouping happens on PostgreSQL only; on SQLite both runs write each step alone, which still checks
 that one process run twice from one state ends the same. Bounded for CI: a fixed number of
-derandomized examples (the same ones on every run), each one deploy and two runs.
+derandomized examples (the same ones on every run), each one deploy and two runs, and no
+shrinking (a failure prints its first example's process source and instance state).
 """
 
 from __future__ import annotations
