@@ -248,6 +248,7 @@ def test_a_kill_among_migration_batches_creates_and_stamps_each_row_once(
     stamped = {
         r.fields["legacy_id"]: r.fields for r in Record.reads.filter(pk__in=[i.pk for i in items])
     }
+    assert len(stamped) == STEPS
     for legacy_id, fields in stamped.items():
         assert fields["status"] == "sent"
         assert customers[uuid.UUID(fields["target_pg_row_id"])]["legacy_id"] == legacy_id
