@@ -162,6 +162,7 @@ class GroupRows:
     row: models.Model
     state: models.Model | None = None
     version: int | None = None
+    delete: bool = False  # with ``version``: the record is removed (app-owned), not changed
 
 
 class GroupMoved(Exception):
@@ -229,10 +230,15 @@ def _group_statement(
         source, values = _table_source(created, cut=cut)
         ctes.append(f"created AS ({source})")
         params += values
-    changed = [(n, w) for n, w in enumerate(writes) if w.version is not None]
+    changed = [(n, w) for n, w in enumerate(writes) if w.version is not None and not w.delete]
     if changed:
         source, values = _update_source(conn, changed, cut=cut)
         ctes.append(f"changed AS ({source})")
+        params += values
+    removed = [(n, w) for n, w in enumerate(writes) if w.delete]
+    if removed:
+        source, values = _delete_source(conn, removed, cut=cut)
+        ctes.append(source)
         params += values
     pk = conn.ops.quote_name(str(_pk(writes[0].row).column))
     for name, inserts in tables:
@@ -241,15 +247,22 @@ def _group_statement(
             returning = {"trailed": " RETURNING id", "rode": f" RETURNING {pk}"}.get(name, "")
             ctes.append(f"{name} AS ({source}{returning})")
             params += values
-    expected = len(changed)
-    at_stop = 1 if changed and changed[0][0] == 0 else 0
+    moved = changed + removed
+    expected = len(moved)
+    at_stop = 1 if writes[0].version is not None else 0
+    counted = " + ".join(
+        [
+            *(["(SELECT count(*) FROM changed)"] if changed else []),
+            *(["(SELECT count(*) FROM removed)"] if removed else []),
+        ]
+    )
     check = (
-        "1 / CASE WHEN (SELECT count(*) FROM changed) = CASE WHEN g.stop THEN %s::bigint ELSE %s::bigint END"
+        f"1 / CASE WHEN {counted} = CASE WHEN g.stop THEN %s::bigint ELSE %s::bigint END"
         " THEN 1 ELSE 0 END"
-        if changed
+        if moved
         else "1"
     )
-    if changed:
+    if moved:
         params += [at_stop if cut else expected, expected]
     sql = (
         f"WITH {', '.join(ctes)} "
@@ -284,6 +297,32 @@ def _update_source(
         f" RETURNING r.{pk}"
     )
     return sql, params
+
+
+def _delete_source(
+    conn: Any, removed: list[tuple[int, GroupRows]], *, cut: bool
+) -> tuple[str, list]:
+    """The DELETE of the group's removed records, each where it is still at the version read
+    (with ``cut``, as ``_update_source``), and of their write states first — what the ORM's
+    cascade removes with a record."""
+    quote = conn.ops.quote_name
+    meta = Record._meta
+    pk, version = quote(_column(Record, "pg_row_id")), quote(_column(Record, "sync_version"))
+    listed, params = [], []
+    for n, write in removed:
+        listed.append("(%s::uuid, %s::integer, %s::boolean)")
+        params += [write.record.pk, write.version, n == 0 or not cut]
+    states = Record._meta.get_field("write_states").related_model
+    state_table = quote(states._meta.db_table)
+    sql = (
+        f"doomed AS (SELECT v.k FROM gate AS g (stop), (VALUES {', '.join(listed)})"
+        f" AS v (k, n, first) WHERE v.first OR NOT g.stop),"
+        f" unstated AS (DELETE FROM {state_table} WHERE record_id IN (SELECT k FROM doomed)),"
+        f" removed AS (DELETE FROM {quote(meta.db_table)} AS r USING doomed AS d,"
+        f" (VALUES {', '.join(listed)}) AS v (k, n, first)"
+        f" WHERE r.{pk} = d.k AND v.k = d.k AND r.{version} = v.n RETURNING r.{pk})"
+    )
+    return sql, params + params
 
 
 def _table_source(inserts: list[tuple[int, RowInsert]], *, cut: bool) -> tuple[str, list]:

@@ -28,9 +28,10 @@ from guardrails.models import RuleAction
 from kernel.errors import NotFound
 from records.boundary import create_check, record_new, trail_allowed
 from records.catalog import RecordType, record_type_get
+from records.deletes import after_delete_schedule
 from records.door import door_opened
 from records.errors import SyncVersionMoved
-from records.hooks import HookSlot, hooks_for
+from records.hooks import HookContext, HookSlot, hooks_for, hooks_run
 from records.models import (
     Record,
     RecordWriteState,
@@ -50,6 +51,7 @@ from records.write_rules import (
     outbound_wake,
     payload_check,
     record_address,
+    record_snapshot,
     rule_check,
     write_state_row,
 )
@@ -106,7 +108,22 @@ class UpdateReady:
     state: RecordWriteState | None = None  # a connected type's outbound write
 
 
-GroupReady = CreateReady | UpdateReady
+@dataclass
+class DeleteReady:
+    """A delete of an app-owned record checked (``record_delete_ready``): its record as read,
+    at ``version`` — the group removes it only if it is still there at that version — its
+    ``before_delete`` hooks run, its snapshot for the ``after_delete`` hooks, the caller's row."""
+
+    actor: Actor
+    record: Record
+    trail: WriteTrail
+    version: int
+    snapshot: dict
+    row: models.Model | None = None
+    state: RecordWriteState | None = None  # never: an app-owned record has no source
+
+
+GroupReady = CreateReady | UpdateReady | DeleteReady
 
 
 class GroupKeyTaken(Exception):
@@ -247,6 +264,49 @@ def _update_checked(
     return record, before
 
 
+@door_opened
+def record_delete_ready(
+    *, actor: Actor, record_type: str, pg_row_id: uuid.UUID, unit: WriteUnit
+) -> DeleteReady | None:
+    """``record_delete``'s checks and ``before_delete`` hooks for an app-owned record, nothing
+    written: a ``DeleteReady`` that ``group_commit`` writes with others (the record read
+    unlocked, removed only at the version read, else ``GroupStale``). None for a connected type
+    (its delete is charged to the delete window, held or queued, one at a time, in order) or
+    when the type cannot be grouped: the caller makes it with ``record_delete``."""
+    if not create_groupable(record_type):
+        return None
+    rt = record_type_get(record_type)
+    if rt.is_connected:
+        return None
+    token = unit_current.set(unit)
+    try:
+        with refusing(actor, TrailAction.DELETE, rt.name, pg_row_id):
+            write_entitlement_check(user=actor.user, record_type=rt)
+            rule_check(rt, RuleAction.DELETE)
+            record = record_address(actor, rt, pg_row_id=pg_row_id, external_id=None, lock=False)
+            snapshot = record_snapshot(record)
+            hooks_run(
+                HookContext(
+                    HookSlot.BEFORE_DELETE,
+                    rt.name,
+                    WriteOperation.DELETE,
+                    snapshot,
+                    actor=actor.user.get_username(),
+                    process_run_id=actor.process_run_id or None,
+                )
+            )
+    finally:
+        unit_current.reset(token)
+    trail = trail_row(
+        actor=actor,
+        action=TrailAction.DELETE,
+        record_type=rt.name,
+        outcome=TrailOutcome.ALLOWED,
+        pg_row_id=record.pg_row_id,
+    )
+    return DeleteReady(actor, record, trail, record.sync_version, record_snapshot(record))
+
+
 # The unique constraint on Record.idempotency_key (records/0004): a create's key already used.
 _KEY_UNIQUE = "record_idempotency_key"
 
@@ -265,7 +325,8 @@ def group_commit(writes: list[GroupReady], gate: StepGate, *, cut: bool) -> Grou
             w.trail,
             _caller_row(w),
             w.state,
-            version=w.version if isinstance(w, UpdateReady) else None,
+            version=None if isinstance(w, CreateReady) else w.version,
+            delete=isinstance(w, DeleteReady),
         )
         for w in writes
     ]
@@ -279,6 +340,9 @@ def group_commit(writes: list[GroupReady], gate: StepGate, *, cut: bool) -> Grou
         raise GroupStale(_first_moved(writes)) from exc
     gate.proved(done.answer if done.proved else None)
     for write in writes[: done.written]:
+        if isinstance(write, DeleteReady):  # committed: its after_delete hooks run now
+            after_delete_schedule(write.actor, write.record.record_type, write.snapshot)
+            continue
         before = write.before if isinstance(write, UpdateReady) else None
         record_written(write.actor, write.record, before=before)
     connected = {w.record.record_type for w in writes[: done.written] if w.state is not None}
@@ -306,9 +370,9 @@ def _first_taken(writes: list[GroupReady]) -> int:
 
 
 def _first_moved(writes: list[GroupReady]) -> int:
-    """The first update of ``writes`` whose record is no longer at the version it was read at
-    (the first update if none is now)."""
-    updates = {n: w for n, w in enumerate(writes) if isinstance(w, UpdateReady)}
+    """The first update or delete of ``writes`` whose record is no longer at the version it was
+    read at, or gone (the first of them if none is now)."""
+    updates = {n: w for n, w in enumerate(writes) if isinstance(w, UpdateReady | DeleteReady)}
     now = dict(
         Record.reads.filter(pk__in=[w.record.pk for w in updates.values()]).values_list(
             "pk", "sync_version"

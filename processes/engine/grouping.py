@@ -3,18 +3,19 @@ lets the next step's function compute while this one is made. The one place the 
 what is written when; the runner's pass is a plain loop over steps that hands each step its
 ``StepScope`` (``steps.step_execute``).
 
-**The group.** A chain's create — or update by ``pgRowId`` — that can be grouped
-(``records.step_writes.create_groupable``: PostgreSQL, no watcher on the type) is checked and
-built at once (``record_create_ready``, ``record_update_ready``: the boundary's checks and
-``before_save`` hooks, per record) but not written: its rows join the delivery's group, and the
+**The group.** A chain's create — or update, or delete of an app-owned record, by ``pgRowId`` —
+that can be grouped (``records.step_writes.create_groupable``: PostgreSQL, no watcher on the
+type) is checked and built at once (``record_create_ready``, ``record_update_ready``,
+``record_delete_ready``: the boundary's checks and hooks, per record; the steps in
+``engine.grouped_steps``) but not written: its rows join the delivery's group, and the
 walk goes on with the outcome the step will have (a create's record id is chosen before the
 write). The group is written — the lease proof and every row of every step in it — by one
 autocommitted statement (``group_commit``): at the setting ``processes.step_group_max`` steps (1:
 every step alone), once ``RIDE_GROUP_MS`` have passed since its first step, and always before
 anything else touches the database for the run — a step that is not grouped, a refusal, a
 ``ctx.query`` read (it reads after the group is written: flush first), an update of a record the
-group creates or changes, the walk's end. An update is written only where its record is still
-at the version it was read at; if another writer moved it, the statement writes nothing and that
+group creates or changes, the walk's end. An update or delete is written only where its record is
+still at the version it was read at; if another writer moved it, the statement writes nothing and that
 step is made again alone (locked), the steps before it written again without it. So nothing
 outside the delivery can tell a grouped step from one committed alone, except that it lands with
 its neighbours; a worker that dies loses only the group's uncommitted steps, which the next

@@ -16,12 +16,12 @@ from typing import Any
 from django.db import transaction
 
 from kernel.errors import NotFound, Refusal, TurbobaseError
-from kernel.ids import uuid_or_none
 from processes.codes import ProcessCode
+from processes.engine import grouped_steps
 from processes.engine.ai_step import ai_step_execute
 from processes.engine.grouping import RideGroup
 from processes.engine.lease import Lease
-from processes.engine.ledger import Refused, ledger_row, ledger_write, write_outcome
+from processes.engine.ledger import Refused, ledger_write, write_outcome
 from processes.engine.plan import PlannedStep
 from processes.engine.runtime import ModuleRuntime, StepCodeFailed
 from processes.engine.sleep_step import sleep_parked_until, sleep_step_resume, sleep_step_start
@@ -47,7 +47,6 @@ from records.boundary import (
 )
 from records.codes import RefusalCode
 from records.outcomes import WriteOutcome
-from records.step_writes import record_create_ready, record_update_ready
 from records.trail import Actor
 
 
@@ -95,10 +94,10 @@ class StepScope:
 
 def record_step(scope: StepScope, planned: PlannedStep, **fields: Any) -> ProcessRunStep:
     """The step's ledger row at its place in the run (inside the caller's transaction)."""
-    return ledger_write(scope.run, planned, lease=scope.lease, **_placed(scope), **fields)
+    return ledger_write(scope.run, planned, lease=scope.lease, **step_placed(scope), **fields)
 
 
-def _placed(scope: StepScope) -> dict[str, Any]:
+def step_placed(scope: StepScope) -> dict[str, Any]:
     """Where the step's ledger row stands in the run, and when the step began."""
     return {
         "row_key": scope.row_key,
@@ -115,10 +114,10 @@ def _settle(scope: StepScope) -> None:
 
 
 def _groups(planned: PlannedStep) -> bool:
-    """Whether the step is a create or an update that may join the delivery's group (the rest
-    write the group first)."""
+    """Whether the step is a create, update or delete that may join the delivery's group (the
+    rest write the group first)."""
     return (
-        planned.kind in (StepKind.CREATE, StepKind.UPDATE)
+        planned.kind in (StepKind.CREATE, StepKind.UPDATE, StepKind.DELETE)
         and planned.definition.get("awaitSource") is not True
     )
 
@@ -208,7 +207,9 @@ def step_execute(
     return _write(scope, planned, parent, lines, address)
 
 
-def _refused(scope: StepScope, planned: PlannedStep, unit: WriteUnit, exc: Exception) -> StepResult:
+def step_refused(
+    scope: StepScope, planned: PlannedStep, unit: WriteUnit, exc: Exception
+) -> StepResult:
     """The boundary refused: the step's transaction rolled back whole (no savepoint was paid for on
     the way); the refusal's trail row and the failed ledger row are written in a fresh one."""
     _settle(scope)
@@ -225,9 +226,9 @@ def _write(
     awaits = planned.definition.get("awaitSource") is True
     if not awaits:
         grouped = (
-            _create_riding(scope, planned, parent, lines)
+            grouped_steps.create_grouped(scope, planned, parent, lines)
             if address is None
-            else _update_grouped(scope, planned, parent, address)
+            else grouped_steps.update_grouped(scope, planned, parent, address)
         )
         if grouped is not None:
             return grouped
@@ -268,93 +269,7 @@ def _write(
             )
             return StepResult(StepStatus.DONE, row)
     except (Refusal, NotFound, TurbobaseError) as exc:
-        return _refused(scope, planned, unit, exc)
-
-
-def _create_riding(
-    scope: StepScope, planned: PlannedStep, parent: dict, lines: list | None
-) -> StepResult | None:
-    """A create that joins the delivery's ride group (``engine.grouping``): checked and built now,
-    written with its neighbours in one statement. None when it cannot ride (no group, the type,
-    a key found taken before): the step runs in a transaction as any other."""
-    rides, run = scope.rides, scope.run
-    record_type = planned.definition["recordType"]
-    if rides is None or not rides.open_to(record_type, scope.idempotency_key):
-        return None
-    # The record's id is chosen here, so the next step's first function can start in the
-    # sandbox now, while this step's checks and rows are made.
-    pg_row_id = scope.pg_row_id or uuid.uuid4()
-    if scope.ahead is not None:
-        scope.ahead(write_outcome(pg_row_id, None, Disposition.CONFIRMED))
-    unit = WriteUnit()
-    try:
-        ride = record_create_ready(
-            actor=scope.actor,
-            record_type=record_type,
-            parent=parent,
-            lines=lines,
-            idempotency_key=scope.idempotency_key,
-            pg_row_id=pg_row_id,
-            unit=unit,
-        )
-    except (Refusal, NotFound, TurbobaseError) as exc:
-        return _refused(scope, planned, unit, exc)
-    if ride is None:
-        return None
-    ride.row = row = ledger_row(
-        run,
-        planned,
-        disposition=Disposition.CONFIRMED,
-        pg_row_id=pg_row_id,
-        created_record=True,
-        counts_write=True,
-        **_placed(scope),
-    )
-    rides.join(ride, planned.step_id, scope.idempotency_key)
-    return StepResult(StepStatus.DONE, row)
-
-
-def _update_grouped(
-    scope: StepScope, planned: PlannedStep, parent: dict, address: dict
-) -> StepResult | None:
-    """An update by ``pgRowId`` that joins the delivery's group: checked (its record read as its
-    writer may see it) and its hooks run now, written with its neighbours only if the record is
-    still at the version read. None when it cannot be grouped (no group, an address by
-    ``externalId``, the type, a record that moved before): the step runs in a transaction."""
-    group, record_type = scope.rides, planned.definition["recordType"]
-    target = uuid_or_none(str(address.get("pg_row_id")))
-    if group is None or target is None or not group.open_to(record_type, scope.idempotency_key):
-        return None
-    if group.holds(target):  # its record is created or changed in the group: read it after
-        group.flush()
-    unit = WriteUnit()
-    try:
-        ready = record_update_ready(
-            actor=scope.actor,
-            record_type=record_type,
-            parent=parent,
-            pg_row_id=target,
-            expected_sync_version=address.get("expected_sync_version"),
-            unit=unit,
-        )
-    except (Refusal, NotFound, TurbobaseError) as exc:
-        return _refused(scope, planned, unit, exc)
-    if ready is None:
-        return None
-    record = ready.record
-    if scope.ahead is not None:
-        scope.ahead(write_outcome(record.pk, record.external_id, Disposition.CONFIRMED))
-    ready.row = row = ledger_row(
-        scope.run,
-        planned,
-        disposition=Disposition.CONFIRMED,
-        pg_row_id=record.pk,
-        external_id=record.external_id,
-        counts_write=True,
-        **_placed(scope),
-    )
-    group.join(ready, planned.step_id, scope.idempotency_key)
-    return StepResult(StepStatus.DONE, row)
+        return step_refused(scope, planned, unit, exc)
 
 
 def _delete(
@@ -363,6 +278,11 @@ def _delete(
     delete = planned.definition["delete"]
     key = "pgRowId" if delete.get("pgRowId") is not None else "externalId"
     value = address_value(runtime, planned, ctx, "delete", key)
+    if key == "pgRowId" and not delete.get("sourceSystem"):
+        grouped = grouped_steps.delete_grouped(scope, planned, value)
+        if grouped is not None:
+            return grouped
+    _settle(scope)
     unit = WriteUnit()
     try:
         with write_unit() as unit:
@@ -396,4 +316,4 @@ def _delete(
     except DeleteWindowWait as wait:  # nothing was written: the step waits for the window
         return StepResult(StepStatus.WAIT_WINDOW, cap=wait.cap, retry_at=wait.retry_at)
     except (Refusal, NotFound, TurbobaseError) as exc:
-        return _refused(scope, planned, unit, exc)
+        return step_refused(scope, planned, unit, exc)
