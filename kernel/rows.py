@@ -16,6 +16,7 @@ and a step's statement is larger.
 
 from __future__ import annotations
 
+import copy
 import re
 import uuid
 from collections.abc import Iterator
@@ -27,7 +28,6 @@ from typing import Any, TypeVar
 import psycopg
 from django.db import models
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models.base import ModelState
 
 # Text-like columns are cast to ``text``, never to ``varchar(n)``: an explicit cast to a bounded
 # type truncates silently, while assigning ``text`` to the column refuses an over-long value as
@@ -212,25 +212,17 @@ def _logged(bound: Any, conn: BaseDatabaseWrapper) -> Any:
     return _debug_wrapper(bound, conn)
 
 
-def row_inserted(row: models.Model, db: str, pk: object = None) -> None:
-    """Mark ``row`` saved on ``db`` (as ``save()`` does), with the ``pk`` the INSERT returned."""
-    if pk is not None:
-        row.pk = pk
-    row._state.adding, row._state.db = False, db
-
-
 _M = TypeVar("_M", bound=models.Model)
 
 
 def row_like(shared: _M, **values: Any) -> _M:
     """A new, unsaved row with ``shared``'s column values and cached related objects, then
     ``values`` set (a foreign key by its name goes through its descriptor, as in the
-    constructor) — without ``Model.__init__``, whose per-field work is most of what a hot row
-    costs to build. ``shared`` is never saved itself; it holds what many rows have in common."""
-    row = type(shared).__new__(type(shared))
-    row.__dict__.update(shared.__dict__)
-    row._state = ModelState()
-    row._state.fields_cache = dict(shared._state.fields_cache)
+    constructor) — a copy (``copy.copy``: the model's own pickling protocol, which copies its
+    state and related-object cache), not ``Model.__init__``, whose per-field work is most of
+    what a hot row costs to build. ``shared`` is never saved itself; it holds what many rows
+    have in common."""
+    row = copy.copy(shared)
     for name, value in values.items():
         setattr(row, name, value)
     return row

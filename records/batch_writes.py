@@ -33,15 +33,7 @@ from django.utils import timezone
 from guardrails.models import RuleAction
 from kernel.bulk import rows_insert, rows_update
 from kernel.ids import uuid_or_none
-from records.boundary import (
-    WriteResult,
-    _before_save_on_create,
-    _check_payload,
-    _record_like,
-    _record_shared,
-    _rule_check,
-    before_save_on_update,
-)
+from records.boundary import record_like, record_shared
 from records.catalog import RecordType, record_type_get
 from records.door import door_opened
 from records.hooks import HookSlot, hooks_for
@@ -59,6 +51,13 @@ from records.policies import records_writable, write_entitlement_check
 from records.signals import outbound_write_queued
 from records.trail import Actor, trail_row
 from records.watches import record_written
+from records.write_rules import (
+    WriteResult,
+    before_save_on_create,
+    before_save_on_update,
+    payload_check,
+    rule_check,
+)
 
 # Stands for "no external id was seen": an update that does not check it.
 _UNSEEN = object()
@@ -132,7 +131,7 @@ class _Checks:
         if passed is None:
             try:
                 write_entitlement_check(user=actor.user, record_type=rt)
-                _rule_check(rt, action)
+                rule_check(rt, action)
                 passed = True
             except Exception:  # the row alone is refused, and trailed, by the boundary
                 passed = False
@@ -187,17 +186,17 @@ def _ready(write: BatchWrite, checks: _Checks) -> _Ready:
     if isinstance(item, CreateItem):
         checks.entitled(write.actor, rt, RuleAction.CREATE)
         checks.claim(item.idempotency_key)
-        record = _record_like(
-            _record_shared(write.actor, rt),
+        record = record_like(
+            record_shared(write.actor, rt),
             parent=item.parent,
             lines=item.lines or [],
             key=item.idempotency_key,
         )
         if write.pg_row_id is not None:
             record.pg_row_id = write.pg_row_id
-        _check_payload(rt, item.parent, item.lines, is_create=True)
+        payload_check(rt, item.parent, item.lines, is_create=True)
         if hooks_for(HookSlot.BEFORE_SAVE, rt.name):
-            _before_save_on_create(write.actor, rt, record, item.parent)
+            before_save_on_create(write.actor, rt, record, item.parent)
         return _Ready(write, rt, record)
     checks.entitled(write.actor, rt, RuleAction.UPDATE)
     target = uuid_or_none(str(item.pg_row_id))
@@ -207,7 +206,7 @@ def _ready(write: BatchWrite, checks: _Checks) -> _Ready:
     ):
         raise _RowStops
     checks.claim(locked.pk)
-    _check_payload(rt, item.parent, None, is_create=False)
+    payload_check(rt, item.parent, None, is_create=False)
     merged = before_save_on_update(write.actor, rt, locked, item.parent)
     return _Ready(write, rt, locked, before=locked.fields, fields=merged["parent"])
 

@@ -151,6 +151,31 @@ HELD_DELETE_APPROVED = "held_delete.approved"
 HELD_DELETE_REJECTED = "held_delete.rejected"
 
 
+def _held_state_decided(
+    record: Record, state: RecordWriteState | None, *, approve: bool, by: User, note: str
+) -> None:
+    """Approved: the record is deleting and its held outbound delete is sent; rejected: the
+    record comes back as it was and the outbound delete is cancelled."""
+    if approve:
+        from records.deletes import after_delete_schedule
+        from records.write_rules import record_snapshot
+
+        record.sync_state = SyncState.DELETING
+        after_delete_schedule(Actor(user=by), record.record_type, record_snapshot(record))
+        if state is not None:
+            state.status = WriteStatus.PENDING
+            state.save(update_fields=["status", "updated_at"])
+            record_type = record.record_type
+            transaction.on_commit(
+                lambda: outbound_write_queued.send(sender=Record, record_type=record_type)
+            )
+        return
+    record.sync_state = (state.payload.get("prior_state") if state else None) or SyncState.SYNCED
+    if state is not None:
+        state.status, state.message = WriteStatus.CANCELLED, note or "rejected by an operator"
+        state.save(update_fields=["status", "message", "updated_at"])
+
+
 @transaction.atomic
 @door_opened
 def held_delete_decide(*, held_id: int, approve: bool, by: User, note: str = "") -> HeldDelete:
@@ -171,25 +196,7 @@ def held_delete_decide(*, held_id: int, approve: bool, by: User, note: str = "")
         raise HeldDeleteNotPending(
             f"the record of held delete #{held_id} no longer exists", field="id"
         )
-    if approve:
-        from records.boundary import after_delete_schedule, record_snapshot
-
-        record.sync_state = SyncState.DELETING
-        after_delete_schedule(Actor(user=by), record.record_type, record_snapshot(record))
-        if state is not None:
-            state.status = WriteStatus.PENDING
-            state.save(update_fields=["status", "updated_at"])
-            record_type = record.record_type
-            transaction.on_commit(
-                lambda: outbound_write_queued.send(sender=Record, record_type=record_type)
-            )
-    else:
-        record.sync_state = (
-            state.payload.get("prior_state") if state else None
-        ) or SyncState.SYNCED
-        if state is not None:
-            state.status, state.message = WriteStatus.CANCELLED, note or "rejected by an operator"
-            state.save(update_fields=["status", "message", "updated_at"])
+    _held_state_decided(record, state, approve=approve, by=by, note=note)
     record.save(update_fields=["sync_state", "updated_at"])
     held.status = HeldStatus.APPROVED if approve else HeldStatus.REJECTED
     held.decided_by, held.decided_at, held.note = by, timezone.now(), note

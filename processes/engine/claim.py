@@ -17,7 +17,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import connections, router
-from django.db.models import Model, Q, Value
+from django.db.models import Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -67,20 +67,19 @@ def run_claim(run_id: str, delivery: int | None = None) -> tuple[ProcessRun, Lea
     return run, lease
 
 
-def _columns(model: type[Model], alias: str) -> tuple[list[str], list[str]]:
-    """The model's concrete columns as ``alias.column`` and their attribute names, in order."""
-    fields = model._meta.concrete_fields
-    return [f'{alias}."{f.column}"' for f in fields], [f.attname for f in fields]
+# The invoker's columns ride in the claim's answer under these names (the run's own columns are
+# the run's); ``RawQuerySet`` sets a column that is no field of the run as an attribute.
+_INVOKER = "_tb_invoker__"
 
 
 @cache
-def _claim_sql(stale: bool) -> tuple[str, list[str], list[str]]:
+def _claim_sql(stale: bool) -> tuple[str, tuple[str, ...]]:
     """The PostgreSQL claim's text (``stale``: it also checks the delivery's number), and the
-    attribute names of the run's and the invoker's columns it answers, in order: the text
-    depends on nothing else, so it is built once, as the lease's is."""
+    attribute names of the invoker's columns it answers after the run's: the text depends on
+    nothing else, so it is built once."""
     user_model = get_user_model()
-    run_columns, run_names = _columns(ProcessRun, "claimed")
-    user_columns, user_names = _columns(user_model, "u")
+    user_fields = user_model._meta.concrete_fields
+    user_columns = ", ".join(f'u."{f.column}" AS "{_INVOKER}{f.attname}"' for f in user_fields)
     run_table = ProcessRun._meta.db_table
     user_table, user_pk = user_model._meta.db_table, user_model._meta.pk.column
     stale_check = ' AND "delivery" = %s' if stale else ""
@@ -91,17 +90,19 @@ def _claim_sql(stale: bool) -> tuple[str, list[str], list[str]]:
         ' WHERE "run_id" = %s AND "state" = ANY(%s)'
         ' AND ("lease_until" IS NULL OR "lease_until" < %s)'
         f"{stale_check} RETURNING *)"
-        f" SELECT {', '.join(run_columns + user_columns)}"
+        f" SELECT claimed.*, {user_columns}"
         f' FROM claimed LEFT JOIN "{user_table}" u ON u."{user_pk}" = claimed."invoked_by_id"'
     )
-    return sql, run_names, user_names
+    return sql, tuple(f.attname for f in user_fields)
 
 
 def _claimed_returning(
     db: str, run_id: uuid.UUID, delivery: int | None, *, now: Any, until: Any, token: str
 ) -> ProcessRun | None:
-    """The PostgreSQL claim: the UPDATE, the run as it left it and its invoker, in one statement."""
-    sql, run_names, user_names = _claim_sql(delivery is not None)
+    """The PostgreSQL claim: the UPDATE, the run as it left it and its invoker, in one statement
+    — read through ``RawQuerySet`` (the ORM converts the run's columns as any query's) and the
+    invoker built from its columns by ``Model.from_db``."""
+    sql, user_names = _claim_sql(delivery is not None)
     params: list[Any] = [
         token,
         until,
@@ -115,43 +116,11 @@ def _claimed_returning(
     ]
     if delivery is not None:
         params.append(delivery)
-    conn = connections[db]
-    with conn.cursor() as cursor:
-        cursor.execute(sql, params)
-        row = cursor.fetchone()
-    if row is None:
+    claimed = list(ProcessRun.objects.using(db).raw(sql, params))
+    if not claimed:
         return None
-    run_values = _converted(conn, ProcessRun, row[: len(run_names)])
-    run = ProcessRun.from_db(db, run_names, run_values)
+    run = claimed[0]
+    values = [run.__dict__.pop(f"{_INVOKER}{name}") for name in user_names]
     if run.invoked_by_id is not None:
-        user_model = get_user_model()
-        user_values = _converted(conn, user_model, row[len(run_names) :])
-        ProcessRun._meta.get_field("invoked_by").set_cached_value(
-            run, user_model.from_db(db, user_names, user_values)
-        )
+        run.invoked_by = get_user_model().from_db(db, list(user_names), values)
     return run
-
-
-def _converted(conn: Any, model: type[Model], values: tuple) -> list:
-    """Raw column values as the ORM would load them (JSON parsed, and the like)."""
-    out = list(values)
-    for index, col, converters in _converters(conn, model):
-        for convert in converters:
-            out[index] = convert(out[index], col, conn)
-    return out
-
-
-def _converters(conn: Any, model: type[Model]) -> list[tuple[int, Any, list]]:
-    """The model's columns that have converters on this connection, worked out once per
-    connection (kept on it, as Django keeps its own per-connection state)."""
-    memo = conn.__dict__.setdefault("_tb_claim_converters", {})
-    known = memo.get(model)
-    if known is None:
-        known = []
-        for index, field in enumerate(model._meta.concrete_fields):
-            col = field.get_col(model._meta.db_table)
-            converters = conn.ops.get_db_converters(col) + field.get_db_converters(conn)
-            if converters:
-                known.append((index, col, converters))
-        memo[model] = known
-    return known

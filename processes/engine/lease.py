@@ -21,66 +21,23 @@ from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import dataclass
 from datetime import timedelta
-from functools import lru_cache
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, connections, models, router
-from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db import connection, models
 from django.utils import timezone
 
-from kernel.rows import bound_cursor, row_insert, row_inserted
 from processes.models import ProcessRun
+from records.sql_writes import proof_insert, proof_run
+from records.step_writes import LeaseProof
 
 logger = logging.getLogger("turbobase.processes.engine")
 
 
 def lease_seconds() -> float:
     return float(getattr(settings, "PROCESS_RUN_LEASE_S", 120))
-
-
-def _field(model: type[models.Model], name: str) -> models.Field:
-    field = model._meta.get_field(name)
-    assert isinstance(field, models.Field)
-    return field
-
-
-def _quoted(conn: BaseDatabaseWrapper, model: type[models.Model], name: str) -> str:
-    return conn.ops.quote_name(str(_field(model, name).column))
-
-
-@lru_cache(maxsize=64)
-def _held_sql(
-    alias: str, names: tuple[str, ...]
-) -> tuple[str, tuple[models.Field, ...], models.Field]:
-    """The text of ``_held_update`` for the ``names`` columns on database ``alias``, and the
-    fields preparing their values: the text depends on nothing else, and building it (field
-    lookups, quoting) cost more than the rest of a step's hold."""
-    conn = connections[alias]
-    assignments = ", ".join(f"{_quoted(conn, ProcessRun, name)} = %s" for name in names)
-    sql = (
-        f"UPDATE {conn.ops.quote_name(ProcessRun._meta.db_table)} SET {assignments} "
-        f"WHERE {_quoted(conn, ProcessRun, 'run_id')} = %s "
-        f"AND {_quoted(conn, ProcessRun, 'lease_owner')} = %s "
-        f"RETURNING {_quoted(conn, ProcessRun, 'cancel_requested')}"
-    )
-    return sql, tuple(_field(ProcessRun, name) for name in names), _field(ProcessRun, "run_id")
-
-
-def _held_update(
-    conn: BaseDatabaseWrapper, sets: dict[str, Any], run_id: Any, token: str
-) -> tuple[str, list]:
-    """``UPDATE`` of the run's ``sets`` columns where ``token`` holds its lease, answering the
-    run's ``cancel_requested``, and its params."""
-    sql, fields, run_id_field = _held_sql(conn.alias, tuple(sets))
-    params = [
-        field.get_db_prep_save(value, conn)
-        for field, value in zip(fields, sets.values(), strict=True)
-    ]
-    params.append(run_id_field.get_db_prep_value(run_id, conn))
-    params.append(token)
-    return sql, params
 
 
 class LeaseLost(Exception):
@@ -104,51 +61,26 @@ class Lease:
         ``columns`` on the run row in the same statement). Raises ``LeaseLost`` otherwise. The
         statement reads the run's cancel request back (``cancel_seen``): every hold — a step's, a
         migration batch's, the heartbeat's — is also the stop check's look at it."""
-        conn = connections[router.db_for_write(ProcessRun)]
-        gate, params = self.gate(**columns)
-        with conn.cursor() as cursor:
-            cursor.execute(gate, params)
-            self.gate_answered(cursor.fetchone())
+        proof_run(self.gate(**columns))
 
     def hold_writing(self, row: models.Model, **columns: Any) -> None:
         """``hold(**columns)`` and INSERT ``row`` (a ledger row) in the same transaction — on
-        PostgreSQL in one statement: a CTE renews the lease, the INSERT takes its values from the
-        CTE's row (no row, no insert: ``LeaseLost``) and the statement answers the new row's id
-        and the run's ``cancel_requested``, kept as ``cancel_seen``."""
-        db = router.db_for_write(type(row), instance=row)
-        conn = connections[db]
-        if conn.vendor != "postgresql":  # SQLite has no data-modifying CTE: two statements
-            self.hold(**columns)
-            row.save(force_insert=True, using=db)
-            return
-        gate, params = self.gate(**columns)
-        written = row_insert(conn, row)
-        pk = conn.ops.quote_name(str(row._meta.pk.column))
-        sql = (
-            f"WITH held AS ({gate}), "
-            f"written AS ({written.head} SELECT {written.values} FROM held RETURNING {pk}) "
-            f"SELECT held.*, written.{pk} FROM held, written"
-        )
-        with bound_cursor(conn) as cursor:
-            cursor.execute(sql, params + written.params)
-            answer = cursor.fetchone()
-        self.gate_answered(answer)
-        row_inserted(row, db, answer[-1])
+        PostgreSQL in one statement (``records.sql_writes.proof_insert``): no lease, no insert
+        (``LeaseLost``); the run's ``cancel_requested`` is read back as ``cancel_seen``."""
+        proof_insert(self.gate(**columns), row)
 
-    def gate(self, **columns: Any) -> tuple[str, list]:
-        """The statement of a hold: the conditional UPDATE renewing the lease (and setting
-        ``columns``), answering ``cancel_requested`` — alone (``hold``), in a CTE before a ledger
-        row (``hold_writing``), or as the gate of a write that carries the ledger row in its own
-        statement (``records.boundary.rides_commit``). Its answer goes to ``gate_answered``."""
-        conn = connections[router.db_for_write(ProcessRun)]
-        sets = {"lease_until": timezone.now() + timedelta(seconds=self.seconds), **columns}
-        return _held_update(conn, sets, self.run_id, self.token)
+    def gate(self, **columns: Any) -> LeaseGate:
+        """This lease as the records room's ``StepGate``: its proof renews the lease (and sets
+        ``columns``) and answers ``cancel_requested`` — alone (``hold``), before a ledger row
+        (``hold_writing``), or as the gate of a group of writes that carries the ledger rows in
+        its own statement (``records.step_writes.group_commit``)."""
+        return LeaseGate(self, columns)
 
-    def gate_answered(self, answer: tuple | None) -> None:
-        """What a ``gate`` statement answered: None (no row) when the lease was taken over."""
+    def proved(self, answer: Any) -> None:
+        """What a proof answered: None (no row) when the lease was taken over."""
         if answer is None:
             raise LeaseLost(f"run {self.run_id}: this delivery's lease was taken over")
-        self.cancel_seen = bool(answer[0])
+        self.cancel_seen = bool(answer)
 
     def let_go(self) -> None:
         """The delivery gave the run back (ended, parked): the heartbeat stops renewing."""
@@ -186,3 +118,26 @@ class Lease:
                     logger.exception("run %s: could not renew the lease", self.run_id)
         finally:
             connection.close()  # this thread's own connection
+
+
+@dataclass(frozen=True)
+class LeaseGate:
+    """A delivery's lease as ``records.step_writes.StepGate``: the proof renews the lease where
+    the delivery's token holds it, setting ``sets`` too, and answers the run's cancel request."""
+
+    lease: Lease
+    sets: dict[str, Any]
+
+    def proof(self) -> LeaseProof:
+        until = timezone.now() + timedelta(seconds=self.lease.seconds)
+        return LeaseProof(
+            model=ProcessRun,
+            pk=self.lease.run_id,
+            owner_field="lease_owner",
+            owner=self.lease.token,
+            sets={"lease_until": until, **self.sets},
+            answer_field="cancel_requested",
+        )
+
+    def proved(self, answer: Any) -> None:
+        self.lease.proved(answer)

@@ -11,10 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from dataclasses import replace
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -23,30 +20,26 @@ from django.utils import timezone
 from extensions.store import module_served, module_version
 from guardrails.settings import setting_get
 from processes.ceilings import ceilings_for
-from processes.contract import OnFailure, OnRefused
+from processes.contract import OnRefused
 from processes.engine.claim import run_claim
-from processes.engine.ending import run_end, run_hand_back, run_redeliver, run_wait
+from processes.engine.ending import run_end
+from processes.engine.grouping import LookAhead, RideGroup, RidesUndone, Sent, step_key
 from processes.engine.lease import Lease, LeaseLost
 from processes.engine.ledger import (
     ledger_seen_empty,
-    ledger_skip_rest,
     step_outcome,
-    write_outcome,
 )
+from processes.engine.parking import Parking
 from processes.engine.plan import ForEachCapExceeded, PlannedStep, plan_build
-from processes.engine.rides import RideGroup, RidesUndone
 from processes.engine.rollback import rollback_continue
 from processes.engine.runtime import ModuleRuntime
 from processes.engine.statuses import StepKind, StepStatus, VerdictWait, WalkStatus
 from processes.engine.steps import StepScope, step_execute
-from processes.engine.waits import verdict_pending, verdict_take
+from processes.engine.waits import verdict_take
+from processes.engine.walks import CANCELLED, Place, Stop, Walk
 from processes.errors import InputInvalid
-from processes.events.models import EventWait, WaitState
-from processes.events.service import wait_claim_earlier
-from processes.human_tasks.models import HumanTask, TaskState
 from processes.models import (
     Disposition,
-    PendingReason,
     Process,
     ProcessRun,
     ProcessRunStep,
@@ -56,72 +49,6 @@ from processes.models import (
 from records.trail import Actor
 
 logger = logging.getLogger("turbobase.processes.engine")
-
-
-@dataclass(frozen=True)
-class Stop:
-    state: RunState
-    reason: str
-
-
-CANCELLED = Stop(RunState.CANCELLED, "cancelled on request")
-
-
-@dataclass
-class Sent:
-    """What one pass sent ahead (``ChainRunner.ahead``): by plan position, the pgRowId of the
-    step before it that its first function's ctx was sent with; and the record ids chosen for
-    creates whose outcome a later step's ctx was sent with (the create takes that id)."""
-
-    calls: dict[int, str | None] = field(default_factory=dict)
-    chosen: dict[int, uuid.UUID] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class _Place:
-    """Where a pass walks: its row (a migration's; none for a chain), that row's key and visit,
-    and whether it may stop between steps (a chain) or finishes its row whole (a migration)."""
-
-    row_key: str
-    visit: int
-    row: dict | None
-    stop_between_steps: bool
-
-
-@dataclass(frozen=True)
-class Walk:
-    """Where a pass over the plan ended: done, or at ``position`` for ``status``."""
-
-    status: WalkStatus
-    position: int
-    planned: PlannedStep | None = None
-    stop: Stop | None = None
-    row: ProcessRunStep | None = None
-    result: Any = None
-
-    # Each status carries what it needs; these read it, and name a walk built without it.
-    @property
-    def at(self) -> PlannedStep:
-        """The step the pass halted at (whenever it did not reach the end)."""
-        return _carried(self, self.planned)
-
-    @property
-    def ledger_row(self) -> ProcessRunStep:
-        """The ledger row it halted on (waiting on the source, or failed)."""
-        return _carried(self, self.row)
-
-    @property
-    def stopped(self) -> Stop:
-        """Why the pass ended at a step boundary (a cancel, a switch, a ceiling)."""
-        return _carried(self, self.stop)
-
-
-def _carried(walk: Walk, value: Any) -> Any:
-    if value is None:
-        raise AssertionError(
-            f"a walk that ended {walk.status} at {walk.position} lacks what it carries"
-        )
-    return value
 
 
 def run_deliver(
@@ -187,7 +114,7 @@ def run_invoker(run: ProcessRun) -> User:
     return run.invoked_by
 
 
-class ChainRunner:
+class ChainRunner(Parking):
     """Walks a chain's plan for one delivery."""
 
     def __init__(
@@ -207,9 +134,12 @@ class ChainRunner:
         self.invoker = run_invoker(run)
         self.actor = Actor(user=self.invoker, process_run_id=str(run.run_id))
         self._runtime: ModuleRuntime | None = None
-        # A delivery's create steps commit in groups (engine.rides); a run walked without a
+        # A delivery's create steps commit in groups (engine.grouping); a run walked without a
         # lease (no delivery) writes each step alone.
         self.rides = RideGroup(run, lease) if lease is not None else None
+        self.look = LookAhead(
+            run, self.rides, self.ctx, lambda path, ctx: self.runtime().call_ahead(path, ctx)
+        )
         self._switch_on = True
         self._switch_read_at = float("-inf") if switch_read_at is None else switch_read_at
 
@@ -233,7 +163,7 @@ class ChainRunner:
         return self._runtime
 
     def rides_flush(self) -> None:
-        """Write the steps waiting in the ride group (``engine.rides``), if any."""
+        """Write the steps waiting in the ride group (``engine.grouping``), if any."""
         if self.rides is not None:
             self.rides.flush()
 
@@ -344,33 +274,7 @@ class ChainRunner:
         walk = self.walk_steps(
             plan, recorded, row_key="", visit=1, row=None, stop_between_steps=True
         )
-        if walk.status == WalkStatus.DONE:
-            run_end(self.run, RunState.COMMITTED, lease=self.lease)
-        elif walk.status == WalkStatus.STOP:
-            run_end(
-                self.run,
-                walk.stopped.state,
-                lease=self.lease,
-                reason=walk.stopped.reason,
-                outstanding=len(plan) - walk.position,
-            )
-        elif walk.status == WalkStatus.HAND_BACK:
-            run_hand_back(self.run, lease=self.lease)
-        elif walk.status == WalkStatus.WAIT_SOURCE:
-            self.wait_source(walk.at, walk.ledger_row, outstanding=len(plan) - walk.position - 1)
-        elif walk.status == WalkStatus.WAIT_WINDOW:
-            self.wait_window(walk.at, walk.result, plan[walk.position :])
-        elif walk.status == WalkStatus.WAIT_ACTION:
-            self.wait_action(walk.at, walk.result.task)
-        elif walk.status == WalkStatus.WAIT_INPUT:
-            self.wait_input(walk.at, walk.result.event_wait)
-        elif walk.status == WalkStatus.WAIT_TIME:
-            self.wait_time(walk.at, walk.result.retry_at)
-        elif walk.status == WalkStatus.WAIT_RETRY:
-            self.wait_retry(walk.at, walk.result.retry_at, walk.result.attempts)
-        elif walk.status == WalkStatus.FAILED:
-            ledger_skip_rest(self.run, plan[walk.position + 1 :], lease=self.lease)
-            self.fail(walk.at, walk.ledger_row, outstanding=0)
+        self.walk_end(walk, plan)
 
     def recorded(self, *, row_key: str, visit: int) -> dict[str, ProcessRunStep]:
         if ledger_seen_empty(self.run):  # the claim saw no ledger row: none to read
@@ -391,75 +295,6 @@ class ChainRunner:
             "row": row,
         }
 
-    def ahead(
-        self,
-        plan: list[PlannedStep],
-        position: int,
-        steps: dict[str, dict],
-        row: dict | None,
-        sent: Sent,
-        row_key: str = "",
-    ) -> Callable[[dict[str, Any]], None] | None:
-        """For the step at ``position``: once its outcome is known (a riding create's before its
-        write, another step's once its write is done), start the next step's first function —
-        its ``when``, else its ``build`` — with the ctx that step will have, so the sandbox
-        computes while this step is made and committed; and, when the next step is a create that
-        can ride, the first function of the step after it too, with the outcome the next step
-        will have if it rides (its record id chosen now, ``Sent.chosen``). The child then always
-        has the step after next to build. A step takes a result only if its ctx is the same (the
-        sandbox compares); otherwise, or if the walk stops first, the results are dropped."""
-        if position + 1 >= len(plan):
-            return None
-        current, following = plan[position].step_id, plan[position + 1]
-
-        def start(outcome: dict[str, Any]) -> None:
-            known = {**steps, current: outcome}
-            at = position + 1
-            if at not in sent.calls:
-                if not self._first_ahead(following, known, row):
-                    return  # a guess at the step after it would only be dropped at its call
-                sent.calls[at] = outcome["pgRowId"]
-            elif sent.calls[at] != outcome["pgRowId"]:
-                return  # sent with another outcome than this step's: dropped at that call
-            after = at + 1
-            if (
-                after >= len(plan)
-                or after in sent.calls
-                or not self._may_ride(following, row, row_key)
-            ):
-                return
-            chosen = uuid.uuid4()
-            predicted = write_outcome(chosen, None, Disposition.CONFIRMED)
-            if self._first_ahead(plan[after], {**known, following.step_id: predicted}, row):
-                sent.calls[after], sent.chosen[at] = str(chosen), chosen
-
-        return start
-
-    def _first_ahead(self, planned: PlannedStep, steps: dict[str, dict], row: dict | None) -> bool:
-        """Send ``planned``'s first function ahead (a create or an update only); whether sent."""
-        if planned.kind not in (StepKind.CREATE, StepKind.UPDATE):
-            return False
-        first = "when" if planned.definition.get("when") is not None else "build"
-        ctx = self.ctx(planned, steps, row)
-        return self.runtime().call_ahead(planned.path + (first,), ctx)
-
-    def _may_ride(self, planned: PlannedStep, row: dict | None, row_key: str) -> bool:
-        """Whether ``planned`` is a create that would join the ride group (``engine.rides``)."""
-        return (
-            self.rides is not None
-            and planned.kind == StepKind.CREATE
-            and planned.definition.get("awaitSource") is not True
-            and self.rides.open_to(
-                planned.definition["recordType"], self._key(planned, row, row_key)
-            )
-        )
-
-    def _key(self, planned: PlannedStep, row: dict | None, row_key: str) -> str:
-        """The idempotency key of the step's write: its run's (a chain), or its row's."""
-        if row is None:
-            return f"run:{self.run.run_id}:{planned.step_id}"
-        return f"row:{self.run.process_id}:{row_key}:{planned.step_id}"
-
     def walk_steps(
         self,
         plan: list[PlannedStep],
@@ -478,7 +313,7 @@ class ChainRunner:
             self.rides.cut = stop_between_steps  # a migration's row finishes whole
         while True:
             try:
-                walk = self._pass(plan, recorded, _Place(row_key, visit, row, stop_between_steps))
+                walk = self._pass(plan, recorded, Place(row_key, visit, row, stop_between_steps))
                 self.rides_flush()
                 return walk
             except RidesUndone as undone:
@@ -488,7 +323,7 @@ class ChainRunner:
                 recorded = self.recorded(row_key=row_key, visit=visit)
 
     def _pass(
-        self, plan: list[PlannedStep], recorded: dict[str, ProcessRunStep], place: _Place
+        self, plan: list[PlannedStep], recorded: dict[str, ProcessRunStep], place: Place
     ) -> Walk:
         row_key, visit, row = place.row_key, place.visit, place.row
         steps: dict[str, dict] = {}
@@ -503,7 +338,7 @@ class ChainRunner:
                     if stop is not None:
                         return Walk(WalkStatus.STOP, position, planned, stop=stop)
                 ctx = self.ctx(planned, steps, row)
-                key = self._key(planned, row, row_key)
+                key = step_key(self.run, planned, row, row_key)
                 # The step's writes name it on the write trail and on any delete held for approval.
                 actor = replace(self.actor, process_step=planned.step_id)
                 scope = StepScope(
@@ -515,7 +350,7 @@ class ChainRunner:
                     visit=visit,
                     lease=self.lease,
                     started_at=timezone.now(),
-                    ahead=self.ahead(plan, position, steps, row, sent, row_key),
+                    ahead=self.look.ahead(plan, position, steps, row, sent, row_key),
                     rides=self.rides,
                     pg_row_id=sent.chosen.get(position),
                 )
@@ -543,158 +378,3 @@ class ChainRunner:
                 return Walk(WalkStatus.FAILED, position, planned, row=ledger_row)
             steps[planned.step_id] = step_outcome(ledger_row)
         return Walk(WalkStatus.DONE, len(plan))
-
-    def wait_source(self, planned: PlannedStep, row: ProcessRunStep, *, outstanding: int) -> None:
-        """Park on the source's verdict for ``row``, or end committed when the wait budget is spent."""
-        now = timezone.now()
-        budget_ms = setting_get("processes.await_source_budget_ms")
-        waiting_on = f"{row.row_key}/{planned.step_id}" if row.row_key else planned.step_id
-        deadline = (
-            self.run.wait_deadline
-            if self.run.waiting_step == waiting_on and self.run.wait_deadline
-            else (now + timedelta(milliseconds=budget_ms))
-        )
-        if now >= deadline:
-            run_end(
-                self.run,
-                RunState.COMMITTED,
-                lease=self.lease,
-                outstanding=outstanding,
-                reason=(
-                    f"step {planned.step_id!r} is still waiting for the source's verdict after the wait budget "
-                    f"({budget_ms} ms, processes.await_source_budget_ms); its record is kept — "
-                    "resume the run to wait again"
-                ),
-            )
-            return
-        # The budget's end is the run's due time: the lane's watch delivers it then (wake_at index).
-        run_wait(
-            self.run,
-            lease=self.lease,
-            pending_reason=PendingReason.AWAITING_SOURCE,
-            deadline=deadline,
-            wake_at=deadline,
-            waiting_step=waiting_on,
-        )
-        # The verdict may have landed while we were parking: then nobody else will wake us.
-        if not verdict_pending(row):
-            run_redeliver(self.run.pk)
-
-    def wait_action(self, planned: PlannedStep, task: HumanTask) -> None:
-        """Park until a person decides the step's task; its timeout, if any, is the due time."""
-        run_wait(
-            self.run,
-            lease=self.lease,
-            pending_reason=PendingReason.AWAITING_ACTION,
-            wake_at=task.expires_at,
-            waiting_step=planned.step_id,
-        )
-        # Decided (or the run cancelled) while we were parking: that wake-up found the run not
-        # yet parked, so nobody else will deliver it.
-        decided = HumanTask.objects.filter(pk=task.pk).exclude(state=TaskState.OPEN).exists()
-        if decided or ProcessRun.objects.filter(pk=self.run.pk, cancel_requested=True).exists():
-            run_redeliver(self.run.pk)
-
-    def wait_input(self, planned: PlannedStep, wait: EventWait) -> None:
-        """Park until a matching event comes; the wait's timeout is the due time (``wake_at``)."""
-        run_wait(
-            self.run,
-            lease=self.lease,
-            pending_reason=PendingReason.AWAITING_INPUT,
-            wake_at=wait.expires_at,
-            waiting_step=planned.step_id,
-        )
-        # Both rows are committed now: an event that came before (since the run was created) or
-        # while we parked is found here; an event sent from now on finds the wait itself. One
-        # claimed in the meantime found the run not yet parked, so nobody else will deliver it.
-        claimed = EventWait.objects.filter(pk=wait.pk).exclude(state=WaitState.WAITING).exists()
-        if claimed or ProcessRun.objects.filter(pk=self.run.pk, cancel_requested=True).exists():
-            run_redeliver(self.run.pk)
-        else:
-            wait_claim_earlier(wait)  # claims it with an earlier event and queues the run
-
-    def wait_time(self, planned: PlannedStep, until: datetime) -> None:
-        """Park a sleep step until ``until``: the lane's watch delivers the run then (wake_at)."""
-        run_wait(
-            self.run,
-            lease=self.lease,
-            pending_reason=PendingReason.AWAITING_TIME,
-            deadline=until,
-            wake_at=until,
-            waiting_step=planned.step_id,
-        )
-        # A cancel asked for while we were parking found the run still held: end it now.
-        if ProcessRun.objects.filter(pk=self.run.pk, cancel_requested=True).exists():
-            run_redeliver(self.run.pk)
-
-    def wait_retry(self, planned: PlannedStep, until: datetime, attempts: int) -> None:
-        """Park ``retrying`` until ``until`` (wake_at), counting the failed attempts on the run."""
-        run_wait(
-            self.run,
-            lease=self.lease,
-            pending_reason=PendingReason.RETRYING,
-            wake_at=until,
-            waiting_step=planned.step_id,
-            transient_attempts=attempts,
-        )
-        if ProcessRun.objects.filter(pk=self.run.pk, cancel_requested=True).exists():
-            run_redeliver(self.run.pk)
-
-    def wait_window(
-        self,
-        planned: PlannedStep,
-        result,
-        rest: list[PlannedStep],
-        *,
-        row_key: str = "",
-        visit: int = 1,
-        outstanding: int | None = None,
-    ) -> None:
-        """Park until the delete window frees, or stop committed naming the cap when it will not in time."""
-        now = timezone.now()
-        budget_ms = setting_get("processes.delete_wait_budget_ms")
-        waiting_on = f"{row_key}/{planned.step_id}" if row_key else planned.step_id
-        deadline = (
-            self.run.wait_deadline
-            if self.run.waiting_step == waiting_on and self.run.wait_deadline
-            else (now + timedelta(milliseconds=budget_ms))
-        )
-        if result.retry_at > deadline:
-            ledger_skip_rest(
-                self.run, rest, row_key=row_key, slice_number=visit, visit=visit, lease=self.lease
-            )
-            left = len(rest) if outstanding is None else outstanding
-            run_end(
-                self.run,
-                RunState.COMMITTED,
-                lease=self.lease,
-                outstanding=left,
-                reason=(
-                    f"step {planned.step_id!r} stopped on the delete cap {result.cap}: the window would not free "
-                    f"within the step's wait budget ({budget_ms} ms); nothing was deleted at that step — invoke "
-                    "the process again, or raise the cap in Settings → Write guardrails"
-                ),
-            )
-            return
-        run_wait(
-            self.run,
-            lease=self.lease,
-            pending_reason=PendingReason.AWAITING_TIME,
-            deadline=deadline,
-            wake_at=result.retry_at,
-            waiting_step=waiting_on,
-        )
-
-    def fail(self, planned: PlannedStep, row: ProcessRunStep, *, outstanding: int) -> None:
-        reason = f"step {planned.step_id!r} failed: {row.refusal_code}: {row.refusal_message}"
-        if row.row_key:
-            reason = f"row {row.row_key!r}: {reason}"
-        self.run_set(failed_sequence=row.sequence)
-        self.run.failed_sequence = row.sequence
-        if self.definition.get("onFailure") == OnFailure.ROLLBACK and not planned.is_keep:
-            self.run_set(rollback_requested=True, rollback_cause=reason, outstanding=outstanding)
-            self.run.rollback_requested, self.run.rollback_cause = True, reason
-            self.run.outstanding = outstanding
-            rollback_continue(self.run, self.actor, lease=self.lease)
-            return
-        run_end(self.run, RunState.FAILED, lease=self.lease, reason=reason, outstanding=outstanding)

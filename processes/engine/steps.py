@@ -1,12 +1,8 @@
-"""One step: ``when`` → ``build`` (or the address) → the boundary → the ledger row, in one transaction.
-
-The author's functions run before the transaction opens (they may read, and they take time);
-the write and its ledger row then commit together, so a re-delivered slice finds the row and
-never writes twice. A create also carries an idempotency key that the boundary enforces.
-
-A create that can ride joins the delivery's ride group instead (``engine.rides``): its rows
-commit with its neighbours' in one statement. Every other write here first writes the group
-(``_settle``), so the ledger and the records land in step order.
+"""One step: ``when`` → ``build`` (or the address) → the boundary → the ledger row, committed
+together (a re-delivered slice finds the row and never writes twice; a create's idempotency key
+is enforced by the boundary). The author's functions run before anything is written. A create or
+an update by ``pgRowId`` that can be grouped joins the delivery's group (``engine.grouping``);
+every other write first writes the group (``_settle``), so records and ledger land in step order.
 """
 
 from __future__ import annotations
@@ -21,14 +17,22 @@ from django.db import transaction
 
 from kernel.errors import NotFound, Refusal, TurbobaseError
 from processes.codes import ProcessCode
+from processes.engine import grouped_steps
 from processes.engine.ai_step import ai_step_execute
+from processes.engine.grouping import RideGroup
 from processes.engine.lease import Lease
-from processes.engine.ledger import Refused, ledger_row, ledger_write, write_outcome
+from processes.engine.ledger import Refused, ledger_write, write_outcome
 from processes.engine.plan import PlannedStep
-from processes.engine.rides import RideGroup
 from processes.engine.runtime import ModuleRuntime, StepCodeFailed
 from processes.engine.sleep_step import sleep_parked_until, sleep_step_resume, sleep_step_start
 from processes.engine.statuses import StepKind, StepStatus
+from processes.engine.step_inputs import (
+    Unresolved,
+    address_value,
+    latest_write_state,
+    payload_of,
+    update_address,
+)
 from processes.engine.task_step import task_of, task_step_resume, task_step_start
 from processes.engine.wait_step import wait_of, wait_step_resume, wait_step_start
 from processes.models import Disposition, ProcessRun, ProcessRunStep, SkipReason
@@ -37,13 +41,11 @@ from records.boundary import (
     WriteResult,
     WriteUnit,
     record_create,
-    record_create_ready,
     record_delete,
     record_update,
     write_unit,
 )
 from records.codes import RefusalCode
-from records.models import RecordWriteState
 from records.outcomes import WriteOutcome
 from records.trail import Actor
 
@@ -78,30 +80,24 @@ class StepScope:
     row_key: str = ""
     slice_number: int = 1
     visit: int = 1
-    lease: Lease | None = (
-        None  # the delivery's; every ledger row proves it in the step's transaction
-    )
+    lease: Lease | None = None  # the delivery's; every ledger row proves it in its transaction
     started_at: datetime | None = None  # when the step began: its ledger row's started_at
     # Told the step's outcome (``ctx.steps[id]``) once its write is done, before its ledger row
     # and commit: the runner starts the next step's first function then (``call_ahead``).
     ahead: Callable[[dict[str, Any]], None] | None = None
-    # The delivery's ride group (``engine.rides``): a create that can ride joins it.
+    # The delivery's ride group (``engine.grouping``): a create that can ride joins it.
     rides: RideGroup | None = None
     # The id a riding create's record takes: chosen when a later step's build was sent ahead
     # with this step's outcome (``ChainRunner.ahead``); else chosen by the create.
     pg_row_id: uuid.UUID | None = None
 
 
-class Unresolved(Exception):
-    pass
-
-
 def record_step(scope: StepScope, planned: PlannedStep, **fields: Any) -> ProcessRunStep:
     """The step's ledger row at its place in the run (inside the caller's transaction)."""
-    return ledger_write(scope.run, planned, lease=scope.lease, **_placed(scope), **fields)
+    return ledger_write(scope.run, planned, lease=scope.lease, **step_placed(scope), **fields)
 
 
-def _placed(scope: StepScope) -> dict[str, Any]:
+def step_placed(scope: StepScope) -> dict[str, Any]:
     """Where the step's ledger row stands in the run, and when the step began."""
     return {
         "row_key": scope.row_key,
@@ -117,9 +113,13 @@ def _settle(scope: StepScope) -> None:
         scope.rides.flush()
 
 
-def _rides(planned: PlannedStep) -> bool:
-    """Whether the step is a create that may join the ride group (the rest settle it first)."""
-    return planned.kind == StepKind.CREATE and planned.definition.get("awaitSource") is not True
+def _groups(planned: PlannedStep) -> bool:
+    """Whether the step is a create, update or delete that may join the delivery's group (the
+    rest write the group first)."""
+    return (
+        planned.kind in (StepKind.CREATE, StepKind.UPDATE, StepKind.DELETE)
+        and planned.definition.get("awaitSource") is not True
+    )
 
 
 def _fail(scope: StepScope, planned: PlannedStep, refusal: Refused, **fields: Any) -> StepResult:
@@ -151,59 +151,12 @@ def _unresolved(scope: StepScope, planned: PlannedStep, what: str) -> StepResult
     )
 
 
-def _address_value(
-    runtime: ModuleRuntime, planned: PlannedStep, ctx: dict, section: str, key: str
-) -> Any:
-    value = runtime.call(planned.path + (section, key), ctx)
-    if value in (None, ""):
-        raise Unresolved(f"{section}.{key}")
-    return value
-
-
-def _update_address(runtime: ModuleRuntime, planned: PlannedStep, ctx: dict) -> dict[str, Any]:
-    update = planned.definition["update"]
-    address: dict[str, Any] = {}
-    if update.get("step") is not None:
-        outcome = ctx["steps"].get(update["step"])
-        if not outcome or not outcome.get("pgRowId"):
-            raise Unresolved(f"update.step {update['step']!r}")
-        address["pg_row_id"] = outcome["pgRowId"]
-    elif update.get("pgRowId") is not None:
-        address["pg_row_id"] = _address_value(runtime, planned, ctx, "update", "pgRowId")
-    else:
-        address["external_id"] = _address_value(runtime, planned, ctx, "update", "externalId")
-    if update.get("expectedSyncVersion") is not None:
-        version = runtime.call(planned.path + ("update", "expectedSyncVersion"), ctx)
-        if not isinstance(version, int) or isinstance(version, bool):
-            raise Unresolved("update.expectedSyncVersion")
-        address["expected_sync_version"] = version
-    return address
-
-
-def _payload(value: Any) -> tuple[dict, list | None]:
-    if not isinstance(value, dict) or not isinstance(value.get("parent"), dict):
-        raise StepCodeFailed(
-            ProcessCode.BUILD_INVALID, "build must return { parent, lines? } or null"
-        )
-    lines = value.get("lines")
-    return value["parent"], lines  # keys other than parent and lines are not read
-
-
-def _latest_write_state(record_id: Any) -> int | None:
-    return (
-        RecordWriteState.reads.filter(record_id=record_id)
-        .order_by("-id")
-        .values_list("id", flat=True)
-        .first()
-    )
-
-
 def step_execute(
     scope: StepScope, planned: PlannedStep, ctx: dict, runtime: ModuleRuntime
 ) -> StepResult:
     """Perform one step and record it. Never raises for the author's or the boundary's refusals."""
     step = planned.definition
-    if not _rides(planned):
+    if not _groups(planned):
         _settle(scope)
     if planned.kind == StepKind.TASK:
         # Its task was made by an earlier delivery: only the decision is left to read.
@@ -245,10 +198,8 @@ def step_execute(
         built = runtime.call(planned.path + ("build",), ctx)
         if built is None:
             return _declined(scope, planned)
-        parent, lines = _payload(built)
-        address = (
-            _update_address(runtime, planned, ctx) if planned.kind == StepKind.UPDATE else None
-        )
+        parent, lines = payload_of(built)
+        address = update_address(runtime, planned, ctx) if planned.kind == StepKind.UPDATE else None
     except Unresolved as exc:
         return _unresolved(scope, planned, str(exc))
     except StepCodeFailed as exc:
@@ -256,7 +207,9 @@ def step_execute(
     return _write(scope, planned, parent, lines, address)
 
 
-def _refused(scope: StepScope, planned: PlannedStep, unit: WriteUnit, exc: Exception) -> StepResult:
+def step_refused(
+    scope: StepScope, planned: PlannedStep, unit: WriteUnit, exc: Exception
+) -> StepResult:
     """The boundary refused: the step's transaction rolled back whole (no savepoint was paid for on
     the way); the refusal's trail row and the failed ledger row are written in a fresh one."""
     _settle(scope)
@@ -271,10 +224,14 @@ def _write(
 ) -> StepResult:
     record_type = planned.definition["recordType"]
     awaits = planned.definition.get("awaitSource") is True
-    if address is None and not awaits:
-        ridden = _create_riding(scope, planned, parent, lines)
-        if ridden is not None:
-            return ridden
+    if not awaits:
+        grouped = (
+            grouped_steps.create_grouped(scope, planned, parent, lines)
+            if address is None
+            else grouped_steps.update_grouped(scope, planned, parent, address)
+        )
+        if grouped is not None:
+            return grouped
     _settle(scope)
     unit = WriteUnit()
     try:
@@ -293,9 +250,7 @@ def _write(
                 )
             record = result.record
             reused = result.outcome == WriteOutcome.DUPLICATE and scope.row_key != ""
-            write_state = (
-                _latest_write_state(record.pk) if awaits and record.source_system else None
-            )
+            write_state = latest_write_state(record.pk) if awaits and record.source_system else None
             disposition = Disposition.SKIPPED if reused else Disposition.CONFIRMED
             awaiting = write_state is not None and not reused
             if scope.ahead is not None and not awaiting:  # an awaiting step parks the run
@@ -314,50 +269,7 @@ def _write(
             )
             return StepResult(StepStatus.DONE, row)
     except (Refusal, NotFound, TurbobaseError) as exc:
-        return _refused(scope, planned, unit, exc)
-
-
-def _create_riding(
-    scope: StepScope, planned: PlannedStep, parent: dict, lines: list | None
-) -> StepResult | None:
-    """A create that joins the delivery's ride group (``engine.rides``): checked and built now,
-    written with its neighbours in one statement. None when it cannot ride (no group, the type,
-    a key found taken before): the step runs in a transaction as any other."""
-    rides, run = scope.rides, scope.run
-    record_type = planned.definition["recordType"]
-    if rides is None or not rides.open_to(record_type, scope.idempotency_key):
-        return None
-    # The record's id is chosen here, so the next step's first function can start in the
-    # sandbox now, while this step's checks and rows are made.
-    pg_row_id = scope.pg_row_id or uuid.uuid4()
-    if scope.ahead is not None:
-        scope.ahead(write_outcome(pg_row_id, None, Disposition.CONFIRMED))
-    unit = WriteUnit()
-    try:
-        ride = record_create_ready(
-            actor=scope.actor,
-            record_type=record_type,
-            parent=parent,
-            lines=lines,
-            idempotency_key=scope.idempotency_key,
-            pg_row_id=pg_row_id,
-            unit=unit,
-        )
-    except (Refusal, NotFound, TurbobaseError) as exc:
-        return _refused(scope, planned, unit, exc)
-    if ride is None:
-        return None
-    ride.row = row = ledger_row(
-        run,
-        planned,
-        disposition=Disposition.CONFIRMED,
-        pg_row_id=pg_row_id,
-        created_record=True,
-        counts_write=True,
-        **_placed(scope),
-    )
-    rides.join(ride, planned.step_id)
-    return StepResult(StepStatus.DONE, row)
+        return step_refused(scope, planned, unit, exc)
 
 
 def _delete(
@@ -365,7 +277,12 @@ def _delete(
 ) -> StepResult:
     delete = planned.definition["delete"]
     key = "pgRowId" if delete.get("pgRowId") is not None else "externalId"
-    value = _address_value(runtime, planned, ctx, "delete", key)
+    value = address_value(runtime, planned, ctx, "delete", key)
+    if key == "pgRowId" and not delete.get("sourceSystem"):
+        grouped = grouped_steps.delete_grouped(scope, planned, value)
+        if grouped is not None:
+            return grouped
+    _settle(scope)
     unit = WriteUnit()
     try:
         with write_unit() as unit:
@@ -383,7 +300,7 @@ def _delete(
             # source's code and sentence, and onRefused decides the run. A held delete does not
             # wait (nothing bounds how long a person takes); it is confirmed with its notice.
             sent = result.outcome == WriteOutcome.QUEUED and bool(result.record.source_system)
-            write_state = _latest_write_state(result.record.pk) if sent else None
+            write_state = latest_write_state(result.record.pk) if sent else None
             row = record_step(
                 scope,
                 planned,
@@ -399,4 +316,4 @@ def _delete(
     except DeleteWindowWait as wait:  # nothing was written: the step waits for the window
         return StepResult(StepStatus.WAIT_WINDOW, cap=wait.cap, retry_at=wait.retry_at)
     except (Refusal, NotFound, TurbobaseError) as exc:
-        return _refused(scope, planned, unit, exc)
+        return step_refused(scope, planned, unit, exc)

@@ -209,7 +209,7 @@ def _chain_of_creates(process_id: str, steps: int) -> str:
 def test_a_create_step_is_one_short_transaction_and_the_stop_check_reads_nothing(admin_user, alice):
     """The promise behind the step bench's statement count: no SAVEPOINT, no look-up of the key
     before the INSERT, no SELECT of the run between steps (the cancel request comes back with the
-    lease proof). On PostgreSQL the six steps ride (``engine.rides``): one autocommitted
+    lease proof). On PostgreSQL the six steps ride (``engine.grouping``): one autocommitted
     statement — the lease proof, and each step's record, trail row and ledger row — with no
     BEGIN or COMMIT of its own, and no write between the steps; on SQLite one transaction of one
     statement per write."""

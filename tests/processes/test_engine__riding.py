@@ -1,6 +1,6 @@
-"""Create steps that ride (``processes.engine.rides``): consecutive creates of a delivery are
+"""Create steps that ride (``processes.engine.grouping``): consecutive creates of a delivery are
 checked and built one by one, then the lease, every record, its trail row and its step's ledger
-row commit together in one autocommitted statement (``records.boundary.rides_commit``), or none
+row commit together in one autocommitted statement (``records.step_writes.group_commit``), or none
 of them does — on PostgreSQL, outside any transaction, as a lane worker runs it. SQLite runs the
 same steps in a transaction each: every test here but the statement counts holds on both."""
 
@@ -14,7 +14,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from guardrails.settings import setting_set
-from processes.engine import rides
+from processes.engine import grouping as rides
 from processes.engine.claim import run_claim
 from processes.engine.lease import LeaseLost
 from processes.engine.runner import ChainRunner, run_deliver
@@ -197,9 +197,8 @@ def test_a_step_that_does_not_ride_writes_the_group_before_it(admin_user, alice)
     ]
     assert ledger[1][5] == ledger[0][5]  # the update found the record the group wrote first
     assert Record.reads.get(pk=ledger[0][5]).fields == {"n": 2}
-    assert _group_statements(queries) == (
-        2 if connection.vendor == "postgresql" else 0
-    )  # a, then c
+    # a; then u — it changes a's record, so the group holding a is written first — with c
+    assert _group_statements(queries) == (2 if connection.vendor == "postgresql" else 0)
 
 
 def test_a_cancel_read_by_the_group_statement_writes_its_first_step_only(run):

@@ -1,0 +1,148 @@
+"""A step's write joining the delivery's group (``engine.grouping``): the create, update or
+delete checked and built by the records room now (``records.step_writes``), its ledger row built,
+the step answered with the outcome it will have. None from each when the write cannot be
+grouped: the step then writes the group and runs in a transaction of its own (``steps``)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from kernel.errors import NotFound, Refusal, TurbobaseError
+from kernel.ids import uuid_or_none
+from processes.engine.ledger import ledger_row, write_outcome
+from processes.engine.plan import PlannedStep
+from processes.engine.statuses import StepStatus
+from processes.models import Disposition
+from records.step_writes import record_create_ready, record_delete_ready, record_update_ready
+from records.units import WriteUnit
+
+if TYPE_CHECKING:
+    from processes.engine.steps import StepResult, StepScope
+
+
+def _steps() -> Any:
+    """``processes.engine.steps``, which imports this module (read at call time)."""
+    from processes.engine import steps
+
+    return steps
+
+
+def create_grouped(
+    scope: StepScope, planned: PlannedStep, parent: dict, lines: list | None
+) -> StepResult | None:
+    """A create that joins the delivery's ride group (``engine.grouping``): checked and built now,
+    written with its neighbours in one statement. None when it cannot ride (no group, the type,
+    a key found taken before): the step runs in a transaction as any other."""
+    rides, run = scope.rides, scope.run
+    record_type = planned.definition["recordType"]
+    if rides is None or not rides.open_to(record_type, scope.idempotency_key):
+        return None
+    # The record's id is chosen here, so the next step's first function can start in the
+    # sandbox now, while this step's checks and rows are made.
+    pg_row_id = scope.pg_row_id or uuid.uuid4()
+    if scope.ahead is not None:
+        scope.ahead(write_outcome(pg_row_id, None, Disposition.CONFIRMED))
+    unit = WriteUnit()
+    try:
+        ride = record_create_ready(
+            actor=scope.actor,
+            record_type=record_type,
+            parent=parent,
+            lines=lines,
+            idempotency_key=scope.idempotency_key,
+            pg_row_id=pg_row_id,
+            unit=unit,
+        )
+    except (Refusal, NotFound, TurbobaseError) as exc:
+        return _steps().step_refused(scope, planned, unit, exc)
+    if ride is None:
+        return None
+    ride.row = row = ledger_row(
+        run,
+        planned,
+        disposition=Disposition.CONFIRMED,
+        pg_row_id=pg_row_id,
+        created_record=True,
+        counts_write=True,
+        **_steps().step_placed(scope),
+    )
+    rides.join(ride, planned.step_id, scope.idempotency_key)
+    return _steps().StepResult(StepStatus.DONE, row)
+
+
+def update_grouped(
+    scope: StepScope, planned: PlannedStep, parent: dict, address: dict
+) -> StepResult | None:
+    """An update by ``pgRowId`` that joins the delivery's group: checked (its record read as its
+    writer may see it) and its hooks run now, written with its neighbours only if the record is
+    still at the version read. None when it cannot be grouped (no group, an address by
+    ``externalId``, the type, a record that moved before): the step runs in a transaction."""
+    group, record_type = scope.rides, planned.definition["recordType"]
+    target = uuid_or_none(str(address.get("pg_row_id")))
+    if group is None or target is None or not group.open_to(record_type, scope.idempotency_key):
+        return None
+    if group.holds(target):  # its record is created or changed in the group: read it after
+        group.flush()
+    unit = WriteUnit()
+    try:
+        ready = record_update_ready(
+            actor=scope.actor,
+            record_type=record_type,
+            parent=parent,
+            pg_row_id=target,
+            expected_sync_version=address.get("expected_sync_version"),
+            unit=unit,
+        )
+    except (Refusal, NotFound, TurbobaseError) as exc:
+        return _steps().step_refused(scope, planned, unit, exc)
+    if ready is None:
+        return None
+    record = ready.record
+    if scope.ahead is not None:
+        scope.ahead(write_outcome(record.pk, record.external_id, Disposition.CONFIRMED))
+    ready.row = row = ledger_row(
+        scope.run,
+        planned,
+        disposition=Disposition.CONFIRMED,
+        pg_row_id=record.pk,
+        external_id=record.external_id,
+        counts_write=True,
+        **_steps().step_placed(scope),
+    )
+    group.join(ready, planned.step_id, scope.idempotency_key)
+    return _steps().StepResult(StepStatus.DONE, row)
+
+
+def delete_grouped(scope: StepScope, planned: PlannedStep, address: Any) -> StepResult | None:
+    """A delete by ``pgRowId`` of an app-owned record that joins the group: checked and its
+    ``before_delete`` hooks run now, removed with its neighbours only if the record is still at
+    the version read; its ``after_delete`` hooks run once the group committed. None when it
+    cannot be grouped (a connected type: caps, holds and the source decide it, one at a time)."""
+    group, record_type = scope.rides, planned.definition["recordType"]
+    target = uuid_or_none(str(address))
+    if group is None or target is None or not group.open_to(record_type, scope.idempotency_key):
+        return None
+    if group.holds(target):  # created or changed in the group: removed after it is written
+        group.flush()
+    unit = WriteUnit()
+    try:
+        ready = record_delete_ready(
+            actor=scope.actor, record_type=record_type, pg_row_id=target, unit=unit
+        )
+    except (Refusal, NotFound, TurbobaseError) as exc:
+        return _steps().step_refused(scope, planned, unit, exc)
+    if ready is None:
+        return None
+    record = ready.record
+    ready.row = row = ledger_row(
+        scope.run,
+        planned,
+        disposition=Disposition.CONFIRMED,
+        pg_row_id=record.pk,
+        external_id=record.external_id,
+        counts_write=True,
+        **_steps().step_placed(scope),
+    )
+    group.join(ready, planned.step_id, scope.idempotency_key)
+    return _steps().StepResult(StepStatus.DONE, row)

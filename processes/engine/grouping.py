@@ -1,0 +1,231 @@
+"""The engine's grouping: a delivery's consecutive steps written together, and the look-ahead that
+lets the next step's function compute while this one is made. The one place the engine decides
+what is written when; the runner's pass is a plain loop over steps that hands each step its
+``StepScope`` (``steps.step_execute``).
+
+**The group.** A chain's create — or update, or delete of an app-owned record, by ``pgRowId`` —
+that can be grouped (``records.step_writes.create_groupable``: PostgreSQL, no watcher on the
+type) is checked and built at once (``record_create_ready``, ``record_update_ready``,
+``record_delete_ready``: the boundary's checks and hooks, per record; the steps in
+``engine.grouped_steps``) but not written: its rows join the delivery's group, and the
+walk goes on with the outcome the step will have (a create's record id is chosen before the
+write). The group is written — the lease proof and every row of every step in it — by one
+autocommitted statement (``group_commit``): at the setting ``processes.step_group_max`` steps (1:
+every step alone), once ``RIDE_GROUP_MS`` have passed since its first step, and always before
+anything else touches the database for the run — a step that is not grouped, a refusal, a
+``ctx.query`` read (it reads after the group is written: flush first), an update of a record the
+group creates or changes, the walk's end. An update or delete is written only where its record is
+still at the version it was read at; if another writer moved it, the statement writes nothing and that
+step is made again alone (locked), the steps before it written again without it. So nothing
+outside the delivery can tell a grouped step from one committed alone, except that it lands with
+its neighbours; a worker that dies loses only the group's uncommitted steps, which the next
+delivery performs again (nothing was written).
+
+A cancel is read back by the group's statement, as by any step's: with a cancel pending, the
+statement writes the group's first step only — the step in flight from the outside's point of view —
+and the run stops there, as it stops at the next step boundary when steps commit alone.
+
+**The look-ahead** (``LookAhead``). Once a step's outcome is known (a grouped create's before its
+write, another step's once its write is done), the next step's first function — its ``when``,
+else its ``build`` — is started in the sandbox with the ctx that step will have; and when that
+next step is a create that would join the group, the function of the step after it too, with the
+outcome the next step will have (its record id chosen now, ``Sent.chosen``). A step takes a
+result only if its ctx is the same (the sandbox compares); otherwise the result is dropped.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from guardrails.settings import setting_get
+from processes.engine.lease import Lease, LeaseLost
+from processes.engine.ledger import sequence_release, write_outcome
+from processes.engine.plan import PlannedStep
+from processes.engine.statuses import StepKind
+from processes.models import Disposition, ProcessRun
+from records.step_writes import (
+    GroupKeyTaken,
+    GroupReady,
+    GroupStale,
+    create_groupable,
+    group_commit,
+)
+
+# A group is written once this long has passed since its first step — checked as a step joins
+# it; and at ``processes.step_group_max`` steps (a group's rows are one INSERT per table).
+RIDE_GROUP_MS = 50
+
+
+class RidesUndone(Exception):
+    """The group's steps from ``step_id`` on were not written: ``cancelled`` — the run was
+    cancelled and stops at that step — or the step's idempotency key was taken (its record
+    stands), and the walk performs it again from there, that step in a transaction."""
+
+    def __init__(self, step_id: str, *, cancelled: bool) -> None:
+        super().__init__(f"rides undone from step {step_id!r}")
+        self.step_id = step_id
+        self.cancelled = cancelled
+
+
+class RideGroup:
+    """The steps a delivery made ready and has not written yet (see the module docstring).
+    ``cut``: a cancel read by the statement writes only the group's first step (a chain; a
+    migration's row finishes whole)."""
+
+    def __init__(self, run: ProcessRun, lease: Lease) -> None:
+        self.run, self.lease = run, lease
+        self.cut = True
+        self._rides: list[GroupReady] = []
+        self._steps: list[tuple[str, str]] = []  # each step's id and its write's key
+        self._since = 0.0
+        self._taken: set[str] = set()  # keys found taken or stale: their steps go alone
+        self._types: dict[str, bool] = {}
+
+    def open_to(self, record_type: str, key: str) -> bool:
+        """Whether a write of ``record_type`` by a step with this key may join: its key was not
+        found taken (or its record moved) before, and the type could be grouped when first
+        asked in this delivery (``create_groupable``; the records room asks again when the
+        write is made ready, and a type that stopped is made alone)."""
+        if key in self._taken:
+            return False
+        rides = self._types.get(record_type)
+        if rides is None:
+            rides = self._types[record_type] = create_groupable(record_type)
+        return rides
+
+    def holds(self, pg_row_id: Any) -> bool:
+        """Whether a write waiting in the group creates or changes the record ``pg_row_id``
+        (an update of it is made after the group is written: it reads the record)."""
+        return any(ride.record.pk == pg_row_id for ride in self._rides)
+
+    def join(self, ride: GroupReady, step_id: str, key: str) -> None:
+        """Add a step's write (its ledger row built, its sequence taken); the run's ``writes``
+        counts it from now, so the per-run ceiling sees it. Written now if the group is full."""
+        if not self._rides:
+            self._since = time.monotonic()
+        self._rides.append(ride)
+        self._steps.append((step_id, key))
+        self.run.writes += 1
+        full = len(self._rides) >= setting_get("processes.step_group_max")
+        if full or (time.monotonic() - self._since) * 1000 >= RIDE_GROUP_MS:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the group in one statement (nothing to do when it is empty). Raises
+        ``LeaseLost`` (nothing written) or ``RidesUndone`` (the steps before the one it names
+        were written)."""
+        rides, steps = self._rides, self._steps
+        if not rides:
+            return
+        self._rides, self._steps = [], []
+        try:
+            done = group_commit(rides, self.lease.gate(writes=self.run.writes), cut=self.cut)
+        except (GroupKeyTaken, GroupStale) as taken:
+            # That step goes alone (its key's record answers it; its record is locked and read
+            # again); the steps before it are written again without it.
+            self._undo(len(rides) - taken.index)
+            self._taken.add(steps[taken.index][1])
+            self._rides, self._steps = rides[: taken.index], steps[: taken.index]
+            self.flush()
+            raise RidesUndone(steps[taken.index][0], cancelled=False) from taken
+        except LeaseLost:  # nothing written
+            self._undo(len(rides))
+            raise
+        if done.written < len(rides):
+            self._undo(len(rides) - done.written)
+            raise RidesUndone(steps[done.written][0], cancelled=True)
+
+    def _undo(self, count: int) -> None:
+        """The last ``count`` writes were not written: give back their sequences and writes."""
+        sequence_release(self.run, count)
+        self.run.writes -= count
+
+
+@dataclass
+class Sent:
+    """What one pass sent ahead: by plan position, the pgRowId of the step before it that its
+    first function's ctx was sent with; and the record ids chosen for creates whose outcome a
+    later step's ctx was sent with (the create takes that id)."""
+
+    calls: dict[int, str | None] = field(default_factory=dict)
+    chosen: dict[int, uuid.UUID] = field(default_factory=dict)
+
+
+def step_key(run: ProcessRun, planned: PlannedStep, row: dict | None, row_key: str) -> str:
+    """The idempotency key of the step's write: its run's (a chain), or its row's."""
+    if row is None:
+        return f"run:{run.run_id}:{planned.step_id}"
+    return f"row:{run.process_id}:{row_key}:{planned.step_id}"
+
+
+class LookAhead:
+    """A delivery's look-ahead (see the module docstring): ``ctx`` builds a step's ctx, ``call``
+    starts a function ahead in the sandbox (answers whether it was sent)."""
+
+    def __init__(
+        self,
+        run: ProcessRun,
+        group: RideGroup | None,
+        ctx: Callable[[PlannedStep, dict[str, dict], dict | None], dict],
+        call: Callable[[tuple, dict], bool],
+    ) -> None:
+        self.run, self.group, self._ctx, self._call = run, group, ctx, call
+
+    def ahead(
+        self,
+        plan: list[PlannedStep],
+        position: int,
+        steps: dict[str, dict],
+        row: dict | None,
+        sent: Sent,
+        row_key: str = "",
+    ) -> Callable[[dict[str, Any]], None] | None:
+        """The callback told the outcome of the step at ``position`` (``StepScope.ahead``)."""
+        if position + 1 >= len(plan):
+            return None
+        current, following = plan[position].step_id, plan[position + 1]
+
+        def start(outcome: dict[str, Any]) -> None:
+            known = {**steps, current: outcome}
+            at = position + 1
+            if at not in sent.calls:
+                if not self._first_ahead(following, known, row):
+                    return  # a guess at the step after it would only be dropped at its call
+                sent.calls[at] = outcome["pgRowId"]
+            elif sent.calls[at] != outcome["pgRowId"]:
+                return  # sent with another outcome than this step's: dropped at that call
+            after = at + 1
+            if (
+                after >= len(plan)
+                or after in sent.calls
+                or not self._may_group(following, row, row_key)
+            ):
+                return
+            chosen = uuid.uuid4()
+            predicted = write_outcome(chosen, None, Disposition.CONFIRMED)
+            if self._first_ahead(plan[after], {**known, following.step_id: predicted}, row):
+                sent.calls[after], sent.chosen[at] = str(chosen), chosen
+
+        return start
+
+    def _first_ahead(self, planned: PlannedStep, steps: dict[str, dict], row: dict | None) -> bool:
+        """Send ``planned``'s first function ahead (a create or an update only); whether sent."""
+        if planned.kind not in (StepKind.CREATE, StepKind.UPDATE):
+            return False
+        first = "when" if planned.definition.get("when") is not None else "build"
+        return self._call(planned.path + (first,), self._ctx(planned, steps, row))
+
+    def _may_group(self, planned: PlannedStep, row: dict | None, row_key: str) -> bool:
+        """Whether ``planned`` is a create that would join the group."""
+        return (
+            self.group is not None
+            and planned.kind == StepKind.CREATE
+            and planned.definition.get("awaitSource") is not True
+            and self.group.open_to(
+                planned.definition["recordType"], step_key(self.run, planned, row, row_key)
+            )
+        )

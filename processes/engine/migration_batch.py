@@ -1,0 +1,194 @@
+"""A migration slice's batches: many rows' writes — every step of each — in one transaction with
+their ledger rows (``records.batch_writes``), each step's functions for the batch's rows called in
+one exchange with the sandbox. See ``processes.engine.migration`` for when a slice batches."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from django.db import IntegrityError, transaction
+
+from kernel.bulk import rows_insert
+from kernel.ids import uuid_or_none
+from processes.engine.ledger import sequence_next, write_outcome
+from processes.engine.plan import PlannedStep
+from processes.engine.statuses import StepKind
+from processes.models import (
+    Disposition,
+    ProcessRunSlice,
+    ProcessRunStep,
+    SkipReason,
+)
+from records.batch_writes import BatchWrite, CreateItem, UpdateItem, rows_write
+from records.boundary import WriteResult
+from records.models import Record
+
+if TYPE_CHECKING:
+    from processes.engine.runner import ChainRunner
+
+
+class SliceBatches:
+    """The batches of one slice of ``runner``'s run over ``plan``, rows keyed by ``key``."""
+
+    def __init__(self, runner: ChainRunner, plan: list[PlannedStep], key: str) -> None:
+        self.runner, self.run, self.plan, self.key = runner, runner.run, plan, key
+
+    def batchable(self) -> bool:
+        """Every step a create or an update (by ``pgRowId``) that neither asks ``when`` nor waits
+        for the source: rows batch (``records.batch_writes``)."""
+        return all(_batches(planned) for planned in self.plan)
+
+    def rows_fitting(self, elapsed_ms: float, finished: int) -> int:
+        """How many more rows the slice's wall clock leaves room for at the rate it has gone so
+        far (the budget is checked before a batch, as before a row: a batch must not overrun it
+        by much more than a row does)."""
+        if not finished:
+            return 1
+        left_ms = self.runner.ceilings.slice_max_ms - elapsed_ms
+        return max(1, int(left_ms * finished / max(elapsed_ms, 0.001)))
+
+    def batch(
+        self,
+        current: ProcessRunSlice,
+        rows: list[dict],
+        position: int,
+        done: dict[str, dict[str, ProcessRunStep]],
+        batch_rows: int,
+    ) -> int:
+        """Write up to ``batch_rows`` unvisited rows from ``position`` — every step of each — in
+        one transaction with their ledger rows; answers how many rows it finished (from the first)."""
+        per_row = len(self.plan)
+        room = (self.runner.ceilings.max_writes - self.run.writes) // per_row  # the write ceiling
+        batch: list[dict] = []
+        for row in rows[position : position + min(batch_rows, room)]:
+            if str(row[self.key]) in done:
+                break
+            batch.append(row)
+        writes = self._built(batch)
+        if not writes:
+            return 0
+        try:
+            with transaction.atomic():
+                written = rows_write(rows=writes)
+                if not written:
+                    return 0
+                self._ledger_insert(current, batch, written)
+                count = sum(len(results) for results in written)
+                if self.runner.lease is not None:  # proves the lease in this transaction
+                    self.runner.lease.hold(writes=self.run.writes + count)
+        except IntegrityError:  # a concurrent writer took a key: these rows go one at a time
+            return 0
+        self.run.writes += count
+        return len(written)
+
+    def _built(self, batch: list[dict]) -> list[list[BatchWrite]]:
+        """Each row's writes, step by step: every step's functions called for the batch's rows in
+        one exchange with the sandbox, with the ``ctx.steps`` the row will have (a create's record
+        id chosen now). The list ends before the first row a function of which did not answer a
+        write (it declined, failed or is malformed: the row alone records which)."""
+        runtime = self.runner.runtime()
+        steps: list[dict[str, dict]] = [{} for _ in batch]
+        writes: list[list[BatchWrite]] = [[] for _ in batch]
+        usable = len(batch)
+        for position, planned in enumerate(self.plan):
+            ctxs = [self.runner.ctx(planned, dict(steps[n]), batch[n]) for n in range(usable)]
+            built = runtime.call_each(planned.path + ("build",), ctxs)[:usable]
+            payloads = []
+            for value in built:
+                if not isinstance(value, dict) or not isinstance(value.get("parent"), dict):
+                    break
+                payloads.append(value)
+            actor = replace(self.runner.actor, process_step=planned.step_id)
+            record_type = planned.definition["recordType"]
+            if planned.kind == StepKind.CREATE:
+                for n, value in enumerate(payloads):
+                    key = f"row:{self.run.process_id}:{batch[n][self.key]}:{planned.step_id}"
+                    item = CreateItem(value["parent"], value.get("lines"), key)
+                    chosen = uuid.uuid4()
+                    writes[n].append(BatchWrite(actor, record_type, item, chosen))
+                    steps[n][planned.step_id] = write_outcome(chosen, None, Disposition.CONFIRMED)
+                usable = len(payloads)
+            else:
+                addresses = runtime.call_each(planned.path + ("update", "pgRowId"), ctxs)
+                targets = [uuid_or_none(str(a)) for a in addresses[: len(payloads)]]
+                usable = next((n for n, t in enumerate(targets) if t is None), len(targets))
+                # Later steps see the record's external id: read now, checked once it is locked.
+                seen = _external_ids(targets[:usable]) if position + 1 < len(self.plan) else None
+                for n in range(usable):
+                    target = targets[n]
+                    if seen is not None and target not in seen:
+                        usable = n
+                        break
+                    external = seen[target] if seen is not None else None
+                    update = UpdateItem(payloads[n]["parent"], target)
+                    if seen is not None:
+                        update = UpdateItem(payloads[n]["parent"], target, external)
+                    writes[n].append(BatchWrite(actor, record_type, update))
+                    steps[n][planned.step_id] = write_outcome(
+                        target, external, Disposition.CONFIRMED
+                    )
+            if not usable:
+                return []
+        return writes[:usable]
+
+    def _ledger_insert(
+        self, current: ProcessRunSlice, batch: list[dict], written: list[list[WriteResult]]
+    ) -> None:
+        """The ledger row of every write, in row order (each row's steps in step order)."""
+        placed = [
+            (str(batch[n][self.key]), planned, result)
+            for n, results in enumerate(written)
+            for planned, result in zip(self.plan, results, strict=True)
+        ]
+        template = ProcessRunStep(
+            run=self.run,
+            step_id=self.plan[0].step_id,
+            disposition=Disposition.CONFIRMED,
+            slice=current.number,
+            visit=current.number,
+            skip_reason=SkipReason.NONE,
+            counts_write=True,
+        )
+        rows_insert(
+            ProcessRunStep,
+            template,
+            {
+                "sequence": [sequence_next(self.run) for _ in placed],
+                "step_id": [planned.step_id for _, planned, _ in placed],
+                "record_type": [result.record.record_type for _, _, result in placed],
+                "action": [str(planned.kind) for _, planned, _ in placed],
+                "row_key": [key for key, _, _ in placed],
+                "pg_row_id": [result.record.pk for _, _, result in placed],
+                "external_id": [result.record.external_id for _, _, result in placed],
+                "created_record": [result.is_new for _, _, result in placed],
+                "rollback_keep": [planned.is_keep for _, planned, _ in placed],
+            },
+        )
+
+
+def _batches(planned: PlannedStep) -> bool:
+    """Whether rows batch through ``planned``: a create, or an update by ``pgRowId`` without
+    ``expectedSyncVersion``, that neither asks ``when`` nor waits for the source."""
+    definition = planned.definition
+    if (
+        definition.get("when") is not None
+        or definition.get("awaitSource") is True
+        or definition.get("build") is None
+    ):
+        return False
+    if planned.kind == StepKind.CREATE:
+        return True
+    update = definition.get("update") or {}
+    return (
+        planned.kind == StepKind.UPDATE
+        and update.get("pgRowId") is not None
+        and update.get("step") is None
+        and update.get("expectedSyncVersion") is None
+    )
+
+
+def _external_ids(targets: list) -> dict:
+    """The external id of each record named (those that exist), by id."""
+    return dict(Record.reads.filter(pg_row_id__in=targets).values_list("pg_row_id", "external_id"))

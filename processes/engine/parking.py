@@ -1,0 +1,229 @@
+"""A delivery parking its run on a wait (the source's verdict, a person, an event, the clock, a
+retry, the delete window) or failing it at a step: what the runner does when a walk ends there."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.utils import timezone
+
+from guardrails.settings import setting_get
+from processes.contract import OnFailure
+from processes.engine.ending import run_end, run_hand_back, run_redeliver, run_wait
+from processes.engine.lease import Lease
+from processes.engine.ledger import (
+    ledger_skip_rest,
+)
+from processes.engine.plan import PlannedStep
+from processes.engine.rollback import rollback_continue
+from processes.engine.statuses import WalkStatus
+from processes.engine.waits import verdict_pending
+from processes.engine.walks import Walk
+from processes.events.models import EventWait, WaitState
+from processes.events.service import wait_claim_earlier
+from processes.human_tasks.models import HumanTask, TaskState
+from processes.models import (
+    PendingReason,
+    ProcessRun,
+    ProcessRunStep,
+    RunState,
+)
+from records.trail import Actor
+
+
+class Parking:
+    """The runner's endings of a walk that did not reach the end (a mixin of ``ChainRunner``)."""
+
+    run: ProcessRun
+    lease: Lease | None
+    definition: dict[str, Any]
+    actor: Actor
+
+    def run_set(self, **columns: Any) -> None:
+        raise NotImplementedError
+
+    def walk_end(self, walk: Walk, plan: list[PlannedStep]) -> None:
+        """A chain's walk ended: end the run, hand it back, park it on its wait, or fail it."""
+        if walk.status == WalkStatus.DONE:
+            run_end(self.run, RunState.COMMITTED, lease=self.lease)
+        elif walk.status == WalkStatus.STOP:
+            run_end(
+                self.run,
+                walk.stopped.state,
+                lease=self.lease,
+                reason=walk.stopped.reason,
+                outstanding=len(plan) - walk.position,
+            )
+        elif walk.status == WalkStatus.HAND_BACK:
+            run_hand_back(self.run, lease=self.lease)
+        elif walk.status == WalkStatus.WAIT_SOURCE:
+            self.wait_source(walk.at, walk.ledger_row, outstanding=len(plan) - walk.position - 1)
+        elif walk.status == WalkStatus.WAIT_WINDOW:
+            self.wait_window(walk.at, walk.result, plan[walk.position :])
+        elif walk.status == WalkStatus.WAIT_ACTION:
+            self.wait_action(walk.at, walk.result.task)
+        elif walk.status == WalkStatus.WAIT_INPUT:
+            self.wait_input(walk.at, walk.result.event_wait)
+        elif walk.status == WalkStatus.WAIT_TIME:
+            self.wait_time(walk.at, walk.result.retry_at)
+        elif walk.status == WalkStatus.WAIT_RETRY:
+            self.wait_retry(walk.at, walk.result.retry_at, walk.result.attempts)
+        elif walk.status == WalkStatus.FAILED:
+            ledger_skip_rest(self.run, plan[walk.position + 1 :], lease=self.lease)
+            self.fail(walk.at, walk.ledger_row, outstanding=0)
+
+    def wait_source(self, planned: PlannedStep, row: ProcessRunStep, *, outstanding: int) -> None:
+        """Park on the source's verdict for ``row``, or end committed when the wait budget is spent."""
+        now = timezone.now()
+        budget_ms = setting_get("processes.await_source_budget_ms")
+        waiting_on = f"{row.row_key}/{planned.step_id}" if row.row_key else planned.step_id
+        deadline = (
+            self.run.wait_deadline
+            if self.run.waiting_step == waiting_on and self.run.wait_deadline
+            else (now + timedelta(milliseconds=budget_ms))
+        )
+        if now >= deadline:
+            run_end(
+                self.run,
+                RunState.COMMITTED,
+                lease=self.lease,
+                outstanding=outstanding,
+                reason=(
+                    f"step {planned.step_id!r} is still waiting for the source's verdict after the wait budget "
+                    f"({budget_ms} ms, processes.await_source_budget_ms); its record is kept — "
+                    "resume the run to wait again"
+                ),
+            )
+            return
+        # The budget's end is the run's due time: the lane's watch delivers it then (wake_at index).
+        run_wait(
+            self.run,
+            lease=self.lease,
+            pending_reason=PendingReason.AWAITING_SOURCE,
+            deadline=deadline,
+            wake_at=deadline,
+            waiting_step=waiting_on,
+        )
+        # The verdict may have landed while we were parking: then nobody else will wake us.
+        if not verdict_pending(row):
+            run_redeliver(self.run.pk)
+
+    def wait_action(self, planned: PlannedStep, task: HumanTask) -> None:
+        """Park until a person decides the step's task; its timeout, if any, is the due time."""
+        run_wait(
+            self.run,
+            lease=self.lease,
+            pending_reason=PendingReason.AWAITING_ACTION,
+            wake_at=task.expires_at,
+            waiting_step=planned.step_id,
+        )
+        # Decided (or the run cancelled) while we were parking: that wake-up found the run not
+        # yet parked, so nobody else will deliver it.
+        decided = HumanTask.objects.filter(pk=task.pk).exclude(state=TaskState.OPEN).exists()
+        if decided or ProcessRun.objects.filter(pk=self.run.pk, cancel_requested=True).exists():
+            run_redeliver(self.run.pk)
+
+    def wait_input(self, planned: PlannedStep, wait: EventWait) -> None:
+        """Park until a matching event comes; the wait's timeout is the due time (``wake_at``)."""
+        run_wait(
+            self.run,
+            lease=self.lease,
+            pending_reason=PendingReason.AWAITING_INPUT,
+            wake_at=wait.expires_at,
+            waiting_step=planned.step_id,
+        )
+        # Both rows are committed now: an event that came before (since the run was created) or
+        # while we parked is found here; an event sent from now on finds the wait itself. One
+        # claimed in the meantime found the run not yet parked, so nobody else will deliver it.
+        claimed = EventWait.objects.filter(pk=wait.pk).exclude(state=WaitState.WAITING).exists()
+        if claimed or ProcessRun.objects.filter(pk=self.run.pk, cancel_requested=True).exists():
+            run_redeliver(self.run.pk)
+        else:
+            wait_claim_earlier(wait)  # claims it with an earlier event and queues the run
+
+    def wait_time(self, planned: PlannedStep, until: datetime) -> None:
+        """Park a sleep step until ``until``: the lane's watch delivers the run then (wake_at)."""
+        run_wait(
+            self.run,
+            lease=self.lease,
+            pending_reason=PendingReason.AWAITING_TIME,
+            deadline=until,
+            wake_at=until,
+            waiting_step=planned.step_id,
+        )
+        # A cancel asked for while we were parking found the run still held: end it now.
+        if ProcessRun.objects.filter(pk=self.run.pk, cancel_requested=True).exists():
+            run_redeliver(self.run.pk)
+
+    def wait_retry(self, planned: PlannedStep, until: datetime, attempts: int) -> None:
+        """Park ``retrying`` until ``until`` (wake_at), counting the failed attempts on the run."""
+        run_wait(
+            self.run,
+            lease=self.lease,
+            pending_reason=PendingReason.RETRYING,
+            wake_at=until,
+            waiting_step=planned.step_id,
+            transient_attempts=attempts,
+        )
+        if ProcessRun.objects.filter(pk=self.run.pk, cancel_requested=True).exists():
+            run_redeliver(self.run.pk)
+
+    def wait_window(
+        self,
+        planned: PlannedStep,
+        result,
+        rest: list[PlannedStep],
+        *,
+        row_key: str = "",
+        visit: int = 1,
+        outstanding: int | None = None,
+    ) -> None:
+        """Park until the delete window frees, or stop committed naming the cap when it will not in time."""
+        now = timezone.now()
+        budget_ms = setting_get("processes.delete_wait_budget_ms")
+        waiting_on = f"{row_key}/{planned.step_id}" if row_key else planned.step_id
+        deadline = (
+            self.run.wait_deadline
+            if self.run.waiting_step == waiting_on and self.run.wait_deadline
+            else (now + timedelta(milliseconds=budget_ms))
+        )
+        if result.retry_at > deadline:
+            ledger_skip_rest(
+                self.run, rest, row_key=row_key, slice_number=visit, visit=visit, lease=self.lease
+            )
+            left = len(rest) if outstanding is None else outstanding
+            run_end(
+                self.run,
+                RunState.COMMITTED,
+                lease=self.lease,
+                outstanding=left,
+                reason=(
+                    f"step {planned.step_id!r} stopped on the delete cap {result.cap}: the window would not free "
+                    f"within the step's wait budget ({budget_ms} ms); nothing was deleted at that step — invoke "
+                    "the process again, or raise the cap in Settings → Write guardrails"
+                ),
+            )
+            return
+        run_wait(
+            self.run,
+            lease=self.lease,
+            pending_reason=PendingReason.AWAITING_TIME,
+            deadline=deadline,
+            wake_at=result.retry_at,
+            waiting_step=waiting_on,
+        )
+
+    def fail(self, planned: PlannedStep, row: ProcessRunStep, *, outstanding: int) -> None:
+        reason = f"step {planned.step_id!r} failed: {row.refusal_code}: {row.refusal_message}"
+        if row.row_key:
+            reason = f"row {row.row_key!r}: {reason}"
+        self.run_set(failed_sequence=row.sequence)
+        self.run.failed_sequence = row.sequence
+        if self.definition.get("onFailure") == OnFailure.ROLLBACK and not planned.is_keep:
+            self.run_set(rollback_requested=True, rollback_cause=reason, outstanding=outstanding)
+            self.run.rollback_requested, self.run.rollback_cause = True, reason
+            self.run.outstanding = outstanding
+            rollback_continue(self.run, self.actor, lease=self.lease)
+            return
+        run_end(self.run, RunState.FAILED, lease=self.lease, reason=reason, outstanding=outstanding)

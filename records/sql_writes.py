@@ -1,0 +1,342 @@
+"""The raw SQL writes: the one module where rows of records, trail rows, outbound write states and
+a caller's rows (a process step's ledger rows) are written by hand-built statements, not by the
+ORM — the few hot writes that must say more in one statement than an ORM INSERT can.
+
+Each statement is built here from typed parts: model rows (``kernel.rows.row_insert`` prepares
+their values as ``Model.save()`` would) and a ``LeaseProof`` (``records.step_writes``: the
+conditional UPDATE by which a caller proves it still holds its lease). No caller hands SQL in;
+every rule about *what* to write (checks, hooks, guardrails, trail outcomes) lives in the
+boundary's modules, which call these.
+
+- ``proof_run``: the lease proof alone (its answer goes to the gate).
+- ``proof_insert``: the proof and one row (a ledger row): on PostgreSQL one statement.
+- ``pair_insert``: a created record and its ``allowed`` trail row: on PostgreSQL one statement.
+- ``group_insert``: a group of creates — the proof, every record, trail row, caller's row and
+  outbound write state — in one autocommitted statement, all of them or none.
+
+Rows written here are marked by the primary key their INSERT answered; their ``_state`` is left
+as built (nothing saves them again as new rows).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from django.db import DataError, connections, models, router
+from django.db.backends.base.base import BaseDatabaseWrapper
+
+from kernel.rows import RowInsert, bound_cursor, row_insert
+from records.models import Record
+
+if TYPE_CHECKING:
+    from records.step_writes import LeaseProof, StepGate
+
+
+def _column(model: type[models.Model], name: str) -> str:
+    field = model._meta.get_field(name)
+    assert isinstance(field, models.Field)
+    return str(field.column)
+
+
+@lru_cache(maxsize=64)
+def _proof_text(
+    alias: str, model: type[models.Model], names: tuple[str, ...], owner: str, answer: str
+) -> tuple[str, tuple[models.Field, ...]]:
+    """The text of a proof's UPDATE on database ``alias`` and the fields preparing its values:
+    it depends on nothing else, and building it (field look-ups, quoting) cost more than the
+    rest of a step's proof."""
+    conn = connections[alias]
+    quote = conn.ops.quote_name
+    meta = model._meta
+    assert meta.pk is not None
+    fields = tuple(meta.get_field(name) for name in names)
+    assignments = ", ".join(f"{quote(_column(model, name))} = %s" for name in names)
+    sql = (
+        f"UPDATE {quote(meta.db_table)} SET {assignments} "
+        f"WHERE {quote(str(meta.pk.column))} = %s AND {quote(_column(model, owner))} = %s "
+        f"RETURNING {quote(_column(model, answer))}"
+    )
+    return sql, fields  # type: ignore[return-value]
+
+
+def _proof_sql(conn: BaseDatabaseWrapper, proof: LeaseProof) -> tuple[str, list]:
+    """``proof`` as its UPDATE … RETURNING and the statement's params."""
+    sql, fields = _proof_text(
+        conn.alias, proof.model, tuple(proof.sets), proof.owner_field, proof.answer_field
+    )
+    params = [
+        field.get_db_prep_save(value, conn)
+        for field, value in zip(fields, proof.sets.values(), strict=True)
+    ]
+    pk = proof.model._meta.pk
+    assert pk is not None
+    params.append(pk.get_db_prep_value(proof.pk, conn))
+    params.append(proof.owner)
+    return sql, params
+
+
+def proof_run(gate: StepGate) -> None:
+    """Run the gate's proof alone; its answer (None: no row, the lease was lost) goes back to
+    the gate (``StepGate.proved``)."""
+    proof = gate.proof()
+    conn = connections[router.db_for_write(proof.model)]
+    sql, params = _proof_sql(conn, proof)
+    with conn.cursor() as cursor:
+        cursor.execute(sql, params)
+        answer = cursor.fetchone()
+    gate.proved(None if answer is None else answer[0])
+
+
+def proof_insert(gate: StepGate, row: models.Model) -> None:
+    """The gate's proof and an INSERT of ``row``, in the caller's transaction — on PostgreSQL in
+    one statement: the INSERT takes its values from the proof's row (no row, no insert) and the
+    statement answers the proof's answer and the new row's id."""
+    db = router.db_for_write(type(row), instance=row)
+    conn = connections[db]
+    if conn.vendor != "postgresql":  # SQLite has no data-modifying CTE: two statements
+        proof_run(gate)
+        row.save(force_insert=True, using=db)
+        return
+    gate_sql, params = _proof_sql(conn, gate.proof())
+    written = row_insert(conn, row)
+    pk = conn.ops.quote_name(str(_pk(row).column))
+    sql = (
+        f"WITH held AS ({gate_sql}), "
+        f"written AS ({written.head} SELECT {written.values} FROM held RETURNING {pk}) "
+        f"SELECT held.*, written.{pk} FROM held, written"
+    )
+    with bound_cursor(conn) as cursor:
+        cursor.execute(sql, params + written.params)
+        answer = cursor.fetchone()
+    gate.proved(None if answer is None else answer[0])
+    row.pk = answer[-1]
+
+
+def _pk(row: models.Model) -> models.Field:
+    pk = row._meta.pk
+    assert pk is not None
+    return pk
+
+
+def pair_insert(record: Record, trail: models.Model, *, keyed: bool) -> bool:
+    """INSERT the record and its trail row. ``keyed``: unless its idempotency key is taken —
+    ``INSERT … ON CONFLICT (idempotency_key) DO NOTHING`` (PostgreSQL and SQLite alike), so no
+    savepoint is needed to survive a concurrent writer's key: a conflict is not an error, it
+    inserts nothing (False). On PostgreSQL the trail row rides in the same statement, inserted
+    from the record INSERT's RETURNING (so only when the record was): one round trip for both."""
+    conn = connections[router.db_for_write(Record, instance=record)]
+    new, trailed = row_insert(conn, record), row_insert(conn, trail)
+    sql = f"{new.head} VALUES ({new.values})"
+    if keyed:
+        sql += " ON CONFLICT (idempotency_key) DO NOTHING"
+    with bound_cursor(conn) as cursor:
+        if conn.vendor == "postgresql":
+            cursor.execute(
+                f"WITH created AS ({sql} RETURNING 1) "
+                f"{trailed.head} SELECT {trailed.values} FROM created RETURNING id",
+                new.params + trailed.params,
+            )
+            answer = cursor.fetchone()
+            if answer is None:
+                return False
+            trail.pk = answer[0]
+            return True
+        cursor.execute(sql, new.params)
+        if cursor.rowcount != 1:
+            return False
+    trail.save(force_insert=True)
+    return True
+
+
+@dataclass(frozen=True)
+class GroupRows:
+    """One write of a group, as rows: its record (created; or, with ``version``, changed — its
+    ``fields``, ``sync_version`` and ``updated_at`` as they will be, written only where the row
+    is still at ``version``), trail row, caller's row, outbound write."""
+
+    record: Record
+    trail: models.Model
+    row: models.Model
+    state: models.Model | None = None
+    version: int | None = None
+    delete: bool = False  # with ``version``: the record is removed (app-owned), not changed
+
+
+class GroupMoved(Exception):
+    """An update of the group found its record at another version than it was read at: the
+    statement failed whole (nothing written)."""
+
+
+# The SQLSTATE of division_by_zero: how the group's statement fails itself when an update of
+# it changed fewer rows than it should (a data-modifying CTE cannot be undone any other way).
+_MOVED = "22012"
+
+
+@dataclass(frozen=True)
+class GroupInserted:
+    """What ``group_insert`` answered: the proof's answer (``proved`` False: no row, nothing
+    written) and how many creates, from the first, were written."""
+
+    proved: bool
+    answer: Any
+    written: int
+
+
+def group_insert(gate: StepGate, writes: Sequence[GroupRows], *, cut: bool) -> GroupInserted:
+    """Write ``writes`` behind the gate's proof in one autocommitted statement (on PostgreSQL,
+    outside any transaction): all of them or none. With ``cut``, when the proof answers true (a
+    cancel pending), only the first is written. An ``IntegrityError`` (a key taken) propagates
+    and ``GroupMoved`` is raised when an update's record moved: nothing was written either way.
+    The rows written are given the ids their INSERTs answered."""
+    conn = connections[router.db_for_write(Record)]
+    gate_sql, gate_params = _proof_sql(conn, gate.proof())
+    sql, params = _group_statement(conn, writes, gate_sql, cut=cut)
+    try:
+        with bound_cursor(conn) as cursor:
+            cursor.execute(sql, gate_params + params)
+            answer = cursor.fetchone()
+    except DataError as exc:
+        if getattr(exc.__cause__, "sqlstate", None) != _MOVED:
+            raise
+        raise GroupMoved() from exc
+    if answer is None:
+        return GroupInserted(False, None, 0)
+    trails, rows = answer[-3], answer[-2]
+    for write, trail_id, row_id in zip(writes, trails, rows, strict=False):
+        write.trail.pk, write.row.pk = trail_id, row_id
+    return GroupInserted(True, answer[0], len(rows))
+
+
+def _group_statement(
+    conn: Any, writes: Sequence[GroupRows], gate: str, *, cut: bool
+) -> tuple[str, list]:
+    """The gate, then the records created and changed, trail rows, callers' rows and outbound
+    writes of ``writes``, each table one INSERT … SELECT (or UPDATE … FROM) from the gate (no
+    row from the gate, nothing written). With ``cut``, the rows of the writes after the first
+    are read only when the gate's answer is false. The answer: the gate's row, the ids of the
+    trail rows and callers' rows, in order, and a check that fails the statement when an update
+    changed fewer rows than it should (``GroupMoved``)."""
+    created = [(n, row_insert(conn, w.record)) for n, w in enumerate(writes) if w.version is None]
+    tables = [
+        ("trailed", [(n, row_insert(conn, w.trail)) for n, w in enumerate(writes)]),
+        ("rode", [(n, row_insert(conn, w.row)) for n, w in enumerate(writes)]),
+        ("stated", [(n, row_insert(conn, w.state)) for n, w in enumerate(writes) if w.state]),
+    ]
+    ctes, params = [f"gate AS ({gate})"], []
+    if created:
+        source, values = _table_source(created, cut=cut)
+        ctes.append(f"created AS ({source})")
+        params += values
+    changed = [(n, w) for n, w in enumerate(writes) if w.version is not None and not w.delete]
+    if changed:
+        source, values = _update_source(conn, changed, cut=cut)
+        ctes.append(f"changed AS ({source})")
+        params += values
+    removed = [(n, w) for n, w in enumerate(writes) if w.delete]
+    if removed:
+        source, values = _delete_source(conn, removed, cut=cut)
+        ctes.append(source)
+        params += values
+    pk = conn.ops.quote_name(str(_pk(writes[0].row).column))
+    for name, inserts in tables:
+        if inserts:
+            source, values = _table_source(inserts, cut=cut)
+            returning = {"trailed": " RETURNING id", "rode": f" RETURNING {pk}"}.get(name, "")
+            ctes.append(f"{name} AS ({source}{returning})")
+            params += values
+    moved = changed + removed
+    expected = len(moved)
+    at_stop = 1 if writes[0].version is not None else 0
+    counted = " + ".join(
+        [
+            *(["(SELECT count(*) FROM changed)"] if changed else []),
+            *(["(SELECT count(*) FROM removed)"] if removed else []),
+        ]
+    )
+    check = (
+        f"1 / CASE WHEN {counted} = CASE WHEN g.stop THEN %s::bigint ELSE %s::bigint END"
+        " THEN 1 ELSE 0 END"
+        if moved
+        else "1"
+    )
+    if moved:
+        params += [at_stop if cut else expected, expected]
+    sql = (
+        f"WITH {', '.join(ctes)} "
+        "SELECT g.*, ARRAY(SELECT id FROM trailed ORDER BY id),"
+        f" ARRAY(SELECT {pk} FROM rode ORDER BY {pk}), {check} FROM gate AS g (stop)"
+    )
+    return sql, params
+
+
+def _update_source(
+    conn: Any, changed: list[tuple[int, GroupRows]], *, cut: bool
+) -> tuple[str, list]:
+    """The UPDATE of the group's changed records: each where it is still at the version read
+    (and, with ``cut``, the writes after the first only while the gate's answer is false)."""
+    quote = conn.ops.quote_name
+    meta = Record._meta
+    names = ("pg_row_id", "sync_version", "fields", "updated_at")
+    fields = [meta.get_field(name) for name in names]
+    columns = [quote(_column(Record, name)) for name in names]
+    casts = [str(field.db_type(conn)) for field in fields]
+    listed, params = [], []
+    for n, write in changed:
+        listed.append("(" + ", ".join(f"%s::{cast}" for cast in casts) + ", %s::boolean)")
+        values = (write.record.pk, write.version, write.record.fields, write.record.updated_at)
+        params += [f.get_db_prep_save(v, conn) for f, v in zip(fields, values, strict=True)]  # type: ignore[union-attr]
+        params.append(n == 0 or not cut)
+    pk, version, data, stamp = columns
+    sql = (
+        f"UPDATE {quote(meta.db_table)} AS r SET {data} = v.f, {version} = r.{version} + 1,"
+        f" {stamp} = v.t FROM gate AS g (stop), (VALUES {', '.join(listed)}) AS v (k, n, f, t, first)"
+        f" WHERE r.{pk} = v.k AND r.{version} = v.n AND (v.first OR NOT g.stop)"
+        f" RETURNING r.{pk}"
+    )
+    return sql, params
+
+
+def _delete_source(
+    conn: Any, removed: list[tuple[int, GroupRows]], *, cut: bool
+) -> tuple[str, list]:
+    """The DELETE of the group's removed records, each where it is still at the version read
+    (with ``cut``, as ``_update_source``), and of their write states first — what the ORM's
+    cascade removes with a record."""
+    quote = conn.ops.quote_name
+    meta = Record._meta
+    pk, version = quote(_column(Record, "pg_row_id")), quote(_column(Record, "sync_version"))
+    listed, params = [], []
+    for n, write in removed:
+        listed.append("(%s::uuid, %s::integer, %s::boolean)")
+        params += [write.record.pk, write.version, n == 0 or not cut]
+    states = Record._meta.get_field("write_states").related_model
+    state_table = quote(states._meta.db_table)
+    sql = (
+        f"doomed AS (SELECT v.k FROM gate AS g (stop), (VALUES {', '.join(listed)})"
+        f" AS v (k, n, first) WHERE v.first OR NOT g.stop),"
+        f" unstated AS (DELETE FROM {state_table} WHERE record_id IN (SELECT k FROM doomed)),"
+        f" removed AS (DELETE FROM {quote(meta.db_table)} AS r USING doomed AS d,"
+        f" (VALUES {', '.join(listed)}) AS v (k, n, first)"
+        f" WHERE r.{pk} = d.k AND v.k = d.k AND r.{version} = v.n RETURNING r.{pk})"
+    )
+    return sql, params + params
+
+
+def _table_source(inserts: list[tuple[int, RowInsert]], *, cut: bool) -> tuple[str, list]:
+    """One table's INSERT … SELECT from the gate, and its params (see ``_group_statement``)."""
+    first = [insert for n, insert in inserts if n == 0 or not cut]
+    rest = [insert for n, insert in inserts if n != 0 and cut]
+    parts = []
+    if first:
+        listed = ", ".join(f"({insert.values})" for insert in first)
+        parts.append(f"SELECT v.* FROM gate, (VALUES {listed}) AS v")
+    if rest:
+        listed = ", ".join(f"({insert.values})" for insert in rest)
+        parts.append(f"SELECT v.* FROM gate AS g (stop), (VALUES {listed}) AS v WHERE NOT g.stop")
+    params: list = []
+    for insert in first + rest:
+        params += insert.params
+    return f"{inserts[0][1].head} {' UNION ALL '.join(parts)}", params
