@@ -9,6 +9,9 @@ class KernelConfig(AppConfig):
     def ready(self) -> None:
         import kernel.openapi  # noqa: F401  (registers the security schemes with drf-spectacular)
         from kernel.scopes import scope_declarations_check
+        from kernel.tracing import tracing_setup
+
+        tracing_setup()  # only when OTEL_EXPORTER_OTLP_ENDPOINT is set
 
         # Every API view declares a scope per handler, or `manage.py check`/`migrate` refuse.
         checks.register(scope_declarations_check, checks.Tags.security)

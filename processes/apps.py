@@ -20,6 +20,7 @@ class ProcessesConfig(AppConfig):
         from processes.contract import process_contract_check
         from processes.engine.wakeups import on_source_verdict
         from processes.events.service import event_starter_register
+        from processes.observe import observe_connect
         from processes.registry import process_sync_from_module
         from processes.schedules.bundle_part import SchedulesPart
         from processes.schedules.receivers import schedule_remove_guard
@@ -30,6 +31,7 @@ class ProcessesConfig(AppConfig):
         from records.verdicts import source_verdict
         from records.watches import watcher_provider_register
 
+        observe_connect()  # runs started and finished (/metrics), a run's trace
         kind_register("process", process_contract_check)
         extension_deployed.connect(process_sync_from_module, dispatch_uid="processes.sync")
         extension_removing.connect(

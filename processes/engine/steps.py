@@ -20,6 +20,7 @@ from typing import Any
 from django.db import transaction
 
 from kernel.errors import NotFound, Refusal, TurbobaseError
+from kernel.log_context import log_context_set
 from processes.codes import ProcessCode
 from processes.engine.ai_step import ai_step_execute
 from processes.engine.lease import Lease
@@ -202,6 +203,7 @@ def step_execute(
     scope: StepScope, planned: PlannedStep, ctx: dict, runtime: ModuleRuntime
 ) -> StepResult:
     """Perform one step and record it. Never raises for the author's or the boundary's refusals."""
+    log_context_set(step_id=planned.step_id)  # until the delivery ends (processes.observe)
     step = planned.definition
     if not _rides(planned):
         _settle(scope)
