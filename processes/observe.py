@@ -75,10 +75,11 @@ def delivery_observed(run: ProcessRun, deliver: Callable[[], Delivered]) -> Deli
 
 @contextlib.contextmanager
 def _slice_span(run: ProcessRun) -> Iterator[trace.Span]:
-    """The delivery's span, in the run's trace (a new trace, stored on the run, if it has none)."""
+    """The delivery's span, in the run's trace (a new trace, stored on the run, if it has none):
+    under the request's span when the request that invoked the run delivers it (``?mode=sync``)."""
     span_tracer = tracer()
     parent = None
-    if run.trace_id:
+    if run.trace_id and trace_id_hex() != run.trace_id:
         # The run's trace, joined from its id alone: a remote parent whose span id is made up.
         remote = SpanContext(
             trace_id=int(run.trace_id, 16),
