@@ -88,7 +88,7 @@ def _slice_span(run: ProcessRun) -> Iterator[trace.Span]:
             trace_flags=TraceFlags(TraceFlags.SAMPLED),
         )
         parent = trace.set_span_in_context(NonRecordingSpan(remote))
-    attributes = {
+    attributes: dict[str, str | int] = {
         "turbobase.process_id": run.process_id,
         "turbobase.run_id": str(run.pk),
         "turbobase.run.mode": run.mode,

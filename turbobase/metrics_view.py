@@ -11,6 +11,7 @@ mode) and reads the database gauges (``turbobase.metrics_collector``) at that mo
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
@@ -20,7 +21,8 @@ from drf_spectacular.utils import extend_schema
 from prometheus_client import REGISTRY, CollectorRegistry, generate_latest, multiprocess
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from rest_framework.negotiation import BaseContentNegotiation
-from rest_framework.renderers import JSONRenderer
+from rest_framework.parsers import BaseParser
+from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
@@ -64,11 +66,14 @@ class MetricsAccess(ScopedAccess):
 class JSONRefusals(BaseContentNegotiation):
     """A scraper asks for text/plain; the only thing rendered here is a refusal, in JSON."""
 
-    def select_renderer(self, request: Any, renderers: list, format_suffix: Any = None) -> tuple:
-        return renderers[0], renderers[0].media_type
+    def select_renderer(
+        self, request: Any, renderers: Iterable[BaseRenderer], format_suffix: Any = None
+    ) -> tuple[BaseRenderer, str]:
+        renderer = next(iter(renderers))
+        return renderer, renderer.media_type
 
-    def select_parser(self, request: Any, parsers: list) -> Any:
-        return parsers[0] if parsers else None
+    def select_parser(self, request: Any, parsers: Iterable[BaseParser]) -> BaseParser | None:
+        return next(iter(parsers), None)
 
 
 def metrics_text() -> bytes:
