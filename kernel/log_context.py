@@ -41,6 +41,13 @@ def log_context_set(**values: Any) -> None:
     _context.set(_merged(values))
 
 
+def log_context_drop(*keys: str) -> None:
+    """Take ``keys`` off the context (a request finished)."""
+    current = _context.get()
+    if any(key in current for key in keys):
+        _context.set({k: v for k, v in current.items() if k not in keys})
+
+
 def _merged(values: dict[str, Any]) -> dict[str, str]:
     merged = dict(_context.get())
     merged.update({k: str(v) for k, v in values.items() if v is not None and k in CONTEXT_KEYS})

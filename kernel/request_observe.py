@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse
 
-from kernel.log_context import log_context
+from kernel.log_context import log_context_drop, log_context_set
 from kernel.metrics import HTTP_REQUESTS
 
 REQUEST_ID_HEADER = "X-Request-ID"
@@ -28,14 +28,21 @@ def request_id_of(request: HttpRequest) -> str:
     return given if _SANE_ID.fullmatch(given) else uuid.uuid4().hex
 
 
+def request_id_forget(sender: object, **kwargs: object) -> None:
+    """``request_finished``: the thread's next lines are about no request."""
+    log_context_drop("request_id")
+
+
 class RequestObserveMiddleware:
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         request_id = request_id_of(request)
-        with log_context(request_id=request_id):
-            response = self.get_response(request)
+        # Set, not scoped to this call: Django logs a 4xx/5xx ("Not Found: …") after the last
+        # middleware returns. ``request_finished`` (the response closed) takes it off again.
+        log_context_set(request_id=request_id)
+        response = self.get_response(request)
         response[REQUEST_ID_HEADER] = request_id
         match = getattr(request, "resolver_match", None)
         route = (match.route or UNMATCHED_ROUTE) if match is not None else UNMATCHED_ROUTE

@@ -111,7 +111,11 @@ class ReadyView(APIView):
             checks["workers"] = _skipped()
         ready = all(c["ok"] for c in checks.values())
         body = {"status": "ready" if ready else "unready", "checks": checks, "clusters": clusters}
-        return Response(body, status=200 if ready else 503)
+        response = Response(body, status=200 if ready else 503)
+        # An orchestrator asks every few seconds: "not ready" is an answer, not a server error
+        # for django.request to log each time (the body says which check failed).
+        response._has_been_logged = True  # type: ignore[attr-defined]
+        return response
 
 
 def _skipped() -> Check:
