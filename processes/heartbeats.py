@@ -14,7 +14,7 @@ import socket
 import time
 from datetime import datetime, timedelta
 
-from django.db import models
+from django.db import close_old_connections, connection, models
 from django.utils import timezone
 
 BEAT_EVERY_S = 10.0
@@ -49,10 +49,15 @@ def heartbeat_beat(cluster: str) -> None:
 
 
 class Beater:
-    """Beats for ``cluster`` at most every ``BEAT_EVERY_S`` when called (a watch loop's tick)."""
+    """Beats for ``cluster`` at most every ``BEAT_EVERY_S`` when called (a watch loop's tick).
 
-    def __init__(self, cluster: str) -> None:
+    ``hold``: keep the connection between beats (a process that holds one anyway, for its
+    redelivery watch); otherwise it is closed after each beat, so a lane process that needs no
+    connection otherwise adds none to the instance's budget (README, Running in production)."""
+
+    def __init__(self, cluster: str, *, hold: bool = False) -> None:
         self.cluster = cluster
+        self.hold = hold
         self.next_at = 0.0
 
     def tick(self) -> None:
@@ -62,9 +67,9 @@ class Beater:
         try:
             heartbeat_beat(self.cluster)
         except Exception:  # the database blinked: the next tick tries again, ready shows it
-            from django.db import close_old_connections
-
             close_old_connections()
+        if not self.hold:
+            connection.close()
 
 
 def clusters_seen(within_s: float = SEEN_WITHIN_S) -> list[ClusterHeartbeat]:

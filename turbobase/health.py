@@ -5,7 +5,8 @@
 - ready: the database answers, the broker is reachable (the ORM broker's queue table, or Redis's
   PING), every migration is applied, and at least one worker cluster was seen alive in the last
   60 s (``processes.heartbeats``: each lane's cluster writes its row every 10 s). Each check says
-  whether it is ok and, when not, why; any not ok is a 503.
+  whether it is ok and, when not, why; any not ok is a 503 whose body is the one error body
+  (``not_ready``) with the same facts.
 
 ``/v1/health`` stays as it was (answers and touches the database).
 """
@@ -22,16 +23,18 @@ from django_q.brokers import Broker, get_broker
 from django_q.brokers.orm import ORM
 from django_q.conf import Conf
 from django_q.models import OrmQ
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from kernel.openapi import ErrorSerializer
 from processes.heartbeats import SEEN_WITHIN_S, clusters_seen
 from turbobase.serializers import LiveOut, ReadyOut
 
 Check = dict[str, Any]
+NOT_READY = "not_ready"
 
 
 class LiveView(APIView):
@@ -98,7 +101,16 @@ class ReadyView(APIView):
     scope_exempt = "an orchestrator's readiness probe answers without credentials"
     authentication_classes = []
 
-    @extend_schema(responses={200: ReadyOut, 503: ReadyOut})
+    @extend_schema(
+        responses={
+            200: ReadyOut,
+            503: OpenApiResponse(
+                ErrorSerializer,
+                description="Not ready (error not_ready): the body adds status, checks and "
+                "clusters as the 200 answer has them; the failed checks say why.",
+            ),
+        }
+    )
     def get(self, request: Request) -> Response:
         checks = {"database": _checked(_database)}
         reachable = checks["database"]["ok"]
@@ -110,7 +122,14 @@ class ReadyView(APIView):
         else:
             checks["workers"] = _skipped()
         ready = all(c["ok"] for c in checks.values())
-        body = {"status": "ready" if ready else "unready", "checks": checks, "clusters": clusters}
+        body: dict[str, Any] = {
+            "status": "ready" if ready else "unready",
+            "checks": checks,
+            "clusters": clusters,
+        }
+        if not ready:  # the one error body, with the checks as its facts
+            failed = ", ".join(name for name, check in checks.items() if not check["ok"])
+            body = {"error": NOT_READY, "message": f"not ready: {failed}", **body}
         response = Response(body, status=200 if ready else 503)
         # An orchestrator asks every few seconds: "not ready" is an answer, not a server error
         # for django.request to log each time (the body says which check failed).

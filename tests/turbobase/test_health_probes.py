@@ -24,6 +24,7 @@ def test_ready_is_503_while_no_worker_cluster_was_seen_naming_the_check():
     res = APIClient().get("/v1/health/ready")
     assert res.status_code == 503
     body = res.json()
+    assert (body["error"], body["message"]) == ("not_ready", "not ready: workers")
     assert body["status"] == "unready"
     assert body["checks"]["database"] == {"ok": True}
     assert body["checks"]["migrations"] == {"ok": True}

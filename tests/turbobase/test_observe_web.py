@@ -1,8 +1,9 @@
 """The web side for real: gunicorn with two worker processes, over HTTP (issue 22, items 3, 4, 6).
 
 The requests are counted in a scrape whichever worker answered it (multiprocess mode; the
-aggregation across processes itself is ``test_metrics_multiprocess``), the probes answer, and with ``TURBOBASE_LOG_FORMAT=json`` every line gunicorn and Django write is one JSON
-object; a request's own log line carries its ``request_id``.
+aggregation across processes itself is ``test_metrics_multiprocess``), the probes answer, and
+with ``TURBOBASE_LOG_FORMAT=json`` every line gunicorn and Django write is one JSON object; a
+request's own log line carries its ``request_id``.
 """
 
 from __future__ import annotations

@@ -101,7 +101,8 @@ class Command(DjangoQCommand):
         os.environ["Q_CLUSTER_NAME"] = lane
         cluster = Cluster()
         cluster.start()
-        beater = Beater(lane)
+        watching = lane in CLUSTER_LANES and os.environ.get(WATCH_ENV) != "parent"
+        beater = Beater(lane, hold=watching)  # a watch holds a connection anyway
 
         def alive() -> bool:
             living = cluster.sentinel is not None and cluster.sentinel.is_alive()
@@ -109,7 +110,7 @@ class Command(DjangoQCommand):
                 beater.tick()
             return living
 
-        if lane not in CLUSTER_LANES or os.environ.get(WATCH_ENV) == "parent":
+        if not watching:
             while alive():  # the all-lanes qcluster watches the run lanes for us
                 time.sleep(0.5)
             return
