@@ -6,11 +6,17 @@ reads a difference: the scrape before, what the test did, the scrape after.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.test import TestCase
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from guardrails.models import HeldDelete
 from kernel.models import token_issue
+from processes.engine.claim import run_claim
+from processes.engine.redelivery import redelivery_tick
 from processes.engine.runner import run_deliver
 from processes.invoke import run_invoke
 from processes.models import ProcessRun
@@ -172,3 +178,23 @@ def test_metrics_read_is_a_scope_tokens_can_be_issued_with(db):
     user = make_user("scraper")
     token, _ = token_issue(user=user, scopes=["metrics:read"])
     assert token.scopes == ["metrics:read"]
+
+
+def test_a_lease_takeover_is_counted_and_a_lost_queued_delivery_is_not(alice, admin_user, settings):
+    settings.PROCESS_RUN_LEASE_S = 5
+    process_deploy(TWO_NOTES, by=admin_user, name="two-notes.ts")
+    scraper = metrics_client(alice)
+    before = scrape(scraper)
+    lost = run_invoke(process_id="acme:two-notes", body={"memo": "lost"}, user=alice)
+    held = run_invoke(process_id="acme:two-notes", body={"memo": "held"}, user=alice)
+    assert run_claim(str(held.pk), held.delivery) is not None  # a worker took it …
+    now = timezone.now()  # … and died: its lease ran out 2 s ago; the other was never claimed
+    ProcessRun.objects.filter(pk=held.pk).update(
+        enqueued_at=now - timedelta(seconds=8), lease_until=now - timedelta(seconds=2)
+    )
+    ProcessRun.objects.filter(pk=lost.pk).update(enqueued_at=now - timedelta(seconds=6))
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        assert redelivery_tick(mode="async") == 2
+    after = scrape(scraper)
+    key = "turbobase_lease_takeovers_total"
+    assert value(after, key, lane="async") - value(before, key, lane="async") == 1
