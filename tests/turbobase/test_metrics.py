@@ -1,7 +1,8 @@
 """``GET /metrics``: who may read it, and what it counts (issue 22, item 3).
 
 Counters are summed over every process that ever wrote into the multiprocess folder, so each test
-reads a difference: the scrape before, what the test did, the scrape after.
+reads a difference: the scrape before, what the test did, the scrape after. (The folder is the
+checkout's ``var/prometheus``: two test sessions at once in one checkout count into each other's.)
 """
 
 from __future__ import annotations
