@@ -31,7 +31,7 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, Status, StatusCod
 from kernel.log_context import log_context
 from kernel.metrics import RUNS_FINISHED, RUNS_STARTED, STEP_SECONDS
 from kernel.tracing import trace_id_hex, tracer
-from processes.models import TERMINAL_STATES, ProcessRun
+from processes.models import TERMINAL_STATES, Disposition, ProcessRun
 
 logger = logging.getLogger("turbobase.deliveries")
 
@@ -127,7 +127,7 @@ def step_observed(
             "turbobase.step.outcome": disposition,
         },
     )
-    if disposition == "failed":
+    if disposition == Disposition.FAILED:
         span.set_status(Status(StatusCode.ERROR, "the step failed"))
     span.end(end_time=int(now.timestamp() * 1e9))
 
