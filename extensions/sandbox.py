@@ -112,6 +112,7 @@ from extensions.sandbox_child import (
     nesting_exceeds,
     too_deep,
 )
+from kernel.metrics import SANDBOX_CALL_SECONDS
 from kernel.text import LOG_LINE_MAX_CHARS, LOG_LINES_PER_CALL, text_clean
 
 WALL_FACTOR = 3.0
@@ -481,13 +482,14 @@ class Sandbox:
             raise SandboxError("no module is loaded in this sandbox")
         if not self._lock.acquire(blocking=False):
             raise SandboxError("the sandbox is already running a call (one caller at a time)")
+        started, outcome = None, "error"  # for /metrics: the call's duration by its outcome
         try:
             ahead = self._ahead_settle(ahead)
             budget = ahead.budget if ahead else (self._budget(budget_ms) if is_budgeted else 0)
             if is_budgeted:
                 message["budget_ms"] = budget
             deadline_s = budget / 1000 * WALL_FACTOR + WALL_GRACE_S
-            self._call_started = time.monotonic()
+            self._call_started = started = time.monotonic()
             self._log_lines = 0
             try:
                 if ahead is not None and self._child is not None:
@@ -512,9 +514,12 @@ class Sandbox:
             self._cpu_used_ms += reply.get("cpu_ms", 0.0)
             if "error" in reply:
                 raise self._error(reply["error"])
+            outcome = "ok"
             return reply["ok"]
         finally:
             self._lock.release()
+            if started is not None:
+                SANDBOX_CALL_SECONDS.labels(outcome=outcome).observe(time.monotonic() - started)
 
     def _ahead_of(self, encoded: str | None, budget_ms: int | None) -> _Ahead | None:
         """The first call sent ahead if ``encoded`` (a call's message, ``_encoded``) is that

@@ -13,7 +13,7 @@ from kernel.codes import KernelCode
 from kernel.errors import InvalidRequest
 
 TOKEN_PREFIX = "tbp_"
-SCOPES = ("extensions:deploy", "data:read", "data:write")
+SCOPES = ("extensions:deploy", "data:read", "data:write", "metrics:read")
 
 
 class ScopeUnknown(InvalidRequest):

@@ -3,8 +3,8 @@
 A session is the person themself and carries every scope; a token carries only the scopes it was
 issued with (``kernel.models.SCOPES``): ``data:read`` for every read, ``data:write`` for every
 record write, ``extensions:deploy`` for deploying extensions and for what seed 000 gives it (driving
-processes, deciding held deletes). A token outside its scopes is refused 403
-``{"error": "insufficient_scope", "scope": <the one needed>, "message": …}``.
+processes, deciding held deletes), ``metrics:read`` for ``GET /metrics`` (a Prometheus scraper's).
+A token outside its scopes is refused 403 ``{"error": "insufficient_scope", "scope": <the one needed>, "message": …}``.
 
 How it cannot be forgotten: ``kernel.permissions.ScopedAccess`` is DRF's default permission
 class, and it needs the view to say which scope each of its handlers needs::
@@ -38,6 +38,7 @@ from kernel.permissions import DECLARED_METHODS, ScopedAccess
 DATA_READ = "data:read"
 DATA_WRITE = "data:write"
 EXTENSIONS_DEPLOY = "extensions:deploy"
+METRICS_READ = "metrics:read"  # GET /metrics (turbobase.metrics_view)
 
 API_PREFIX = "v1/"
 

@@ -22,6 +22,7 @@ class ProcessesConfig(AppConfig):
         from processes.engine.wakeups import on_source_verdict
         from processes.events.service import event_starter_register
         from processes.lineage import lineage_runs_describe
+        from processes.observe import observe_connect
         from processes.planning import plan_watcher
         from processes.registry import process_sync_from_module
         from processes.schedules.bundle_part import SchedulesPart
@@ -34,6 +35,7 @@ class ProcessesConfig(AppConfig):
         from records.verdicts import source_verdict
         from records.watches import watcher_provider_register
 
+        observe_connect()  # runs started and finished (/metrics), a run's trace
         kind_register("process", process_contract_check)
         watcher_provider_register(plan_watcher)
         lineage_runs_describer(lineage_runs_describe)

@@ -145,6 +145,9 @@ class ProcessRun(models.Model):
     linked_how = models.CharField(
         max_length=16, blank=True, choices=LinkHow.choices, default=LinkHow.NONE
     )
+    # The OpenTelemetry trace its slices and steps are recorded in (32 hex digits; blank while
+    # tracing is off): the request's that invoked it, else its first slice's (processes.observe).
+    trace_id = models.CharField(max_length=32, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -391,6 +394,7 @@ class ProcessRunSlice(models.Model):
 
 from processes.bulk.models import BulkAction  # noqa: E402,F401  (bulk steering)
 from processes.events.models import Event, EventWait  # noqa: E402,F401  (the events' tables)
+from processes.heartbeats import ClusterHeartbeat  # noqa: E402,F401  (the workers' heartbeats)
 from processes.history.models import HistoryPurgeLease  # noqa: E402,F401  (the purge's lease)
 from processes.human_tasks.models import HumanTask  # noqa: E402,F401  (the tasks' table)
 from processes.run_search.models import RunSearchKey  # noqa: E402,F401  (runs found by input)

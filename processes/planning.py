@@ -66,6 +66,11 @@ def plan_watcher(record_type: str) -> Callable[[RecordWritten], None] | None:
     return _keep if _planning.get() else None
 
 
+def is_planning() -> bool:
+    """Whether this thread is planning a run now."""
+    return _planning.get()
+
+
 def outside_call_check(what: str) -> None:
     """Raise ``PlanStops`` when planning: ``what`` would act outside the instance."""
     if _planning.get():

@@ -139,6 +139,7 @@ class ProcessRunAdmin(admin.ModelAdmin):
         "finished_at",
         "slices",
         "writes",
+        "trace_id",  # its OpenTelemetry trace (blank while tracing is off)
     )
     readonly_fields = fields
     change_form_template = "admin/processes/processrun/change_form.html"

@@ -40,6 +40,7 @@ from processes.engine.ledger import ledger_position_empty
 from processes.engine.runner import run_deliver
 from processes.invoke import run_invoke
 from processes.models import ProcessRun, RunMode
+from processes.observe import delivery_observed
 from processes.settle import run_settle_wait
 
 
@@ -82,12 +83,15 @@ def sync_invoke(
         # Written claimed by this request: the row in hand is the claim's, its ledger empty.
         lease = Lease(run.pk, token)
         ledger_position_empty(run)
-        delivered = run_deliver(
-            str(run.pk),
-            run.delivery,
-            hand_back_at=deadline,
-            claimed=(run, lease),
-            switch_read_at=invoked_at,
+        delivered = delivery_observed(
+            run,
+            lambda: run_deliver(
+                str(run.pk),
+                run.delivery,
+                hand_back_at=deadline,
+                claimed=(run, lease),
+                switch_read_at=invoked_at,
+            ),
         )
         # Ended by this delivery: the row is what it left (run_end mirrors what it wrote).
         if delivered is not None and delivered.is_terminal:

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 
 def run_deliver(run_id: str, delivery: int | None = None) -> None:
+    from processes.engine.claim import run_claim
     from processes.engine.runner import run_deliver as deliver
+    from processes.observe import delivery_observed
 
-    deliver(run_id, delivery)
+    # Claimed here, so the delivery's lines and span know the run (the engine takes it as is).
+    claimed = run_claim(run_id, delivery)
+    if claimed is None:
+        return
+    delivery_observed(claimed[0], lambda: deliver(run_id, delivery, claimed=claimed))
 
 
 def run_wake(run_id: str) -> None:

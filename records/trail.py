@@ -8,10 +8,13 @@ from uuid import UUID
 
 from django.contrib.auth.models import User
 
+from kernel.metrics import GUARDRAIL_DECISIONS
 from kernel.rows import row_like
 from kernel.text import CODE_MAX_CHARS, FIELD_MAX_CHARS, MESSAGE_MAX_CHARS, text_clean
 from records.door import door_opened
-from records.models import WriteTrail
+from records.models import TrailOutcome, WriteTrail
+
+_COUNTED = frozenset({TrailOutcome.HELD, TrailOutcome.REFUSED})
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,10 @@ def trail_row(
     message: str = "",
 ) -> WriteTrail:
     """The trail row of one decision, not yet saved (the boundary may insert it with its write)."""
+    if outcome in _COUNTED:  # /metrics: holds and refusals by the rule (code) that decided
+        GUARDRAIL_DECISIONS.labels(
+            decision=outcome, rule=text_clean(code or "", CODE_MAX_CHARS) or "unknown"
+        ).inc()
     return row_like(
         _blank(),
         actor=actor.user if actor and getattr(actor.user, "pk", None) else None,

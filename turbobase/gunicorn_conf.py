@@ -31,3 +31,43 @@ control_socket_disable = True
 accesslog = os.environ.get("TURBOBASE_ACCESS_LOG", "-") or None
 errorlog = "-"
 loglevel = os.environ.get("TURBOBASE_WEB_LOG_LEVEL", "info")
+
+# TURBOBASE_LOG_FORMAT=json: gunicorn's own lines (its errors, the access log) are JSON objects too,
+# as Django's are (settings.LOGGING).
+if os.environ.get("TURBOBASE_LOG_FORMAT", "").strip().lower() == "json":
+    _json = {
+        "()": "pythonjsonlogger.json.JsonFormatter",
+        "fmt": "%(asctime)s %(levelname)s %(name)s %(message)s",
+        "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+    }
+    logconfig_dict = {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"json": _json},
+        "handlers": {
+            "console": {
+                "class": "logging.StreamHandler",
+                "formatter": "json",
+                "stream": "ext://sys.stdout",
+            },
+            "error_console": {
+                "class": "logging.StreamHandler",
+                "formatter": "json",
+                "stream": "ext://sys.stderr",
+            },
+        },
+        "loggers": {
+            "gunicorn.error": {
+                "level": loglevel.upper(),
+                "handlers": ["error_console"],
+                "propagate": False,
+                "qualname": "gunicorn.error",
+            },
+            "gunicorn.access": {
+                "level": "INFO",
+                "handlers": ["console"],
+                "propagate": False,
+                "qualname": "gunicorn.access",
+            },
+        },
+    }

@@ -39,3 +39,30 @@ class WhoAmIOut(serializers.Serializer):
 class HealthOut(serializers.Serializer):
     status = serializers.ChoiceField(choices=("ok",))
     database = serializers.CharField(help_text="The database vendor: sqlite or postgresql.")
+
+
+class LiveOut(serializers.Serializer):
+    status = serializers.ChoiceField(choices=("ok",))
+
+
+class ReadyCheckOut(serializers.Serializer):
+    ok = serializers.BooleanField()
+    message = serializers.CharField(required=False, help_text="Why it is not ok.")
+
+
+class ReadyChecksOut(serializers.Serializer):
+    database = ReadyCheckOut()
+    migrations = ReadyCheckOut()
+    broker = ReadyCheckOut()
+    workers = ReadyCheckOut()
+
+
+class ReadyOut(serializers.Serializer):
+    """200 when every check is ok, else 503 with the same body."""
+
+    status = serializers.ChoiceField(choices=("ready", "unready"))
+    checks = ReadyChecksOut()
+    clusters = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="The worker clusters (lane@host) seen alive in the last 60 s.",
+    )

@@ -6,11 +6,16 @@ import os
 import sys
 from pathlib import Path
 
+from kernel.log_context import logging_config
 from turbobase.dburl import database_from_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("TURBOBASE_VAR", BASE_DIR / "var"))
 VAR_DIR.mkdir(parents=True, exist_ok=True)
+# Prometheus multiprocess mode (kernel.metrics): every process counts into files here and one
+# scrape adds them up. Set before anything imports prometheus_client (it reads it at import).
+os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", str(VAR_DIR / "prometheus"))
+Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]).mkdir(parents=True, exist_ok=True)
 
 
 def _env_bool(name: str, default: bool) -> bool:
@@ -47,6 +52,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: the request's id on every log line and on its answer; its route and status counted.
+    "kernel.request_observe.RequestObserveMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Static files (the admin's CSS/JS, the API docs) straight from the web process, DEBUG or not.
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -191,9 +198,17 @@ PROCESS_SYNC_IN_REQUEST = os.environ.get("TURBOBASE_SYNC_IN_REQUEST", "1") != "0
 # How long a drain that died blocks its record type's outbound lane.
 SOURCES_LANE_LEASE_SECONDS = float(os.environ.get("TURBOBASE_SOURCES_LANE_LEASE_S", "120"))
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
-}
+# TURBOBASE_LOG_FORMAT=json: one JSON object per line, with run_id, step_id, process_id and
+# request_id where they apply (kernel.log_context).
+LOGGING = logging_config(
+    os.environ.get("TURBOBASE_LOG_FORMAT", "text").strip().lower(),
+    os.environ.get("LOG_LEVEL", "WARNING"),
+)
+
+# GET /metrics without a token: from these addresses or networks (comma-separated, e.g.
+# "127.0.0.1,10.0.0.0/8"); none by default. A token with the metrics:read scope reads it anywhere.
+TURBOBASE_METRICS_ALLOW = [
+    a.strip() for a in os.environ.get("TURBOBASE_METRICS_ALLOW", "").split(",") if a.strip()
+]
+# Traces (kernel.tracing) are recorded only when OTEL_EXPORTER_OTLP_ENDPOINT is set; the standard
+# OTEL_* variables configure the exporter and OTEL_SERVICE_NAME (default "turbobase").

@@ -3,7 +3,9 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from turbobase.favicon import favicon
+from turbobase.health import LiveView, ReadyView
 from turbobase.home import home
+from turbobase.metrics_view import MetricsView
 from turbobase.views import HealthView, SessionView
 
 urlpatterns = [
@@ -12,6 +14,9 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("v1/auth/session", SessionView.as_view(), name="auth-session"),
     path("v1/health", HealthView.as_view(), name="health"),
+    path("v1/health/live", LiveView.as_view(), name="health-live"),
+    path("v1/health/ready", ReadyView.as_view(), name="health-ready"),
+    path("metrics", MetricsView.as_view(), name="metrics"),
     path("v1/", include("kernel.urls")),
     path("v1/", include("records.urls")),
     path("v1/", include("records.rest.urls")),

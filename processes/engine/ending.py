@@ -21,6 +21,7 @@ from processes.events.models import EventWait, WaitState
 from processes.human_tasks.models import HumanTask, TaskState
 from processes.lanes import lane_enqueue
 from processes.models import PendingReason, ProcessRun
+from processes.observe import run_ended
 from processes.settle import run_settled_notify
 from processes.status import RunMove, states_from, transition_check
 
@@ -84,6 +85,7 @@ def run_end(
             state=WaitState.CLOSED, decided_at=now
         )
         run_settled_notify(run.pk, run.mode)  # a ?mode=sync request may be waiting on it
+    run_ended(run, state)  # counted for /metrics
     return run
 
 

@@ -13,6 +13,7 @@ from kernel.rows import row_like
 from processes.engine.lease import Lease
 from processes.engine.plan import PlannedStep
 from processes.models import Disposition, ProcessRun, ProcessRunStep, SkipReason
+from processes.observe import step_observed
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,13 @@ def ledger_row(
     """The ledger row of one step at the run's next position, not yet written (``ledger_write``
     writes it; a step whose write carries it in its own statement writes it there).
     ``started_at``: when the step began (the timeline draws its bar from there)."""
+    step_observed(
+        run,
+        step_id=planned.step_id,
+        kind=planned.kind,
+        disposition=disposition,
+        started_at=started_at,
+    )
     return row_like(
         _blank(),
         run=run,

@@ -41,6 +41,7 @@ from django_q.models import OrmQ
 from django_q.signing import SignedPackage
 
 from kernel.ids import uuid_or_none
+from kernel.metrics import LEASE_TAKEOVERS
 from processes.engine.lease import lease_seconds
 from processes.engine.wakeups import WAKE_POLL_S, WANTS_WORKER, wakeups_due, workers_busy_mark
 from processes.lanes import DELIVER_TASK, LANE_CLUSTERS, lane_send
@@ -95,6 +96,12 @@ def lane_waiting_since(mode: str) -> datetime | None:
 
 def runs_lost(*, mode: str, now: datetime | None = None) -> list[tuple]:
     """(run id, delivery, enqueued_at) of the lane's runs whose delivery was lost."""
+    return [lost[:3] for lost in _runs_lost(mode=mode, now=now)]
+
+
+def _runs_lost(*, mode: str, now: datetime | None = None) -> list[tuple]:
+    """``runs_lost`` and each one's state: a queued one was never claimed, a running one's
+    delivery let its lease run out (its worker died: the next delivery takes it over)."""
     now = now or timezone.now()
     sent_long_ago = Q(enqueued_at__isnull=True) | Q(
         enqueued_at__lt=now - timedelta(seconds=lease_seconds())
@@ -112,7 +119,7 @@ def runs_lost(*, mode: str, now: datetime | None = None) -> list[tuple]:
     return list(
         ProcessRun.objects.filter(Q(mode=mode) & (queued | dropped))
         .order_by("created_at")
-        .values_list("run_id", "delivery", "enqueued_at")
+        .values_list("run_id", "delivery", "enqueued_at", "state")
     )
 
 
@@ -133,8 +140,11 @@ def run_resend(run_id, *, delivery: int, enqueued_at: datetime | None, mode: str
 def redelivery_tick(*, mode: str) -> int:
     """One look at the lane: send every lost delivery again. Returns how many were sent."""
     sent = 0
-    for run_id, delivery, enqueued_at in runs_lost(mode=mode):
-        sent += run_resend(run_id, delivery=delivery, enqueued_at=enqueued_at, mode=mode)
+    for run_id, delivery, enqueued_at, state in _runs_lost(mode=mode):
+        resent = run_resend(run_id, delivery=delivery, enqueued_at=enqueued_at, mode=mode)
+        if resent and state == RunState.RUNNING:  # its worker died holding the lease
+            LEASE_TAKEOVERS.labels(lane=mode).inc()
+        sent += resent
     if sent:
         logger.warning("lane %s: sent %d lost deliveries again", mode, sent)
     return sent

@@ -16,6 +16,7 @@ from typing import Any
 from django.db import transaction
 
 from kernel.errors import NotFound, Refusal, TurbobaseError
+from kernel.log_context import log_context_set
 from processes.codes import ProcessCode
 from processes.engine import grouped_steps
 from processes.engine.ai_step import ai_step_execute
@@ -155,6 +156,7 @@ def step_execute(
     scope: StepScope, planned: PlannedStep, ctx: dict, runtime: ModuleRuntime
 ) -> StepResult:
     """Perform one step and record it. Never raises for the author's or the boundary's refusals."""
+    log_context_set(step_id=planned.step_id)  # until the delivery ends (processes.observe)
     step = planned.definition
     if not _groups(planned):
         _settle(scope)

@@ -137,7 +137,7 @@ RULES = [
     ("post", "v1/tasks/<str:task_id>/reject", f"/v1/tasks/{RUN}/reject", {"reason": "no"}, WRITE),
 ]
 # Open on purpose, each with its reason in the view's ``scope_exempt``.
-EXEMPT = {"v1/auth/session", "v1/health"}
+EXEMPT = {"v1/auth/session", "v1/health", "v1/health/live", "v1/health/ready"}
 PRINCIPALS = {
     "read-only token": [READ],
     "write-only token": [WRITE],

@@ -78,7 +78,7 @@ def test_tb_token_unknown_scope_is_a_clear_error():
     with pytest.raises(CommandError) as refused:
         run("tb_token", "ops", "--scope", "everything")
     assert str(refused.value) == (
-        "unknown scope(s): everything; known: extensions:deploy, data:read, data:write"
+        "unknown scope(s): everything; known: extensions:deploy, data:read, data:write, metrics:read"
     )
     assert AccessToken.objects.count() == 0
 

@@ -144,7 +144,7 @@ def test_every_error_answer_is_the_one_error_body():
     assert set(components["Rejection"]["properties"]) == {"code", "field", "message"}
     for method, path, op in operations():
         errors = {status: answer for status, answer in op["responses"].items() if status[0] in "45"}
-        if path != "/v1/health":
+        if path not in ("/v1/health", "/v1/health/live"):  # they answer while the process does
             assert errors, f"{method} {path} documents no error"
         for answer in errors.values():
             assert answer["content"]["application/json"]["schema"] == {
@@ -170,7 +170,7 @@ def test_callers_are_told_how_to_authenticate():
 
 def test_each_operation_says_the_scope_a_token_needs_and_its_403():
     for method, path, op in operations():
-        if path in ("/v1/health", "/v1/auth/session"):
+        if path in ("/v1/health", "/v1/health/live", "/v1/health/ready", "/v1/auth/session"):
             continue  # open to anyone (kernel.scopes: scope_exempt)
         assert "A personal access token needs the `" in op["description"], f"{method} {path}"
         assert {"401", "403"} <= set(op["responses"]), f"{method} {path}"
@@ -294,6 +294,10 @@ def test_sign_in_who_am_i_sign_out_and_health_fit_the_schema(admin):
     bearer.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
     assert assert_documented(bearer.get(path), "get", path)["scopes"] == ["extensions:deploy"]
     assert assert_documented(APIClient().get("/v1/health"), "get", "/v1/health")["status"] == "ok"
+    live = assert_documented(APIClient().get("/v1/health/live"), "get", "/v1/health/live")
+    assert live == {"status": "ok"}
+    unready = assert_documented(APIClient().get("/v1/health/ready"), "get", "/v1/health/ready")
+    assert (unready["error"], unready["status"]) == ("not_ready", "unready")  # no worker yet
 
 
 def test_record_writes_and_their_refusals_fit_the_schema(admin):

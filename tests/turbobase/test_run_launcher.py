@@ -30,9 +30,16 @@ def _commands(pids: list[int]) -> list[str]:
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_tb_run_serves_with_gunicorn_and_a_signal_stops_everything_within_10_s(tmp_path, signum):
-    instance = Instance(database_url=f"sqlite:///{tmp_path}/run.sqlite3")
+    prometheus = tmp_path / "prometheus"  # an earlier start's metric files: tb_run empties it
+    prometheus.mkdir()
+    (prometheus / "counter_999999.db").write_bytes(b"an earlier start's counts")
+    instance = Instance(
+        database_url=f"sqlite:///{tmp_path}/run.sqlite3",
+        env={"PROMETHEUS_MULTIPROC_DIR": str(prometheus)},
+    )
     try:
         instance.start(tmp_path)
+        assert not (prometheus / "counter_999999.db").exists()
         health = requests.get(instance.url("/v1/health"), timeout=30)
         assert health.json() == {"status": "ok", "database": "sqlite"}
         signed_in = requests.post(

@@ -41,7 +41,7 @@ class Command(DjangoQCommand):
 
     def handle(self, *args, **options):
         lane = options.get("cluster_name") or os.environ.get("Q_CLUSTER_NAME")
-        if lane in CLUSTER_LANES and not options.get("run_once"):
+        if lane in LANES and not options.get("run_once"):
             return self.lane_handle(lane)
         if lane or options.get("run_once"):
             return super().handle(*args, **options)
@@ -90,20 +90,28 @@ class Command(DjangoQCommand):
             sys.exit(1)
 
     def lane_handle(self, lane: str) -> None:
-        """A run lane's cluster, and beside its workers the watch that re-sends lost deliveries."""
+        """A lane's cluster, its heartbeat (``processes.heartbeats``: what /v1/health/ready reads)
+        while its sentinel lives, and beside a run lane's workers the watch that re-sends lost
+        deliveries."""
         from django_q.cluster import Cluster
 
         from processes.engine.redelivery import redelivery_watch
+        from processes.heartbeats import Beater
 
         os.environ["Q_CLUSTER_NAME"] = lane
         cluster = Cluster()
         cluster.start()
+        watching = lane in CLUSTER_LANES and os.environ.get(WATCH_ENV) != "parent"
+        beater = Beater(lane, hold=watching)  # a watch holds a connection anyway
 
         def alive() -> bool:
-            return cluster.sentinel is not None and cluster.sentinel.is_alive()
+            living = cluster.sentinel is not None and cluster.sentinel.is_alive()
+            if living:
+                beater.tick()
+            return living
 
-        if os.environ.get(WATCH_ENV) == "parent":  # the all-lanes qcluster watches for us
-            while alive():
+        if not watching:
+            while alive():  # the all-lanes qcluster watches the run lanes for us
                 time.sleep(0.5)
             return
         redelivery_watch(mode=CLUSTER_LANES[lane], alive=alive)

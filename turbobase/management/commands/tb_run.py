@@ -27,6 +27,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import connections
 
+from kernel.metrics import multiproc_dir_clean
 from turbobase.management.commands.tb_demo import DEMO_LOGINS
 from turbobase.management.commands.tb_prepare import static_collect
 
@@ -112,6 +113,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, host: str, port: int, no_workers: bool, **options) -> None:
         static_collect()  # WhiteNoise serves STATIC_ROOT; a fresh checkout may not have collected yet
+        multiproc_dir_clean()  # /metrics: the counts of an earlier start's processes are gone
         base = Path(settings.BASE_DIR)
         web = [
             sys.executable,
