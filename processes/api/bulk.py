@@ -118,7 +118,7 @@ class BulkView(APIView):
             action=body.get("action"),
             filter=body.get("filter"),
         )
-        return Response({"bulkId": str(bulk.pk), "state": bulk.state}, status=202)
+        return Response({"bulkId": str(bulk.pk), "state": bulk.status}, status=202)
 
 
 class BulkDetailView(APIView):

@@ -19,15 +19,15 @@ class BulkActionAdmin(admin.ModelAdmin):
         "bulk_id",
         "action",
         "count",
-        "state",
+        "status",
         "requested_by",
         "approved_by",
-        "done",
-        "skipped",
-        "failed",
+        "runs_done",
+        "runs_skipped",
+        "runs_failed",
         "created_at",
     )
-    list_filter = ("state", "action")
+    list_filter = ("status", "action")
     ordering = ("-created_at",)
     list_select_related = ("requested_by", "approved_by")
     readonly_fields = [field.name for field in BulkAction._meta.fields]
@@ -46,7 +46,7 @@ class BulkActionAdmin(admin.ModelAdmin):
         user = acting_user(request)
         reason = f"rejected in the admin by {user.get_username()}"
         decided = 0
-        for bulk in chosen.filter(state=BulkState.AWAITING_APPROVAL):
+        for bulk in chosen.filter(status=BulkState.AWAITING_APPROVAL):
             try:
                 bulk_decide(user=user, bulk_id=str(bulk.pk), approve=approve, reason=reason)
                 decided += 1

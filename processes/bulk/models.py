@@ -23,13 +23,23 @@ class BulkState(models.TextChoices):
     REJECTED = "rejected"
 
 
+class BulkOutcome(models.TextChoices):
+    """What became of one run of a bulk action."""
+
+    DONE = "done"  # steered
+    SKIPPED = "skipped"  # ended or moved since the preview, or no longer the requester's
+    FAILED = "failed"  # the verb refused it otherwise
+
+
 class BulkAction(models.Model):
     bulk_id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     action = models.CharField(max_length=8, choices=BulkVerb.choices)
     filter = models.JSONField(default=dict)  # as the requester sent it
     run_ids = models.JSONField(default=list)  # the runs the preview counted, in order
     count = models.PositiveIntegerField(default=0)
-    state = models.CharField(max_length=20, choices=BulkState.choices, default=BulkState.PREVIEWED)
+    # Not a run's state (``processes.status`` moves those): the bulk action's own, its ``state``
+    # in the API.
+    status = models.CharField(max_length=20, choices=BulkState.choices, default=BulkState.PREVIEWED)
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -40,9 +50,9 @@ class BulkAction(models.Model):
     # Progress: runs steered, skipped (finished since, or no longer in a state the verb takes),
     # and failed (the verb refused them otherwise); each run is counted once.
     position = models.PositiveIntegerField(default=0)
-    done = models.PositiveIntegerField(default=0)
-    skipped = models.PositiveIntegerField(default=0)
-    failed = models.PositiveIntegerField(default=0)
+    runs_done = models.PositiveIntegerField(default=0)
+    runs_skipped = models.PositiveIntegerField(default=0)
+    runs_failed = models.PositiveIntegerField(default=0)
     skips = models.JSONField(default=list)  # [{runId, state, why}], the first 100
     created_at = models.DateTimeField(auto_now_add=True)
     decided_at = models.DateTimeField(null=True, blank=True)
@@ -50,7 +60,7 @@ class BulkAction(models.Model):
 
     class Meta:
         db_table = "process_bulk_action"
-        indexes = [models.Index(fields=["state", "created_at"])]
+        indexes = [models.Index(fields=["status", "created_at"])]
 
     def __str__(self) -> str:
-        return f"{self.action} of {self.count} runs ({self.state})"
+        return f"{self.action} of {self.count} runs ({self.status})"

@@ -27,7 +27,7 @@ from kernel.errors import AdminRequired, TurbobaseError
 from kernel.filters import FilterInvalid
 from kernel.ids import uuid_or_none
 from processes.audit import ProcessAuditAction
-from processes.bulk.models import BulkAction, BulkState, BulkVerb
+from processes.bulk.models import BulkAction, BulkOutcome, BulkState, BulkVerb
 from processes.errors import BulkInvalid, BulkNotFound, BulkUsed, FourEyes, RunNotFound
 from processes.models import TERMINAL_STATES, ProcessRun, RunState
 from processes.run_search.find import INPUT_PREFIX, runs_filtered
@@ -119,16 +119,16 @@ def bulk_submit(*, user: User, bulk_id: Any, action: Any, filter: Any) -> BulkAc
     bulk = _locked(bulk_id)
     if bulk is None or bulk.requested_by_id != user.pk:
         raise BulkNotFound(f"no bulk action {bulk_id!r} that is yours", bulkId=bulk_id)
-    if bulk.state != BulkState.PREVIEWED:
-        raise BulkUsed(f"bulk action {bulk_id} is {bulk.state}", bulkId=bulk_id, state=bulk.state)
+    if bulk.status != BulkState.PREVIEWED:
+        raise BulkUsed(f"bulk action {bulk_id} is {bulk.status}", bulkId=bulk_id, state=bulk.status)
     if (action, filter) != (bulk.action, bulk.filter):
         raise BulkInvalid(
             "action and filter must be the preview's (preview again to change them)",
             field="filter" if action == bulk.action else "action",
         )
     if bulk.count > setting_get("steer.approval_over"):
-        bulk.state = BulkState.AWAITING_APPROVAL
-        bulk.save(update_fields=["state"])
+        bulk.status = BulkState.AWAITING_APPROVAL
+        bulk.save(update_fields=["status"])
         return bulk
     _start(bulk)
     return bulk
@@ -144,23 +144,23 @@ def bulk_decide(*, user: User, bulk_id: str, approve: bool, reason: Any = "") ->
         raise BulkNotFound(f"no bulk action {bulk_id!r}", bulkId=str(bulk_id))
     if bulk.requested_by_id == user.pk:
         raise FourEyes("another administrator must approve or reject your own bulk action")
-    if bulk.state != BulkState.AWAITING_APPROVAL:
-        raise BulkUsed(f"bulk action {bulk_id} is {bulk.state}", bulkId=bulk_id, state=bulk.state)
+    if bulk.status != BulkState.AWAITING_APPROVAL:
+        raise BulkUsed(f"bulk action {bulk_id} is {bulk.status}", bulkId=bulk_id, state=bulk.status)
     bulk.approved_by, bulk.decided_at = user, timezone.now()
     if approve:
         _start(bulk)
         return bulk
     if not isinstance(reason, str) or not reason.strip():
         raise BulkInvalid("say why it is rejected", field="reason")
-    bulk.state, bulk.reason = BulkState.REJECTED, reason.strip()
-    bulk.save(update_fields=["state", "reason", "approved_by", "decided_at"])
+    bulk.status, bulk.reason = BulkState.REJECTED, reason.strip()
+    bulk.save(update_fields=["status", "reason", "approved_by", "decided_at"])
     _audit(bulk, ProcessAuditAction.RUNS_BULK_REJECTED, actor=user)
     return bulk
 
 
 def _start(bulk: BulkAction) -> None:
-    bulk.state = BulkState.RUNNING
-    bulk.save(update_fields=["state", "approved_by", "decided_at"])
+    bulk.status = BulkState.RUNNING
+    bulk.save(update_fields=["status", "approved_by", "decided_at"])
     bulk_id = str(bulk.pk)
     transaction.on_commit(
         lambda: async_task(
@@ -189,43 +189,45 @@ def bulk_advance(bulk_id: str, *, batch: int = BATCH) -> bool:
     The action's row is locked meanwhile, so two workers handed the same task never steer a
     run twice: the second finds the position moved on."""
     bulk = BulkAction.objects.select_for_update().filter(pk=bulk_id).first()
-    if bulk is None or bulk.state != BulkState.RUNNING:
+    if bulk is None or bulk.status != BulkState.RUNNING:
         return False
     requester = bulk.requested_by
     for run_id in bulk.run_ids[bulk.position : bulk.position + batch]:
         outcome, why = _steer(bulk.action, requester, run_id)
-        if outcome == "done":
-            bulk.done += 1
-        else:
-            setattr(bulk, outcome, getattr(bulk, outcome) + 1)
-            if len(bulk.skips) < SKIPS_KEPT:
-                bulk.skips.append({"runId": run_id, "outcome": outcome, "why": why})
+        counter = f"runs_{outcome}"
+        setattr(bulk, counter, getattr(bulk, counter) + 1)
+        if outcome != BulkOutcome.DONE and len(bulk.skips) < SKIPS_KEPT:
+            bulk.skips.append({"runId": run_id, "outcome": outcome, "why": why})
         bulk.position += 1
     if bulk.position >= bulk.count:
-        bulk.state, bulk.finished_at = BulkState.DONE, timezone.now()
+        bulk.status, bulk.finished_at = BulkState.DONE, timezone.now()
         _audit(bulk, ProcessAuditAction.RUNS_BULK, actor=requester)
     bulk.save()
-    return bulk.state == BulkState.RUNNING
+    return bulk.status == BulkState.RUNNING
 
 
-def _steer(action: str, requester: User | None, run_id: str) -> tuple[str, str]:
-    """(``done`` | ``skipped`` | ``failed``, why) for one run."""
+def _steer(action: str, requester: User | None, run_id: str) -> tuple[BulkOutcome, str]:
+    """What became of one run, and why."""
     if requester is None:
-        return "failed", "the requester's account was deleted"
+        return BulkOutcome.FAILED, "the requester's account was deleted"
     before = ProcessRun.objects.filter(pk=run_id).values_list("state", flat=True).first()
     if before is None:
-        return "skipped", "the run is gone"
+        return BulkOutcome.SKIPPED, "the run is gone"
     try:
         with transaction.atomic():
             _VERBS[action](user=requester, run_id=run_id)
     except RunNotFound:
-        return "skipped", "the run is no longer yours to steer"
+        return BulkOutcome.SKIPPED, "the run is no longer yours to steer"
     except TurbobaseError as exc:
-        kind = "skipped" if getattr(exc, "http_status", 0) == 409 else "failed"
+        refused_by_state = getattr(exc, "http_status", 0) == 409
+        kind = BulkOutcome.SKIPPED if refused_by_state else BulkOutcome.FAILED
         return kind, f"{before}: {exc.message}"
     if action == BulkVerb.CANCEL and before in TERMINAL_STATES:
-        return "skipped", f"it had ended {before}"  # cancelling an ended run changes nothing
-    return "done", ""
+        return (
+            BulkOutcome.SKIPPED,
+            f"it had ended {before}",
+        )  # cancelling an ended run changes nothing
+    return BulkOutcome.DONE, ""
 
 
 def _audit(bulk: BulkAction, action: str, *, actor: Any) -> None:
@@ -244,9 +246,9 @@ def _told(bulk: BulkAction) -> dict[str, Any]:
         "action": bulk.action,
         "filter": bulk.filter,
         "count": bulk.count,
-        "done": bulk.done,
-        "skipped": bulk.skipped,
-        "failed": bulk.failed,
+        "done": bulk.runs_done,
+        "skipped": bulk.runs_skipped,
+        "failed": bulk.runs_failed,
         "requestedBy": bulk.requested_by.get_username() if bulk.requested_by else None,
         "approvedBy": bulk.approved_by.get_username() if bulk.approved_by else None,
     }
@@ -256,7 +258,7 @@ def bulk_shown(bulk: BulkAction) -> dict[str, Any]:
     """A bulk action as the API answers it: what, how many, who, and how far it got."""
     return {
         "bulkId": str(bulk.pk),
-        "state": bulk.state,
+        "state": bulk.status,
         **_told(bulk),
         "skips": bulk.skips,
         "reason": bulk.reason or None,

@@ -65,7 +65,7 @@ def test_a_preview_counts_and_fixes_the_runs_and_changes_nothing(orders, alice, 
     assert [run["runId"] for run in preview["sample"]] == [str(r.pk) for r in newest]
     assert set(_states(runs)) == {"queued"}
     bulk = BulkAction.objects.get(pk=preview["bulkId"])
-    assert (bulk.state, sorted(bulk.run_ids)) == ("previewed", sorted(str(r.pk) for r in runs))
+    assert (bulk.status, sorted(bulk.run_ids)) == ("previewed", sorted(str(r.pk) for r in runs))
     assert not AuditEvent.objects.filter(action__startswith="runs.bulk").exists()
 
 
@@ -246,10 +246,10 @@ def test_the_admin_screen_approves_another_administrators_action(
         screen, {"action": "approve", "_selected_action": [preview["bulkId"]]}, follow=True
     )
     assert "another administrator must approve" in own.content.decode()
-    assert BulkAction.objects.get(pk=preview["bulkId"]).state == "awaiting_approval"
+    assert BulkAction.objects.get(pk=preview["bulkId"]).status == "awaiting_approval"
     checker = Client()
     checker.force_login(other_admin)
     checker.post(screen, {"action": "approve", "_selected_action": [preview["bulkId"]]})
-    assert BulkAction.objects.get(pk=preview["bulkId"]).state == "running"
+    assert BulkAction.objects.get(pk=preview["bulkId"]).status == "running"
     bulk_perform(preview["bulkId"])
     assert _states(runs) == ["cancelled"]

@@ -29,7 +29,7 @@ def test_a_worker_cancels_every_previewed_run(admin_user, alice, tmp_path):
         )
         assert submitted.status_code == 202, submitted.content
         wait_until(
-            lambda: BulkAction.objects.get(pk=bulk_id).state == "done",
+            lambda: BulkAction.objects.get(pk=bulk_id).status == "done",
             timeout=120,
             message="the bulk action done",
         )
