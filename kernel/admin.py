@@ -1,5 +1,8 @@
 """The kernel's screens: access tokens (listed and revoked) and the audit trail (read only).
 
+Users and groups are Django's own screens, except that a deletion names the operator who made it:
+the rooms' ``pre_delete`` receivers (the records a user owned, released and audited) see who.
+
 A token is issued with ``manage.py tb_token``: the raw token is shown once, by the command that
 issues it; the admin only ever sees the hash and the first characters, so nothing here can leak a
 usable token. The audit trail is evidence: nobody adds, edits or deletes an event here.
@@ -7,12 +10,17 @@ usable token. The audit trail is evidence: nobody adds, edits or deletes an even
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin, messages
+from django.contrib.auth.admin import GroupAdmin, UserAdmin
+from django.contrib.auth.models import Group, User
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from kernel.audit import AuditEvent
 from kernel.models import AccessToken, token_revoke
+from kernel.users import operator_acting
 
 
 @admin.register(AccessToken)
@@ -79,3 +87,29 @@ class AuditEventAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: AuditEvent | None = None) -> bool:
         return False
+
+
+class OperatorDeletes:
+    """A deletion (one, or the bulk action) runs with the operator named (``operator_acting``)."""
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        with operator_acting(request.user):
+            super().delete_model(request, obj)  # type: ignore[misc]
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet) -> None:
+        with operator_acting(request.user):
+            super().delete_queryset(request, queryset)  # type: ignore[misc]
+
+
+class OperatorUserAdmin(OperatorDeletes, UserAdmin):
+    pass
+
+
+class OperatorGroupAdmin(OperatorDeletes, GroupAdmin):
+    pass
+
+
+for _model, _model_admin in ((User, OperatorUserAdmin), (Group, OperatorGroupAdmin)):
+    if admin.site.is_registered(_model):
+        admin.site.unregister(_model)
+    admin.site.register(_model, _model_admin)

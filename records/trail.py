@@ -39,9 +39,11 @@ def trail_row(
     message: str = "",
 ) -> WriteTrail:
     """The trail row of one decision, not yet saved (the boundary may insert it with its write)."""
+    user = actor.user if actor and getattr(actor.user, "pk", None) is not None else None
     return row_like(
         _blank(),
-        actor=actor.user if actor and getattr(actor.user, "pk", None) else None,
+        actor_id=user.pk if user is not None else None,
+        actor_name=user.get_username() if user is not None else "",
         action=action,
         record_type=record_type,
         pg_row_id=pg_row_id,
