@@ -155,3 +155,12 @@ def test_the_admin_cannot_delete_a_lockout_unaudited(alice, operator: Client):
     assert SignInFailure.objects.filter(username="alice").exists()
     assert not AuditEvent.objects.exists()
     assert res.status_code in (200, 302)
+
+
+def test_the_admin_sign_in_counts_by_address_too(admin_user):
+    lock_out("root", ATTACKER)
+    form = {"username": "root", "password": "pw-root"}
+    locked = Client(REMOTE_ADDR=ATTACKER).post("/admin/login/?next=/admin/", form)
+    assert locked.status_code == 200
+    assert b"too many failed sign-ins for this username" in locked.content
+    assert Client(REMOTE_ADDR=USER).post("/admin/login/?next=/admin/", form).status_code == 302
