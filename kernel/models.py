@@ -71,22 +71,32 @@ def token_revoke(*, token: AccessToken) -> AccessToken:
 
 
 class SignInFailure(models.Model):
-    """Failed sign-ins for one username in the current window (``kernel.sign_in``).
+    """Failed sign-ins from one client address in the current window (``kernel.sign_in``): for one
+    username (``username`` set), or for every username together (``username`` empty — no sign-in
+    can name the empty username, both sign-in forms refuse it first).
 
-    One row per username (unique), counted with ``F()`` updates, so every web process counts into
-    the same row and agrees on the lockout; nothing lives in a per-process cache.
+    One row per (address, username), unique, counted with ``F()`` updates, so every web process
+    counts into the same row and agrees on the lockout; nothing lives in a per-process cache.
     """
 
-    username = models.CharField(max_length=150, unique=True)
+    username = models.CharField(max_length=150, blank=True)
+    address = models.CharField(max_length=64)
     failures = models.PositiveIntegerField(default=0)
     first_failed_at = models.DateTimeField(db_index=True)
     locked_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         db_table = "sign_in_failure"
+        verbose_name = "sign-in lockout"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["address", "username"], name="sign_in_failure_address_username"
+            )
+        ]
 
     def __str__(self) -> str:
-        return f"{self.username}: {self.failures} failed sign-in(s)"
+        who = self.username or "any username"
+        return f"{who} from {self.address}: {self.failures} failed sign-in(s)"
 
 
 from kernel.audit import AuditEvent  # noqa: E402,F401  (the audit trail's model, for Django to find)

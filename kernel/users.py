@@ -8,6 +8,10 @@ says so in one place instead of every view casting.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
 from django.contrib.auth.models import User
 from django.http import HttpRequest
 from rest_framework.exceptions import NotAuthenticated
@@ -28,3 +32,22 @@ def admin_check(request: HttpRequest | Request, message: str) -> None:
     """Refuse (403 ``admin_required``, saying ``message``) a request whose user is not staff."""
     if not getattr(request.user, "is_staff", False):
         raise AdminRequired(message)
+
+
+_operator: ContextVar[User | None] = ContextVar("kernel_operator", default=None)
+
+
+@contextmanager
+def operator_acting(user: object) -> Iterator[None]:
+    """Name the operator behind what the block does (an admin screen's delete, say), for services
+    reached through Django's signals, which carry no request (``operator_current``)."""
+    token = _operator.set(user if isinstance(user, User) and user.is_authenticated else None)
+    try:
+        yield
+    finally:
+        _operator.reset(token)
+
+
+def operator_current() -> User | None:
+    """The operator named by the innermost ``operator_acting`` block; ``None`` outside any (a shell)."""
+    return _operator.get()

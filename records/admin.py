@@ -77,11 +77,19 @@ class RecordWriteStateAdmin(ReadOnlyAdmin):
 
 @admin.register(WriteTrail)
 class WriteTrailAdmin(ReadOnlyAdmin):
-    list_display = ("id", "at", "actor", "action", "record_type", "outcome", "code", "process_step")
+    list_display = (
+        "id",
+        "at",
+        "actor_name",
+        "action",
+        "record_type",
+        "outcome",
+        "code",
+        "process_step",
+    )
     list_filter = ("outcome", "action", "record_type")
-    search_fields = ("=pg_row_id", "code", "actor__username", "process_run_id")
+    search_fields = ("=pg_row_id", "code", "actor_name", "process_run_id")
     date_hierarchy = "at"
-    list_select_related = ("actor",)
 
 
 # Compliance → Guardrails: held deletes and rules register from here (they act through this room).

@@ -2,12 +2,13 @@
 
 The door is three modules: ``records.boundary`` (create, update, delete, settle),
 ``records.verdicts`` (a source's verdict, a held delete decided) and ``records.trail`` (the trail
-row every decision writes). Their public services are wrapped in ``door_opened``; everywhere
-else the default manager (``objects``) of ``Record``, ``RecordWriteState`` and ``WriteTrail``
-refuses every ORM write path — ``create``, ``save``, ``update``, ``delete``, ``bulk_create``,
-``bulk_update``, ``get_or_create``, ``update_or_create`` — with ``DoorClosed``. Reads use
-``.reads``, a manager that cannot write even inside the door, so ``grep door_open`` finds every
-way in.
+row every decision writes) — plus ``records.releases``, which empties the owner or group of the
+records of a user or group being deleted. Their public services are wrapped in ``door_opened``;
+everywhere else the default manager (``objects``) of ``Record``, ``RecordWriteState`` and
+``WriteTrail`` refuses every ORM write path — ``create``, ``save``, ``update``, ``delete``,
+``bulk_create``, ``bulk_update``, ``get_or_create``, ``update_or_create`` — with ``DoorClosed``.
+Reads use ``.reads``, a manager that cannot write even inside the door, so ``grep door_open``
+finds every way in.
 
 Why a context variable rather than a flag argument or a module check: the boundary calls hooks,
 guardrails and the sources room while it holds the door, and a context variable follows the

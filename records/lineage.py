@@ -80,9 +80,7 @@ def record_lineage(*, user: User, record_type: str, pg_row_id: str) -> list[Line
         parsed is not None and records_visible(user=user, record_type=rt).filter(pk=parsed).exists()
     )
     trail = list(
-        WriteTrail.reads.filter(record_type=rt.name, pg_row_id=parsed)
-        .select_related("actor")
-        .order_by("at", "id")
+        WriteTrail.reads.filter(record_type=rt.name, pg_row_id=parsed).order_by("at", "id")
         if parsed is not None
         else []
     )
@@ -131,7 +129,7 @@ def _entry(
         at=row.at,
         action=row.action,
         outcome=row.outcome,
-        actor=row.actor.get_username() if row.actor is not None else None,
+        actor=row.actor_name or None,  # as the actor was named when the row was written
         run_id=row.process_run_id or None,
         process_id=run["processId"] if run else None,
         version=run["version"] if run else None,

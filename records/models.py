@@ -39,11 +39,18 @@ class Record(DoorGuarded):  # type: ignore[django-manager-missing, unused-ignore
     sync_version = models.PositiveIntegerField(default=1)
     sync_state = models.CharField(max_length=20, choices=SyncState.choices)
     synced_at = models.DateTimeField(null=True, blank=True)
+    # DO_NOTHING: Django's deletion collector would null these with an UPDATE outside the door.
+    # A user or group being deleted releases its records first, through the door and audited
+    # (``records.releases``); the database's foreign key still refuses any other way round.
     owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        related_name="+",
     )
     group = models.ForeignKey(
-        "auth.Group", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "auth.Group", null=True, blank=True, on_delete=models.DO_NOTHING, related_name="+"
     )
     idempotency_key = models.CharField(max_length=255, null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -142,9 +149,10 @@ class WriteTrail(DoorGuarded):
 
     id = models.BigAutoField(primary_key=True)
     at = models.DateTimeField(auto_now_add=True)
-    actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    # Who, as plain columns: no foreign key, so deleting the user never rewrites a trail row, and
+    # the name is the one the actor had when the row was written. User ids are never reused.
+    actor_id = models.IntegerField(null=True, blank=True, db_index=True)
+    actor_name = models.CharField(max_length=150, blank=True, default="")
     action = models.CharField(max_length=16, choices=TrailAction.choices)
     record_type = models.CharField(max_length=64)
     pg_row_id = models.UUIDField(null=True, blank=True)

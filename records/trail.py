@@ -46,9 +46,11 @@ def trail_row(
         GUARDRAIL_DECISIONS.labels(
             decision=outcome, rule=text_clean(code or "", CODE_MAX_CHARS) or "unknown"
         ).inc()
+    user = actor.user if actor and getattr(actor.user, "pk", None) is not None else None
     return row_like(
         _blank(),
-        actor=actor.user if actor and getattr(actor.user, "pk", None) else None,
+        actor_id=user.pk if user is not None else None,
+        actor_name=user.get_username() if user is not None else "",
         action=action,
         record_type=record_type,
         pg_row_id=pg_row_id,

@@ -28,6 +28,7 @@ from django_q.models import Failure, OrmQ, Schedule, Success
 
 from kernel.sign_in import (
     SignInLocked,
+    client_address,
     sign_in_failure_record,
     sign_in_lock_check,
     sign_in_success_record,
@@ -78,24 +79,25 @@ for model, model_admin in (
 
 
 class LockoutAdminAuthenticationForm(AdminAuthenticationForm):
-    """Django's admin sign-in, refused while the username is locked and counting its failures."""
+    """Django's admin sign-in, refused while locked from this client and counting its failures."""
 
     def clean(self) -> dict[str, Any]:
         username = self.cleaned_data.get("username")
         if not username:
             return super().clean()  # the field's own error (missing, NUL) stands
+        address = client_address(self.request) if self.request is not None else ""
         try:
-            sign_in_lock_check(username=username)
+            sign_in_lock_check(username=username, address=address)
         except SignInLocked as locked:
             raise ValidationError(locked.message, code="too_many_attempts") from None
         try:
             cleaned = super().clean()
         except ValidationError:
             if self.user_cache is None:  # a wrong password, not a non-staff account
-                sign_in_failure_record(username=username)
+                sign_in_failure_record(username=username, address=address)
             raise
         if self.user_cache is not None:  # signed in (a form without a password proves nothing)
-            sign_in_success_record(username=username)
+            sign_in_success_record(username=username, address=address)
         return cleaned
 
 

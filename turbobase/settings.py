@@ -27,6 +27,11 @@ DEBUG = _env_bool("DEBUG", False)
 SECRET_KEY = os.environ.get("SECRET_KEY", "turbobase-insecure-development-key-change-me")
 ALLOWED_HOSTS = [h for h in os.environ.get("ALLOWED_HOSTS", "*").split(",") if h]
 CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+# The reverse proxies whose X-Forwarded-For names the client (kernel.sign_in.client_address):
+# addresses or networks, comma-separated. Empty: the client is REMOTE_ADDR, X-Forwarded-For ignored.
+TURBOBASE_TRUSTED_PROXIES = [
+    p.strip() for p in os.environ.get("TURBOBASE_TRUSTED_PROXIES", "").split(",") if p.strip()
+]
 
 INSTALLED_APPS = [
     "turbobase.admin_site.TurbobaseAdminConfig",  # django.contrib.admin with our own site

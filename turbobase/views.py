@@ -19,7 +19,12 @@ from kernel.errors import InvalidRequest, TurbobaseError
 from kernel.models import AccessToken
 from kernel.openapi import error_responses
 from kernel.parsers import JSONParser
-from kernel.sign_in import sign_in_failure_record, sign_in_lock_check, sign_in_success_record
+from kernel.sign_in import (
+    client_address,
+    sign_in_failure_record,
+    sign_in_lock_check,
+    sign_in_success_record,
+)
 from turbobase.serializers import HealthOut, SignedInOut, SignInIn, WhoAmIOut
 
 USERNAME_MAX_LENGTH = 150  # Django's own limit: a longer name cannot be anyone's
@@ -59,12 +64,14 @@ class SessionView(APIView):
     def post(self, request: Request) -> Response:
         username = credential_in(request.data, "username")
         password = credential_in(request.data, "password")
-        sign_in_lock_check(username=username)  # before the password: a locked name learns nothing
+        address = client_address(request._request)
+        # Before the password: a locked name learns nothing.
+        sign_in_lock_check(username=username, address=address)
         user = authenticate(request._request, username=username, password=password)
         if user is None:
-            sign_in_failure_record(username=username)
+            sign_in_failure_record(username=username, address=address)
             raise SignInFailed()
-        sign_in_success_record(username=username)
+        sign_in_success_record(username=username, address=address)
         login(request._request, user)
         return Response(
             {

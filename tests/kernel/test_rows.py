@@ -42,7 +42,8 @@ def test_params_are_the_values_save_would_send(alice):
         sync_state=SyncState.LOCAL,  # a str enum: prepared, not taken as held
     )
     trail = WriteTrail(
-        actor=alice,
+        actor_id=alice.pk,
+        actor_name="alice",
         action=TrailAction.CREATE,
         record_type="legacy_customer",
         outcome=TrailOutcome.ALLOWED,

@@ -26,10 +26,22 @@ WORKERS = 16
 
 
 def test_simultaneous_failures_for_a_new_username_are_all_counted_in_one_row():
-    results = race(WORKERS, lambda i: sign_in_failure_record(username="target"))
+    results = race(WORKERS, lambda i: sign_in_failure_record(username="target", address="10.0.0.9"))
     assert [r for r in results if isinstance(r, Exception)] == []
-    row = SignInFailure.objects.get()
-    assert (row.username, row.failures) == ("target", WORKERS)
+    row = SignInFailure.objects.get(username="target")
+    assert (row.username, row.address, row.failures) == ("target", "10.0.0.9", WORKERS)
     assert row.locked_until is not None  # 16 ≥ 10: locked
     with pytest.raises(SignInLocked):
-        sign_in_lock_check(username="target")
+        sign_in_lock_check(username="target", address="10.0.0.9")
+    sign_in_lock_check(username="target", address="10.0.0.10")  # another client is not locked
+
+
+def test_simultaneous_failures_over_many_usernames_are_all_counted_for_the_address(settings):
+    settings.TURBOBASE_SIGN_IN_ADDRESS_MAX_FAILURES = WORKERS
+    results = race(WORKERS, lambda i: sign_in_failure_record(username=f"u{i}", address="10.0.0.9"))
+    assert [r for r in results if isinstance(r, Exception)] == []
+    row = SignInFailure.objects.get(username="")
+    assert (row.address, row.failures) == ("10.0.0.9", WORKERS)
+    assert row.locked_until is not None
+    with pytest.raises(SignInLocked):
+        sign_in_lock_check(username="anyone", address="10.0.0.9")

@@ -89,7 +89,7 @@ def test_administrator_sees_changes_and_deletes_all(admin_user, admin_api, alice
     )
     assert res.status_code == 200
     assert not Record.reads.filter(pk=alices_legacy.pk).exists()
-    assert WriteTrail.reads.filter(actor=admin_user).count() == 2
+    assert WriteTrail.reads.filter(actor_id=admin_user.pk).count() == 2
 
 
 def test_group_policy_shows_a_record_to_a_group_mate_only(db):

@@ -513,7 +513,7 @@ def test_a_registered_resource_is_read_with_its_own_closed_columns(alice, bob, a
                 Column("outcome", "outcome", ColumnKind.TEXT),
                 Column("at", "at", ColumnKind.DATETIME),
             ),
-            rows_visible=lambda user: WriteTrail.reads.filter(actor=user),
+            rows_visible=lambda user: WriteTrail.reads.filter(actor_id=user.pk),
             order_default=("id",),
             tiebreaker="id",
         )

@@ -132,8 +132,8 @@ def test_ten_failures_lock_the_username_with_retry_after_even_for_the_right_pass
     )
     assert 890 <= int(locked["Retry-After"]) <= 900
     assert signed_in_as(client) is None
-    row = SignInFailure.objects.get()
-    assert (row.username, row.failures) == ("alice", 10)
+    row = SignInFailure.objects.get(username="alice")
+    assert (row.username, row.address, row.failures) == ("alice", "127.0.0.1", 10)
     # Another username is not held up by alice's lock.
     assert sign_in(csrf_client(), "bob", "pw-bob").status_code == 200
 
@@ -142,9 +142,11 @@ def test_nine_failures_then_the_right_password_signs_in_and_resets_the_count(ali
     client = csrf_client()
     for _ in range(9):
         sign_in(client, "alice", "wrong")
-    assert SignInFailure.objects.get().failures == 9
+    assert SignInFailure.objects.get(username="alice").failures == 9
     assert sign_in(client, "alice", "pw-alice").status_code == 200
-    assert SignInFailure.objects.count() == 0
+    assert not SignInFailure.objects.filter(username="alice").exists()
+    # The address's own count (across usernames) is not reset by one account's right password.
+    assert SignInFailure.objects.get(username="").failures == 9
 
 
 def test_unknown_usernames_are_counted_and_locked_the_same_way(db):
@@ -165,7 +167,7 @@ def test_the_lock_ends_after_its_window_and_stale_failures_are_forgotten(alice, 
     past = timezone.now() - timedelta(seconds=901)
     SignInFailure.objects.update(first_failed_at=past, locked_until=past)
     assert sign_in(client, "alice", "wrong").status_code == 401
-    assert SignInFailure.objects.get().failures == 1  # a fresh window
+    assert SignInFailure.objects.get(username="alice").failures == 1  # a fresh window
     assert sign_in(client, "alice", "pw-alice").status_code == 200
 
 
