@@ -382,6 +382,24 @@ SETTINGS: tuple[SettingSpec, ...] = (
         min=1,
     ),
     SettingSpec(
+        "trail.retain_days",
+        _T.INTEGER,
+        0,
+        _G.HISTORY,
+        "Write-trail rows older than this many days are purged with the run history; 0 keeps "
+        "every row (a record's lineage reads the trail).",
+        max=36_500,
+    ),
+    SettingSpec(
+        "audit.retain_days",
+        _T.INTEGER,
+        0,
+        _G.HISTORY,
+        "Audit events older than this many days are purged with the run history; 0 keeps every "
+        "event.",
+        max=36_500,
+    ),
+    SettingSpec(
         "sources.max_attempts",
         _T.INTEGER,
         8,

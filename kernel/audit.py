@@ -3,15 +3,18 @@
 A setting changed (old → new), a process or every process switched, a held delete decided, a run
 steered, a schedule paused or resumed: each room calls ``audit_record`` inside the transaction
 that makes the change, so the trail and the change commit or roll back together. Rows are never
-changed or deleted by the product; ``actor_name`` keeps who it was after a user is removed.
+changed; they are deleted only past an operator's ``audit.retain_days`` (``audit_purge``, run with
+the history purge; by default every row is kept). ``actor_name`` keeps who it was after a user is
+removed.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import models
+from django.db import models, transaction
 
 
 class AuditEvent(models.Model):
@@ -75,3 +78,20 @@ def audit_latest(*, action: str, targets: list[str]) -> dict[str, AuditEvent]:
     for event in rows.select_related("actor"):
         latest.setdefault(event.target, event)
     return latest
+
+
+AUDIT_PURGE_BATCH = 5_000
+
+
+def audit_purge(*, before: datetime, dry_run: bool = False) -> int:
+    """Delete (``dry_run``: count) the audit events kept before ``before``, oldest first, a batch a
+    transaction; answers how many. Only an operator's ``audit.retain_days`` asks for it: by
+    default every event is kept."""
+    old = AuditEvent.objects.filter(at__lt=before)
+    if dry_run:
+        return old.count()
+    purged = 0
+    while ids := list(old.order_by("id").values_list("id", flat=True)[:AUDIT_PURGE_BATCH]):
+        with transaction.atomic():
+            purged += AuditEvent.objects.filter(id__in=ids).delete()[0]
+    return purged

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from datetime import datetime
 from uuid import UUID
 
 from django.contrib.auth.models import User
+from django.db import transaction
 
 from kernel.metrics import GUARDRAIL_DECISIONS
 from kernel.rows import row_like
@@ -94,3 +96,21 @@ def trail_write(
     )
     row.save(force_insert=True)
     return row
+
+
+# Trail rows deleted per transaction by a retention purge: short transactions, no long lock.
+TRAIL_PURGE_BATCH = 5_000
+
+
+@door_opened
+def trail_purge(*, before: datetime, dry_run: bool = False) -> int:
+    """Delete (``dry_run``: count) the trail rows written before ``before``, oldest first, a
+    batch a transaction; answers how many. Only ``trail.retain_days`` asks for it."""
+    old = WriteTrail.reads.filter(at__lt=before)
+    if dry_run:
+        return old.count()
+    purged = 0
+    while ids := list(old.order_by("id").values_list("id", flat=True)[:TRAIL_PURGE_BATCH]):
+        with transaction.atomic():
+            purged += WriteTrail.objects.filter(id__in=ids).delete()[0]
+    return purged

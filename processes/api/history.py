@@ -31,6 +31,8 @@ class HistoryPurgeOut(serializers.Serializer):
     ledgerRows = serializers.IntegerField()
     events = serializers.IntegerField(help_text="The purged runs' event waits.")
     tasks = serializers.IntegerField()
+    trailRows = serializers.IntegerField(help_text="Write-trail rows past trail.retain_days.")
+    auditEvents = serializers.IntegerField(help_text="Audit events past audit.retain_days.")
     archived = serializers.CharField(
         allow_null=True, help_text="The archive file the runs were appended to; null: none."
     )

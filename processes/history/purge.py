@@ -12,20 +12,22 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
-from kernel.audit import audit_record
+from guardrails.settings import setting_get
+from kernel.audit import audit_purge, audit_record
 from processes.audit import ProcessAuditAction
 from processes.history.archive import archive_check, archive_dir, archive_path
 from processes.history.batch import BatchCounts, batch_count, batch_purge
 from processes.history.errors import ArchiveUnwritable, PurgeRunning
 from processes.history.lease import lease_free, lease_renew, lease_take
 from processes.history.selection import PurgeRule, page_after, purge_rule, runs_held_back
+from records.trail import trail_purge
 
 # Runs per transaction: a batch of 500 runs with 5 ledger rows each holds its locks for tens of
 # milliseconds (see bench/history_purge.py for the longest one measured).
@@ -38,6 +40,8 @@ class PurgeResult:
     ledger_rows: int = 0
     events: int = 0
     tasks: int = 0
+    trail_rows: int = 0  # trail.retain_days
+    audit_events: int = 0  # audit.retain_days
     archived: str | None = None
     batches: int = 0
     longest_batch_s: float = 0.0  # the longest one transaction held its locks
@@ -58,6 +62,8 @@ class PurgeResult:
             "ledgerRows": self.ledger_rows,
             "events": self.events,
             "tasks": self.tasks,
+            "trailRows": self.trail_rows,
+            "auditEvents": self.audit_events,
             "archived": self.archived,
         }
 
@@ -74,7 +80,9 @@ def history_purge(
     ``finished_before``. ``max_seconds`` bounds the background job: it stops between batches."""
     rule = purge_rule(finished_before=finished_before)
     if dry_run:
-        return _walk(rule, batch_runs=batch_runs, archive=None, owner=None, max_seconds=None)
+        result = _walk(rule, batch_runs=batch_runs, archive=None, owner=None, max_seconds=None)
+        _kept_rows_purge(result, dry_run=True)
+        return result
     directory = archive_dir()
     if directory is not None:
         archive_check(directory)  # before anything is deleted
@@ -86,6 +94,8 @@ def history_purge(
         result = _walk(
             rule, batch_runs=batch_runs, archive=archive, owner=owner, max_seconds=max_seconds
         )
+        if result.stopped is None:
+            _kept_rows_purge(result, dry_run=False)
     finally:
         lease_free(owner)
     stopped = result.stopped
@@ -95,6 +105,17 @@ def history_purge(
         stopped.extra["purged"] = result.answer()
         raise stopped
     return result
+
+
+def _kept_rows_purge(result: PurgeResult, *, dry_run: bool) -> None:
+    """The write trail and the audit log past their own retention, when an operator set one
+    (``trail.retain_days``, ``audit.retain_days``; 0, the default, keeps every row)."""
+    now = timezone.now()
+    trail_days, audit_days = setting_get("trail.retain_days"), setting_get("audit.retain_days")
+    if trail_days:
+        result.trail_rows = trail_purge(before=now - timedelta(days=trail_days), dry_run=dry_run)
+    if audit_days:
+        result.audit_events = audit_purge(before=now - timedelta(days=audit_days), dry_run=dry_run)
 
 
 def _walk(

@@ -32,8 +32,8 @@ def test_dry_run_then_purge_then_a_time_of_ones_own(admins_token, capsys):
     code, out, _ = cli(capsys, "--json", "history", "purge")
     assert code == 0
     assert (
-        out
-        == '{\n  "archived": null,\n  "events": 0,\n  "ledgerRows": 3,\n  "runs": 1,\n  "tasks": 1\n}\n'
+        out == '{\n  "archived": null,\n  "auditEvents": 0,\n  "events": 0,\n  "ledgerRows": 3,\n'
+        '  "runs": 1,\n  "tasks": 1,\n  "trailRows": 0\n}\n'
     )
     assert str(old.pk) not in run_ids()
     code, out, _ = cli(capsys, "history", "purge", "--finished-before", days_ago(2).isoformat())

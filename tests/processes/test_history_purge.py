@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 
 from guardrails.models import HeldDelete, HeldStatus
 from guardrails.settings import setting_set
-from kernel.audit import AuditEvent
+from kernel.audit import AuditEvent, audit_record
 from kernel.models import token_issue
 from kernel.system_schedules import system_schedules
 from processes.events.models import Event, EventWait
@@ -22,6 +22,7 @@ from processes.history.purge import history_purge, history_purge_scheduled
 from processes.human_tasks.models import HumanTask
 from processes.models import LinkHow, ProcessRun, ProcessRunStep, RunState
 from records.boundary import record_create, record_delete
+from records.door import door_open
 from records.models import Record, RecordWriteState, WriteTrail
 from records.trail import Actor
 from tests.conftest import client_for
@@ -95,6 +96,8 @@ def test_old_finished_runs_go_with_their_ledger_waits_and_tasks_and_nothing_else
         "ledgerRows": 12,
         "events": 5,
         "tasks": 5,
+        "trailRows": 0,
+        "auditEvents": 0,
         "archived": None,
     }
     kept = {young, *unfinished, held_for, retried, retry, redirect}
@@ -172,6 +175,8 @@ def test_a_dry_run_counts_the_same_and_writes_nothing(admin_user, tmp_path, sett
         "ledgerRows": 15,
         "events": 5,
         "tasks": 5,
+        "trailRows": 0,
+        "auditEvents": 0,
         "archived": None,
     }
     assert (_counts(), AuditEvent.objects.count(), list(tmp_path.iterdir())) == (
@@ -276,7 +281,15 @@ def test_each_purge_writes_one_audit_event_with_what_it_did(admin_api, admin_use
             "finished": True,
         },
     )
-    assert answer == {"runs": 1, "ledgerRows": 3, "events": 0, "tasks": 1, "archived": None}
+    assert answer == {
+        "runs": 1,
+        "ledgerRows": 3,
+        "events": 0,
+        "tasks": 1,
+        "trailRows": 0,
+        "auditEvents": 0,
+        "archived": None,
+    }
     admin_api.post(PURGE, {"finishedBefore": "2020-01-01T00:00:00Z"}, format="json")
     assert _purged_audits()[-1].after["rule"] == "finishedBefore 2020-01-01T00:00:00+00:00"
 
@@ -291,6 +304,8 @@ def test_the_api_answers_the_documented_shape(admin_api):
         "ledgerRows": 2,
         "events": 0,
         "tasks": 0,
+        "trailRows": 0,
+        "auditEvents": 0,
         "archived": None,
     }
     counts = admin_api.get("/v1/processes/queue").json()["counts"]
@@ -395,3 +410,39 @@ def test_the_retention_settings_are_checked_naming_the_key(admin_api, key, value
         1_000_000,
     )
     assert rows["history.retain_days"]["group"] == "history"
+
+
+def test_the_trail_and_the_audit_keep_every_row_unless_an_operator_sets_their_retention(
+    admin_user, alice
+):
+    made = record_create(
+        actor=Actor(user=alice), record_type="legacy_customer", parent={"company_name": "T"}
+    )
+    fresh = record_create(
+        actor=Actor(user=alice), record_type="legacy_customer", parent={"company_name": "U"}
+    )
+    with door_open():
+        WriteTrail.objects.filter(pg_row_id=made.record.pk).update(at=days_ago(40))
+    old_audit = audit_record(actor=admin_user, action="test.old", target="x")
+    AuditEvent.objects.filter(pk=old_audit.pk).update(at=days_ago(400))
+    trail_before = WriteTrail.reads.count()
+
+    kept = history_purge(by=admin_user)  # the defaults: 0, keep every row
+    assert (kept.trail_rows, kept.audit_events) == (0, 0)
+    assert WriteTrail.reads.count() == trail_before
+    assert AuditEvent.objects.filter(pk=old_audit.pk).exists()
+
+    setting_set("trail.retain_days", 30)
+    setting_set("audit.retain_days", 365)
+    counted = history_purge(by=admin_user, dry_run=True)
+    assert (counted.trail_rows, counted.audit_events) == (1, 1)
+    assert WriteTrail.reads.count() == trail_before  # a dry run deletes nothing
+
+    purged = history_purge(by=admin_user)
+    assert (purged.answer()["trailRows"], purged.answer()["auditEvents"]) == (1, 1)
+    assert not WriteTrail.reads.filter(pg_row_id=made.record.pk).exists()
+    assert WriteTrail.reads.filter(pg_row_id=fresh.record.pk).exists()
+    assert not AuditEvent.objects.filter(pk=old_audit.pk).exists()
+    assert Record.reads.filter(pk=made.record.pk).exists()  # records are never purged
+    event = AuditEvent.objects.filter(action="history.purged").latest("at")
+    assert (event.after["trailRows"], event.after["auditEvents"]) == (1, 1)

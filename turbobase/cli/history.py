@@ -41,6 +41,11 @@ def _sentence(answer: dict[str, Any], dry_run: bool) -> str:
         f"{verb} {answer['runs']} runs: {answer['ledgerRows']} ledger rows, "
         f"{answer['events']} event waits, {answer['tasks']} tasks"
     )
+    if answer.get("trailRows") or answer.get("auditEvents"):
+        text += (
+            f"; past their own retention: {answer['trailRows']} trail rows, "
+            f"{answer['auditEvents']} audit events"
+        )
     return text + (f"\narchived to {answer['archived']}" if answer.get("archived") else "")
 
 
