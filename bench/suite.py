@@ -24,7 +24,7 @@ from support import bench_database
 
 from django.db import connection  # noqa: E402
 
-BENCHES = ("step", "migration", "queue", "sync", "shape")
+BENCHES = ("step", "migration", "queue", "sync", "shape", "history")
 
 
 def result_print(result: dict) -> None:
@@ -135,12 +135,19 @@ def run_shape(args: argparse.Namespace) -> None:
         raise RuntimeError(f"shape(s) failed: {', '.join(failed)}")
 
 
+def run_history(args: argparse.Namespace) -> None:
+    from history_purge import bench, report
+
+    print(report(bench(args.history_runs, args.history_keep)), flush=True)
+
+
 RUNNERS = {
     "step": run_step,
     "migration": run_migration,
     "queue": run_queue,
     "sync": run_sync,
     "shape": run_shape,
+    "history": run_history,
 }
 
 
@@ -161,6 +168,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--large-rows", type=int, default=50_000, help="the large migration's rows (0 skips it)"
     )
+    parser.add_argument(
+        "--history-runs",
+        type=int,
+        default=200_000,
+        help="finished runs (5 ledger rows each) the history purge bench starts from "
+        "(the issue's size is 1,000,000: one fifth by default on a 2-core machine)",
+    )
+    parser.add_argument("--history-keep", type=int, default=20_000, help="runs it purges down to")
     args = parser.parse_args(argv)
     chosen = [b.strip() for b in args.only.split(",") if b.strip()]
     unknown = set(chosen) - set(BENCHES)
