@@ -101,17 +101,7 @@ def update_grouped(
     record = ready.record
     if scope.ahead is not None:
         scope.ahead(write_outcome(record.pk, record.external_id, Disposition.CONFIRMED))
-    ready.row = row = ledger_row(
-        scope.run,
-        planned,
-        disposition=Disposition.CONFIRMED,
-        pg_row_id=record.pk,
-        external_id=record.external_id,
-        counts_write=True,
-        **_steps().step_placed(scope),
-    )
-    group.join(ready, planned.step_id, scope.idempotency_key)
-    return _steps().StepResult(StepStatus.DONE, row)
+    return _joined(scope, planned, group, ready)
 
 
 def delete_grouped(scope: StepScope, planned: PlannedStep, address: Any) -> StepResult | None:
@@ -134,6 +124,12 @@ def delete_grouped(scope: StepScope, planned: PlannedStep, address: Any) -> Step
         return _steps().step_refused(scope, planned, unit, exc)
     if ready is None:
         return None
+    return _joined(scope, planned, group, ready)
+
+
+def _joined(scope: StepScope, planned: PlannedStep, group: Any, ready: Any) -> StepResult:
+    """A grouped update's or delete's confirmed ledger row, built now, and the step joined to the
+    delivery's group (both are written with the group's statement)."""
     record = ready.record
     ready.row = row = ledger_row(
         scope.run,
