@@ -404,7 +404,8 @@ SETTINGS: tuple[SettingSpec, ...] = (
         _T.INTEGER,
         8,
         _G.SOURCES,
-        "Attempts an outbound write makes on transient errors before it parks.",
+        "Attempts an outbound write makes on transient errors at growing intervals; after them it "
+        "keeps retrying at the cap interval (it never parks: later writes of its type wait behind it).",
         min=1,
     ),
 )

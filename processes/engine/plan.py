@@ -22,7 +22,7 @@ class ForEachCapExceeded(Exception):
         self.group_id, self.count, self.cap = group_id, count, cap
         super().__init__(
             f"group {group_id!r} would repeat {count} times, over the cap of {cap} "
-            f"(DEFAULT_PROCESS_FOR_EACH_MAX_ITEMS); nothing was written — a chain that wants "
+            f"(setting processes.for_each_max_items); nothing was written — a chain that wants "
             "hundreds of legs wants eachRow"
         )
 
