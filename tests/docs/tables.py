@@ -67,7 +67,10 @@ def settings_table(groups: list[str] | None = None) -> str:
     _django()
     from guardrails.registry import REGISTRY
 
-    lines = ["| key | type | default | bounds | group | what it does |", "| --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "| key | type | default | bounds | group | what it does |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for spec in REGISTRY.values():
         if groups and str(spec.group) not in groups:
             continue
