@@ -106,3 +106,20 @@ def test_the_first_hour_runs_as_written(fresh: Instance, tmp_path):
         ("approved", "admin", "a duplicate")
     ]
     assert "sessionid" in (clone / "cookies.txt").read_text()  # step 3 really signed in
+
+    # The demo project's config follows TURBOBASE_URL too: its plan, at this port, is unchanged.
+    deploy = fresh.manage("tb_token", "admin", "--scope", "extensions:deploy").stdout.strip()
+    planned = subprocess.run(
+        [sys.executable, "-m", "turbobase.cli.main", "ext", "plan", "--to", "local"],
+        cwd=ROOT / "demo",
+        env={**env, "TURBOBASE_URL": fresh.base, "TURBOBASE_TOKEN": deploy},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert planned.returncode == 0, planned.stderr
+    lines = planned.stdout.splitlines()
+    assert lines[0] == f"plan for local ({fresh.base}):"
+    demo = [line for line in lines[1:] if not line.startswith("undeclared ")]
+    assert demo and all(line.startswith("unchanged ") for line in demo), planned.stdout
+    assert [line.split()[1] for line in lines if line.startswith("undeclared ")] == [PROCESS]
