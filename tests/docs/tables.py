@@ -22,6 +22,10 @@ import importlib
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from guardrails.registry import SettingSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 ROOMS = ("kernel", "extensions", "guardrails", "records", "sources", "processes", "turbobase")
@@ -40,6 +44,7 @@ def pages() -> list[Path]:
 
 
 def _django() -> None:
+    """Django set up (the registry and the URL configuration import models), once."""
     import django
     from django.conf import settings
 
@@ -50,7 +55,7 @@ def _django() -> None:
         django.setup()
 
 
-def _default_shown(spec) -> str:  # noqa: ANN001 - a guardrails.registry.SettingSpec
+def _default_shown(spec: SettingSpec) -> str:
     from guardrails.registry import SettingType
 
     if spec.type is SettingType.BOOLEAN:
