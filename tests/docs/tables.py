@@ -67,6 +67,12 @@ def _default_shown(spec: SettingSpec) -> str:
     return f"{spec.default:,}"
 
 
+def _bounds_shown(spec: SettingSpec) -> str:
+    from guardrails.registry import SettingType
+
+    return "—" if spec.type is SettingType.BOOLEAN else f"{spec.min:,} … {spec.max:,}"
+
+
 def settings_table(groups: list[str] | None = None) -> str:
     """The registry's settings (of ``groups``, in the registry's order) as a Markdown table."""
     _django()
@@ -81,7 +87,7 @@ def settings_table(groups: list[str] | None = None) -> str:
             continue
         description = spec.description.replace("|", "\\|").replace("\n", " ")
         lines.append(
-            f"| `{spec.key}` | {spec.type} | {_default_shown(spec)} | {spec.min:,} … {spec.max:,} "
+            f"| `{spec.key}` | {spec.type} | {_default_shown(spec)} | {_bounds_shown(spec)} "
             f"| {spec.group} | {description} |"
         )
     return "\n".join(lines) + "\n"
