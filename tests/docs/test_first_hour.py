@@ -45,9 +45,9 @@ def expectations(script: str, base: str) -> list[re.Pattern[str]]:
 
 
 def clone_make(tmp: Path) -> Path:
-    """A folder laid out as a clone after ``make run``: ``manage.py`` and ``.venv``."""
+    """A folder laid out as a clone after ``make run``: ``manage.py``, ``.venv`` and ``var/``."""
     clone = tmp / "clone"
-    clone.mkdir()
+    (clone / "var").mkdir(parents=True)
     (clone / "manage.py").symlink_to(ROOT / "manage.py")
     venv = ROOT / ".venv" if (ROOT / ".venv" / "bin" / "activate").exists() else Path(sys.prefix)
     (clone / ".venv").symlink_to(venv.resolve())
@@ -105,7 +105,7 @@ def test_the_first_hour_runs_as_written(fresh: Instance, tmp_path):
     assert [(h["status"], h["decidedBy"], h["note"]) for h in held] == [
         ("approved", "admin", "a duplicate")
     ]
-    assert "sessionid" in (clone / "cookies.txt").read_text()  # step 3 really signed in
+    assert "sessionid" in (clone / "var" / "cookies.txt").read_text()  # step 3 really signed in
 
     # The demo project's config follows TURBOBASE_URL too: its plan, at this port, is unchanged.
     deploy = fresh.manage("tb_token", "admin", "--scope", "extensions:deploy").stdout.strip()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.docs.tables import ROOT, page_generated, pages, settings_table, table_for
@@ -49,3 +51,22 @@ def test_the_settings_table_has_every_registry_key_once():
 def test_an_unknown_table_kind_is_refused():
     with pytest.raises(ValueError, match="unknown generated table 'nonsense'"):
         page_generated("<!-- generated: nonsense -->\n<!-- end generated -->")
+
+
+def test_defaults_quoted_in_prose_are_the_registry_s():
+    """Prose that quotes a setting's default as a bare number — "`processes.slice_cap` (1000)" —
+    quotes the registry's (a unit after the number, "(30 s)", is prose's own and not checked)."""
+    from guardrails.registry import REGISTRY
+
+    wrong = []
+    for page in pages():
+        text = page.read_text()
+        for key, spec in REGISTRY.items():
+            for quoted in re.findall(
+                rf"`{re.escape(key)}` \((\d[\d,]*)(?=[,):;]| [^a-zA-Z])", text
+            ):
+                if int(quoted.replace(",", "")) != spec.default:
+                    wrong.append(
+                        f"{page.relative_to(ROOT)}: {key} ({quoted}), registry {spec.default}"
+                    )
+    assert not wrong, "\n".join(wrong)
