@@ -162,3 +162,47 @@ def test_environment_mistakes_are_named(project, capsys, monkeypatch):
     code, _, err = cli(capsys, "ext", "plan", "--to", "staging")
     assert code == 2 and "no turbobase.config.json" in err
     assert ExtensionModule.objects.count() == 0
+
+
+def config_write(root: Path, staging: dict) -> None:
+    (root / "turbobase.config.json").write_text(json.dumps({"environments": {"staging": staging}}))
+
+
+def test_url_env_names_the_instance_at_any_port(project, live_server, capsys, monkeypatch):
+    # The committed config names a dead port; the variable it names carries the live one.
+    config_write(
+        project, {"url": "http://127.0.0.1:9", "urlEnv": "TB_URL", "tokenEnv": "TB_TOKEN_STAGING"}
+    )
+    monkeypatch.setenv("TB_URL", live_server.url)
+    code, out, err = cli(capsys, "ext", "plan", "--to", "staging")
+    assert (code, err) == (0, "")
+    assert out.splitlines()[0] == f"plan for staging ({live_server.url}):"
+    code, out, err = cli(capsys, "ext", "deploy", "--to", "staging")
+    assert (code, err) == (0, "") and out.splitlines()[
+        -1
+    ] == f"applied to staging ({live_server.url})"
+    assert TRACKED in active()
+
+
+def test_url_env_unset_falls_back_to_url(project, live_server, capsys, monkeypatch):
+    config_write(
+        project, {"url": live_server.url, "urlEnv": "TB_URL", "tokenEnv": "TB_TOKEN_STAGING"}
+    )
+    monkeypatch.delenv("TB_URL", raising=False)
+    code, out, err = cli(capsys, "ext", "plan", "--to", "staging")
+    assert (code, err) == (0, "")
+    assert out.splitlines()[0] == f"plan for staging ({live_server.url}):"
+
+
+def test_url_env_mistakes_are_named(project, capsys, monkeypatch):
+    config_write(project, {"urlEnv": "TB_URL", "tokenEnv": "TB_TOKEN_STAGING"})
+    monkeypatch.delenv("TB_URL", raising=False)
+    code, _, err = cli(capsys, "ext", "plan", "--to", "staging")
+    assert code == 2 and "TB_URL is not set and environments.staging has no url" in err
+    monkeypatch.setenv("TB_URL", "ftp://nowhere")
+    code, _, err = cli(capsys, "ext", "plan", "--to", "staging")
+    assert code == 2 and "TB_URL (environments.staging.urlEnv) must be an http(s) URL" in err
+    config_write(project, {"url": "http://127.0.0.1:9", "urlEnv": 7})
+    code, _, err = cli(capsys, "ext", "plan", "--to", "staging")
+    assert code == 2 and "environments.staging.urlEnv must name a variable" in err
+    assert ExtensionModule.objects.count() == 0

@@ -1,6 +1,7 @@
-"""README's command-line examples, run as written against a live instance (gunicorn + workers).
+"""The docs' command-line examples, run as written against a live instance (gunicorn + workers).
 
-Each example is taken from README verbatim (the test fails if README stops showing it); only the
+Each example is taken verbatim from README.md or a page under docs/ (the test fails if the docs stop
+showing it: ``docs/api.md`` for users and tokens, ``docs/processes.md`` for the CLI); only the
 placeholders (``<id>``, ``<runId>``, …) are filled in and ``TURBOBASE_URL`` points at the live
 instance's port instead of 8000. ``turbobase`` is the console script ``pip install -e .`` puts next
 to the virtualenv's python, as README says.
@@ -23,7 +24,9 @@ from tests.turbobase.live import ROOT, Instance
 
 pytestmark = pytest.mark.workers
 
-README = (ROOT / "README.md").read_text()
+README = "\n".join(
+    page.read_text() for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+)
 SCRIPT = Path(sys.executable).with_name("turbobase")
 TURBOBASE = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "turbobase.cli.main"]
 MIGRATION = "acme:migrate-customers-tracked"
@@ -32,7 +35,7 @@ MIGRATION = "acme:migrate-customers-tracked"
 def readme_line(text: str) -> str:
     """``text`` as README shows it on a line of a code block (comments after it allowed)."""
     assert re.search(rf"^{re.escape(text)}(\s+#.*)?$", README, re.MULTILINE), (
-        f"README no longer shows: {text}"
+        f"README and docs/ no longer show: {text}"
     )
     return text
 

@@ -9,13 +9,16 @@ A project is a folder holding ``turbobase.config.json``::
       }
     }
 
-``url`` is the instance; ``tokenEnv`` names the environment variable holding that instance's
-personal access token (default ``TURBOBASE_TOKEN_<ENV>``, upper-cased, ``-`` as ``_``) — the file
-names where a token is, never a token, so it can be committed. The folder's ``processes/`` and
-``hooks/`` hold the extensions (every file with a ``defineProcess``/``defineHook`` default export
-is one module; the others are siblings it may import) and ``turbobase/schedules.json`` the
-schedules; ``extensions.project`` reads them into the bundle. The config is found from the working
-directory upwards, as git finds ``.git``.
+``url`` is the instance; ``urlEnv`` (optional) names an environment variable whose value,
+when it is set and not empty, is the instance's URL instead of ``url`` — so one committed config
+serves a local instance on any port (``"urlEnv": "TURBOBASE_URL"``). ``tokenEnv`` names the
+environment variable holding that instance's personal access token (default
+``TURBOBASE_TOKEN_<ENV>``, upper-cased, ``-`` as ``_``) — the file names where a token is, never
+a token, so it can be committed. The folder's ``processes/`` and ``hooks/`` hold the extensions
+(every file with a ``defineProcess``/``defineHook`` default export is one module; the others are
+siblings it may import) and ``turbobase/schedules.json`` the schedules; ``extensions.project``
+reads them into the bundle. The config is found from the working directory upwards, as git finds
+``.git``.
 """
 
 from __future__ import annotations
@@ -86,8 +89,8 @@ def _config_read(root: Path) -> dict[str, Any]:
     return config
 
 
-def environment_get(root: Path, name: str) -> Environment:
-    """The environment ``name`` of the project at ``root``."""
+def environment_get(root: Path, name: str, environ: Mapping[str, str] | None = None) -> Environment:
+    """The environment ``name`` of the project at ``root`` (``urlEnv`` read from ``environ``)."""
     environments = _config_read(root)["environments"]
     entry = environments.get(name)
     if not isinstance(entry, dict):
@@ -95,11 +98,9 @@ def environment_get(root: Path, name: str) -> Environment:
         raise CliError(
             f"{CONFIG_NAME} names no environment {name!r} (it has: {known})", exit_code=2
         )
-    url = entry.get("url")
+    url, field = _url_pick(name, entry, os.environ if environ is None else environ)
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-        raise CliError(
-            f"{CONFIG_NAME}: environments.{name}.url must be an http(s) URL", exit_code=2
-        )
+        raise CliError(f"{CONFIG_NAME}: {field} must be an http(s) URL", exit_code=2)
     default_env = "TURBOBASE_TOKEN_" + re.sub(r"[^A-Za-z0-9]", "_", name).upper()
     token_env = entry.get("tokenEnv", default_env)
     if not isinstance(token_env, str) or not token_env:
@@ -107,3 +108,23 @@ def environment_get(root: Path, name: str) -> Environment:
             f"{CONFIG_NAME}: environments.{name}.tokenEnv must name a variable", exit_code=2
         )
     return Environment(name=name, url=url.rstrip("/"), token_env=token_env)
+
+
+def _url_pick(name: str, entry: dict[str, Any], environ: Mapping[str, str]) -> tuple[Any, str]:
+    """The URL in force and where it came from (named in a refusal): ``urlEnv``'s variable when
+    it is set, else ``url``."""
+    url_env = entry.get("urlEnv")
+    if url_env is not None:
+        if not isinstance(url_env, str) or not url_env:
+            raise CliError(
+                f"{CONFIG_NAME}: environments.{name}.urlEnv must name a variable", exit_code=2
+            )
+        if environ.get(url_env):
+            return environ[url_env], f"{url_env} (environments.{name}.urlEnv)"
+    if "url" not in entry and url_env is not None:
+        raise CliError(
+            f"{url_env} is not set and environments.{name} has no url: export the instance's "
+            f"URL in {url_env}",
+            exit_code=2,
+        )
+    return entry.get("url"), f"environments.{name}.url"
