@@ -93,9 +93,7 @@ def _memos() -> list[str]:
     )
 
 
-def test_redrive_carries_the_same_run_on_from_the_failed_step(
-    alice, alice_api, failed, refusing
-):
+def test_redrive_carries_the_same_run_on_from_the_failed_step(alice, alice_api, failed, refusing):
     assert _ledger(failed) == [
         ("one", "confirmed", "", 0),
         ("two", "failed", "", 0),
@@ -115,7 +113,12 @@ def test_redrive_carries_the_same_run_on_from_the_failed_step(
     assert [(s["stepId"], s["superseded"]) for s in body["steps"]] == [("one", 0), ("two", 1)]
     drain_runs()
     run = ProcessRun.objects.get(pk=failed.pk)
-    assert (run.state, run.redrives, run.reason, run.failed_sequence) == ("committed", 1, None, None)
+    assert (run.state, run.redrives, run.reason, run.failed_sequence) == (
+        "committed",
+        1,
+        None,
+        None,
+    )
     # Step one was not written again: one record, its one ledger row, the same id.
     assert _memos() == ["one", "three", "two"]
     assert _ledger(run) == [
@@ -279,11 +282,54 @@ def test_a_migration_redrives_from_the_row_that_failed(deploy, alice, alice_api)
     assert run.ledger.get(step_id="create", row_key="L00000", superseded=0).pk == first.pk
     assert run.ledger.filter(row_key="L00000").count() == 2
     assert list(
-        run.ledger.filter(row_key="L00001").order_by("sequence").values_list(
-            "step_id", "disposition", "superseded"
-        )
+        run.ledger.filter(row_key="L00001")
+        .order_by("sequence")
+        .values_list("step_id", "disposition", "superseded")
     ) == [("create", "failed", 1), ("create", "confirmed", 0), ("mark", "confirmed", 0)]
     assert Record.reads.filter(record_type="customer").count() == 4
     assert set(
         Record.reads.filter(record_type="migration_item").values_list("fields__status", flat=True)
     ) == {"sent"}
+
+
+# --- the CLI ------------------------------------------------------------------------------------
+
+
+def test_the_cli_verb_redrives_and_prints_the_run_and_what_changed(
+    live_server, monkeypatch, capsys, deploy, refusing
+):
+    from kernel.models import token_issue
+    from processes.invoke import run_invoke
+    from tests.conftest import cli, make_user
+
+    ops = make_user("ops", admin=True)
+    _, raw = token_issue(user=ops, scopes=["extensions:deploy", "data:read"])
+    monkeypatch.setenv("TURBOBASE_URL", live_server.url)
+    monkeypatch.setenv("TURBOBASE_TOKEN", raw)
+    deploy(three_orders(), "three-orders.ts")
+    run = run_invoke(process_id=PID, body={}, user=ops)
+    drain_runs()
+    one = run.ledger.get(step_id="one")
+    record_update(
+        actor=Actor(user=ops),
+        record_type="salesOrder",
+        pg_row_id=one.pg_row_id,
+        parent={"memo": "x"},
+    )
+    refusing()
+    code, out, _ = cli(capsys, "processes", "redrive", str(run.run_id))
+    assert code == 0
+    assert out.splitlines() == [
+        f"redrive 1 of {run.run_id} queued (queued) on version 1",
+        f"  changed since its step wrote it: salesOrder {one.pg_row_id} (step one)",
+        f"watch it: turbobase logs --process-run {run.run_id} --follow",
+    ]
+    drain_runs()
+    code, out, _ = cli(capsys, "processes", "run", str(run.run_id))
+    assert "  redrives: 1" in out.splitlines()
+    assert any(
+        "two salesOrder failed [set aside by redrive 1]" in line for line in out.splitlines()
+    )
+    code, _, err = cli(capsys, "processes", "redrive", str(run.run_id), "--version", "latest")
+    assert code != 0
+    assert "409 process_run_not_redrivable" in err
