@@ -333,3 +333,18 @@ def test_the_cli_verb_redrives_and_prints_the_run_and_what_changed(
     code, _, err = cli(capsys, "processes", "redrive", str(run.run_id), "--version", "latest")
     assert code != 0
     assert "409 process_run_not_redrivable" in err
+
+
+def test_the_redrive_answers_fit_the_schema(alice_api, bob_api, failed, refusing):
+    from tests.turbobase.test_openapi import assert_documented
+
+    path = "/v1/processes/runs/{run_id}/redrive"
+    url = f"/v1/processes/runs/{failed.run_id}/redrive"
+    assert_documented(bob_api.post(url), "post", path)  # 404
+    assert_documented(alice_api.post(url, {"version": 2}, format="json"), "post", path)  # 400
+    refusing()
+    body = assert_documented(alice_api.post(url), "post", path)  # 202
+    assert body["run"]["redrives"] == 1
+    assert_documented(alice_api.post(url), "post", path)  # 409: queued
+    detail = alice_api.get(f"/v1/processes/runs/{failed.run_id}")
+    assert_documented(detail, "get", "/v1/processes/runs/{run_id}")
