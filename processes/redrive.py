@@ -29,7 +29,9 @@ from extensions.store import module_version
 from kernel.audit import audit_record
 from processes.audit import ProcessAuditAction
 from processes.catalog import process_module_get
+from processes.engine.statuses import StepKind
 from processes.errors import RedriveInvalid, RunNotRedrivable
+from processes.human_tasks.models import HumanTask, TaskState
 from processes.invoke import input_check, switch_check
 from processes.lanes import lane_enqueue
 from processes.models import (
@@ -148,6 +150,15 @@ def _failed_set_aside(run: ProcessRun, number: int) -> ProcessRunStep | None:
         failed = run.ledger.filter(sequence=run.failed_sequence, superseded=0).first()
     if failed is not None:
         ProcessRunStep.objects.filter(pk=failed.pk).update(superseded=number)
+        if failed.action == StepKind.TASK:
+            # A rejected or expired task is asked again: closed here, the engine opens it again
+            # with its timeout counted from now (as for a resumed run). The decision stays on
+            # the set-aside row and in the audit trail.
+            HumanTask.objects.filter(
+                run_id=run.pk,
+                step_id=failed.step_id,
+                state__in=(TaskState.REJECTED, TaskState.EXPIRED),
+            ).update(state=TaskState.CANCELLED, reason=f"asked again by redrive {number}")
     run.ledger.filter(skip_reason=SkipReason.NOT_REACHED, superseded=0).delete()
     return failed
 
@@ -174,7 +185,7 @@ def _requeue(run: ProcessRun, *, chosen: int, number: int) -> None:
 def changed_since(run: ProcessRun) -> list[dict[str, str]]:
     """The records the run's committed steps wrote that someone else changed or deleted after
     the last of those steps wrote them (their write trail), as ``{recordType, pgRowId, stepId}``."""
-    last: dict[UUID, ProcessRunStep] = {}
+    last: dict[UUID | None, ProcessRunStep] = {}  # pg_row_id is never None here (the filter)
     written = run.ledger.filter(
         superseded=0, disposition=Disposition.CONFIRMED, counts_write=True, pg_row_id__isnull=False
     )

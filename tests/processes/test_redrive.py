@@ -348,3 +348,36 @@ def test_the_redrive_answers_fit_the_schema(alice_api, bob_api, failed, refusing
     assert_documented(alice_api.post(url), "post", path)  # 409: queued
     detail = alice_api.get(f"/v1/processes/runs/{failed.run_id}")
     assert_documented(detail, "get", "/v1/processes/runs/{run_id}")
+
+
+def test_a_run_failed_by_a_rejected_task_asks_the_task_again(admin_user, alice, bob):
+    from processes.human_tasks.models import HumanTask
+    from tests.conftest import client_for
+    from tests.processes.engine_support import deploy as deploy_ts
+    from tests.processes.engine_support import invoke, pump
+    from tests.processes.task_support import approval
+
+    deploy_ts(approval(), by=admin_user)
+    run = invoke("t:approve-order", {"memo": "PO-7"}, alice)
+    pump()
+    task = HumanTask.objects.get(run=run)
+    client_for(bob).post(f"/v1/tasks/{task.pk}/reject", {"reason": "too dear"}, format="json")
+    pump()
+    run.refresh_from_db()
+    assert run.state == "failed"
+    assert client_for(alice).post(f"/v1/processes/runs/{run.pk}/redrive").status_code == 202
+    pump()
+    run.refresh_from_db()
+    task.refresh_from_db()
+    assert (run.state, run.pending_reason, task.state) == ("running", "awaitingAction", "open")
+    done = client_for(bob).post(
+        f"/v1/tasks/{task.pk}/complete", {"output": {"note": "fine"}}, format="json"
+    )
+    assert done.status_code == 200
+    pump()
+    run.refresh_from_db()
+    assert run.state == "committed"
+    assert list(
+        run.ledger.order_by("sequence").values_list("step_id", "disposition", "superseded")
+    ) == [("approve", "failed", 1), ("approve", "confirmed", 0), ("order", "confirmed", 0)]
+    assert _memos() == ["PO-7: fine"]
