@@ -115,6 +115,19 @@ def _redrivable_check(run: ProcessRun) -> None:
             runId=str(run.pk),
             state=run.state,
         )
+    landed = run.ledger.filter(
+        sequence=run.failed_sequence, superseded=0, created_record=True, pg_row_id__isnull=False
+    ).first()
+    if landed is not None:
+        # Its record exists under the step's key (the source refused it afterwards): running the
+        # step again would answer with that refused record instead of writing a new one.
+        raise RunNotRedrivable(
+            f"step {landed.step_id!r} created {landed.record_type} {landed.pg_row_id} before it "
+            "failed (the source refused it): redriving would reuse that record; fix the record "
+            "and retry the run instead",
+            runId=str(run.pk),
+            state=run.state,
+        )
     if run.ledger.filter(disposition=Disposition.ROLLED_BACK).exists():
         raise RunNotRedrivable(
             "this run's rollback undid its committed steps, so there is nothing to carry on "

@@ -381,3 +381,27 @@ def test_a_run_failed_by_a_rejected_task_asks_the_task_again(admin_user, alice, 
         run.ledger.order_by("sequence").values_list("step_id", "disposition", "superseded")
     ) == [("approve", "failed", 1), ("approve", "confirmed", 0), ("order", "confirmed", 0)]
     assert _memos() == ["PO-7: fine"]
+
+
+def test_a_step_whose_record_the_source_refused_is_not_redriven(deploy, alice, alice_api):
+    from processes.invoke import run_invoke
+    from sources.scripting import sandbox_script_set
+
+    source = (FIXTURES / "raise-po-and-bill.ts").read_text()
+    deploy(source.replace("onFailure: 'rollback'", "onFailure: 'stop'"), "po.ts")
+    sandbox_script_set("purchaseOrder", refuse_code="VENDOR_INACTIVE", refuse_field="entity_id")
+    run = run_invoke(
+        process_id="acme:raise-po-and-bill", body={"vendorId": "V-9", "amount": 250}, user=alice
+    )
+    drain_runs()
+    run.refresh_from_db()
+    assert run.state == "failed"
+    po = run.ledger.get(step_id="po")
+    res = alice_api.post(f"/v1/processes/runs/{run.run_id}/redrive")
+    assert res.status_code == 409
+    body = res.json()
+    assert (body["error"], body["state"]) == ("process_run_not_redrivable", "failed")
+    assert f"step 'po' created purchaseOrder {po.pg_row_id}" in body["message"]
+    run.refresh_from_db()
+    assert (run.state, run.redrives) == ("failed", 0)
+    assert not run.ledger.filter(superseded__gt=0).exists()
