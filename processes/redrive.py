@@ -22,7 +22,7 @@ from uuid import UUID
 
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from extensions.store import module_version
@@ -167,11 +167,10 @@ def _failed_set_aside(run: ProcessRun, number: int) -> ProcessRunStep | None:
             # A rejected or expired task is asked again: closed here, the engine opens it again
             # with its timeout counted from now (as for a resumed run). The decision stays on
             # the set-aside row and in the audit trail.
-            HumanTask.objects.filter(
-                run_id=run.pk,
-                step_id=failed.step_id,
-                state__in=(TaskState.REJECTED, TaskState.EXPIRED),
-            ).update(state=TaskState.CANCELLED, reason=f"asked again by redrive {number}")
+            decided = Q(state=TaskState.REJECTED) | Q(state=TaskState.EXPIRED)
+            HumanTask.objects.filter(decided, run_id=run.pk, step_id=failed.step_id).update(
+                state=TaskState.CANCELLED, reason=f"asked again by redrive {number}"
+            )
     run.ledger.filter(skip_reason=SkipReason.NOT_REACHED, superseded=0).delete()
     return failed
 
