@@ -405,3 +405,28 @@ def test_a_step_whose_record_the_source_refused_is_not_redriven(deploy, alice, a
     run.refresh_from_db()
     assert (run.state, run.redrives) == ("failed", 0)
     assert not run.ledger.filter(superseded__gt=0).exists()
+
+
+def test_a_switched_off_process_is_409_and_changes_nothing(alice_api, failed, refusing):
+    from processes.models import Process
+
+    Process.objects.filter(pk=PID).update(is_enabled=False)
+    refusing()
+    res = alice_api.post(f"/v1/processes/runs/{failed.run_id}/redrive")
+    assert (res.status_code, res.json()["error"]) == (409, "process_disabled")
+    run = ProcessRun.objects.get(pk=failed.pk)
+    assert (run.state, run.redrives) == ("failed", 0)
+    assert not run.ledger.filter(superseded__gt=0).exists()
+    assert not AuditEvent.objects.filter(action="run.redriven").exists()
+
+
+def test_latest_must_still_be_a_chain_400_naming_version(alice_api, deploy, failed):
+    migration = (FIXTURES / "migrate-customers-tracked.ts").read_text()
+    deploy(migration.replace("acme:migrate-customers-tracked", PID), "three-orders.ts")
+    res = alice_api.post(
+        f"/v1/processes/runs/{failed.run_id}/redrive", {"version": "latest"}, format="json"
+    )
+    assert res.status_code == 400
+    assert res.json()["rejection"]["field"] == "version"
+    assert "no longer a chain" in res.json()["rejection"]["message"]
+    assert ProcessRun.objects.get(pk=failed.pk).state == "failed"
