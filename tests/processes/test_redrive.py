@@ -430,3 +430,14 @@ def test_latest_must_still_be_a_chain_400_naming_version(alice_api, deploy, fail
     assert res.json()["rejection"]["field"] == "version"
     assert "no longer a chain" in res.json()["rejection"]["message"]
     assert ProcessRun.objects.get(pk=failed.pk).state == "failed"
+
+
+def test_rest_reads_the_redrives_and_the_set_aside_attempt(alice_api, failed, refusing):
+    refusing()
+    alice_api.post(f"/v1/processes/runs/{failed.run_id}/redrive")
+    drain_runs()
+    runs = alice_api.get(f"/v1/rest/process_run?select=redrives&run_id=eq.{failed.run_id}")
+    assert runs.json() == [{"redrives": 1}]
+    url = f"/v1/rest/process_run_step?select=step_id,superseded&run_id=eq.{failed.run_id}"
+    steps = alice_api.get(url + "&superseded=gt.0")
+    assert steps.json() == [{"step_id": "two", "superseded": 1}]
