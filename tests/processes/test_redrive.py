@@ -441,3 +441,20 @@ def test_rest_reads_the_redrives_and_the_set_aside_attempt(alice_api, failed, re
     url = f"/v1/rest/process_run_step?select=step_id,superseded&run_id=eq.{failed.run_id}"
     steps = alice_api.get(url + "&superseded=gt.0")
     assert steps.json() == [{"step_id": "two", "superseded": 1}]
+
+
+def test_the_admin_run_page_redrives_a_failed_run(operator, failed, refusing):
+    runs = "/admin/processes/processrun/"
+    page = operator.get(f"{runs}{failed.run_id}/change/").content.decode()
+    assert 'id="steer-redrive"' in page and 'id="steer-resume"' not in page
+    refusing()
+    res = operator.post(f"{runs}{failed.run_id}/steer/redrive/", follow=True)
+    assert "Run redriven: it is queued again at the step that failed" in res.content.decode()
+    drain_runs()
+    run = ProcessRun.objects.get(pk=failed.pk)
+    assert (run.state, run.redrives) == ("committed", 1)
+    page = operator.get(f"{runs}{failed.run_id}/change/").content.decode()
+    assert "set aside by redrive 1" in page
+    assert 'id="steer-redrive"' not in page  # committed: nothing to redrive
+    event = AuditEvent.objects.get(action="run.redriven")
+    assert event.actor_name == "root"
