@@ -115,9 +115,13 @@ def _redrivable_check(run: ProcessRun) -> None:
             runId=str(run.pk),
             state=run.state,
         )
-    landed = run.ledger.filter(
-        sequence=run.failed_sequence, superseded=0, created_record=True, pg_row_id__isnull=False
-    ).first()
+    landed = (
+        run.ledger.filter(
+            sequence=run.failed_sequence, superseded=0, created_record=True, pg_row_id__isnull=False
+        ).first()
+        if run.failed_sequence is not None
+        else None
+    )
     if landed is not None:
         # Its record exists under the step's key (the source refused it afterwards): running the
         # step again would answer with that refused record instead of writing a new one.

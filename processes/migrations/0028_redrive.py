@@ -26,6 +26,8 @@ class Migration(migrations.Migration):
         ),
         migrations.AddConstraint(
             model_name='processrunstep',
-            constraint=models.UniqueConstraint(fields=('run', 'step_id', 'row_key', 'visit', 'superseded'), name='run_step_unique'),
+            constraint=models.UniqueConstraint(
+                fields=('run', 'step_id', 'row_key', 'visit', 'superseded'), name='run_step_unique'
+            ),
         ),
     ]
