@@ -16,9 +16,9 @@ someone changed since are named in the answer (``changedSince``); the redrive go
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
-from uuid import UUID
 
 from django.contrib.auth.models import User
 from django.db import transaction
@@ -45,6 +45,9 @@ from processes.models import (
 from processes.status import MOVES, RunMove, states_from
 from processes.steering import run_get
 from records.models import TrailAction, TrailOutcome, WriteTrail
+
+# Record ids per trail look-up: well under SQLite's bound on a statement's parameters.
+CHANGED_LOOKUP_CHUNK = 500
 
 
 class RedriveVersion(StrEnum):
@@ -201,26 +204,31 @@ def _requeue(run: ProcessRun, *, chosen: int, number: int) -> None:
 def changed_since(run: ProcessRun) -> list[dict[str, str]]:
     """The records the run's committed steps wrote that someone else changed or deleted after
     the last of those steps wrote them (their write trail), as ``{recordType, pgRowId, stepId}``."""
-    last: dict[UUID | None, ProcessRunStep] = {}  # pg_row_id is never None here (the filter)
+    # pg_row_id -> (record type, step, when the run last wrote it): the run's own later writes
+    # are not someone's change. Plain rows: a migration's ledger may hold many thousands.
+    last: dict[Any, tuple[str, str, datetime]] = {}
     written = run.ledger.filter(
         superseded=0, disposition=Disposition.CONFIRMED, counts_write=True, pg_row_id__isnull=False
-    )
-    for row in written.order_by("sequence"):
-        last[row.pg_row_id] = row  # the run's own later writes are not someone's change
-    if not last:
-        return []
-    trail = (
-        WriteTrail.reads.filter(
-            pg_row_id__in=list(last),
-            action__in=(TrailAction.UPDATE, TrailAction.DELETE),
-            outcome__in=(TrailOutcome.ALLOWED, TrailOutcome.APPROVED),
+    ).order_by("sequence")
+    for pg_row_id, record_type, step_id, at in written.values_list(
+        "pg_row_id", "record_type", "step_id", "created_at"
+    ):
+        last[pg_row_id] = (record_type, step_id, at)
+    ids = list(last)
+    changed: set[Any] = set()
+    for start in range(0, len(ids), CHANGED_LOOKUP_CHUNK):
+        trail = (
+            WriteTrail.reads.filter(
+                pg_row_id__in=ids[start : start + CHANGED_LOOKUP_CHUNK],
+                action__in=(TrailAction.UPDATE, TrailAction.DELETE),
+                outcome__in=(TrailOutcome.ALLOWED, TrailOutcome.APPROVED),
+            )
+            .exclude(process_run_id=str(run.pk))
+            .values_list("pg_row_id", "at")
         )
-        .exclude(process_run_id=str(run.pk))
-        .values_list("pg_row_id", "at")
-    )
-    changed = {pg_row_id for pg_row_id, at in trail if at > last[pg_row_id].created_at}
+        changed.update(pg_row_id for pg_row_id, at in trail if at > last[pg_row_id][2])
     return [
-        {"recordType": row.record_type, "pgRowId": str(pg_row_id), "stepId": row.step_id}
-        for pg_row_id, row in last.items()
+        {"recordType": record_type, "pgRowId": str(pg_row_id), "stepId": step_id}
+        for pg_row_id, (record_type, step_id, _) in last.items()
         if pg_row_id in changed
     ]

@@ -241,7 +241,7 @@ def test_changed_since_lists_a_record_edited_since_its_step(alice, alice_api, fa
 # --- a migration redrives from the row that failed ---------------------------------------------
 
 
-def test_a_migration_redrives_from_the_row_that_failed(deploy, alice, alice_api):
+def test_a_migration_redrives_from_the_row_that_failed(deploy, alice, alice_api, monkeypatch):
     deploy((FIXTURES / "migrate-customers-tracked.ts").read_text(), "migrate.ts")
     actor = Actor(user=alice)
     for n in range(4):
@@ -273,8 +273,18 @@ def test_a_migration_redrives_from_the_row_that_failed(deploy, alice, alice_api)
     run.refresh_from_db()
     assert (run.state, run.outstanding) == ("failed", 2)
     first = run.ledger.get(step_id="create", row_key="L00000")
+    record_update(
+        actor=actor,
+        record_type="customer",
+        pg_row_id=first.pg_row_id,
+        parent={"company_name": "Company 0, renamed"},
+    )
+    monkeypatch.setattr("processes.redrive.CHANGED_LOOKUP_CHUNK", 1)  # one look-up per record
     res = alice_api.post(f"/v1/processes/runs/{run.run_id}/redrive")
     assert res.status_code == 202
+    assert res.json()["changedSince"] == [
+        {"recordType": "customer", "pgRowId": str(first.pg_row_id), "stepId": "create"}
+    ]
     drain_runs()
     run.refresh_from_db()
     assert (run.state, run.outstanding, run.slices, run.redrives) == ("committed", 0, 1, 1)
