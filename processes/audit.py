@@ -21,6 +21,9 @@ class ProcessAuditAction(StrEnum):
     RUN_ROLLED_BACK = "run.rolled_back"
     RUN_RETRIED = "run.retried"  # target: the old run; after: the new run
     RUN_REDIRECTED = "run.redirected"
+    # The same run carried on from its failed step (before: state, version; after: the version
+    # it goes on with, the redrive's number, the records changed since under changedSince).
+    RUN_REDRIVEN = "run.redriven"
     # A bulk action over runs (target: bulk:<id>; after: action, filter, count, outcome, who).
     RUNS_BULK = "runs.bulk"
     RUNS_BULK_REJECTED = "runs.bulk_rejected"

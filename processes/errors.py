@@ -95,6 +95,19 @@ class RunNotRetryable(RunStateConflict):
     code = ProcessCode.PROCESS_RUN_NOT_RETRYABLE
 
 
+class RunNotRedrivable(RunStateConflict):
+    """Only a failed run whose steps were not rolled back is redriven."""
+
+    error = "process_run_not_redrivable"
+    code = ProcessCode.PROCESS_RUN_NOT_REDRIVABLE
+
+
+class RedriveInvalid(InvalidRequest):
+    """A redrive body is not ``{version?: 'current' | 'latest'}``; the field is named."""
+
+    code = ProcessCode.REDRIVE_INVALID
+
+
 class RunNotRollbackable(RunStateConflict):
     """A run still queued or running cannot be rolled back: cancel it first."""
 

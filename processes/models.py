@@ -148,6 +148,8 @@ class ProcessRun(models.Model):
     # The OpenTelemetry trace its slices and steps are recorded in (32 hex digits; blank while
     # tracing is off): the request's that invoked it, else its first slice's (processes.observe).
     trace_id = models.CharField(max_length=32, blank=True, default="")
+    # How many times the run was redriven from its failed step (``processes.redrive``).
+    redrives = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -235,51 +237,6 @@ class QueueRun(NamedTuple):
         return self.state in TERMINAL_STATES
 
 
-class ProcessRunTally(models.Model):
-    """How many runs are in each state, per (process, mode, invoker): the queue's counts without
-    reading the run table. Written only by ``processes.run_tally.tally_fold`` from the deltas.
-
-    ``invoked_by_id`` is 0 for a run nobody invoked (NULL would defeat the upsert's conflict)."""
-
-    id = models.BigAutoField(primary_key=True)
-    process_id = models.CharField(max_length=200)
-    mode = models.CharField(max_length=8)
-    invoked_by_id = models.IntegerField()
-    state = models.CharField(max_length=16)
-    n = models.BigIntegerField(default=0)
-
-    class Meta:
-        db_table = "process_run_tally"
-        constraints = [
-            models.UniqueConstraint(
-                fields=["process_id", "mode", "invoked_by_id", "state"], name="run_tally_key"
-            )
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.process_id} {self.mode} by {self.invoked_by_id}: {self.state} {self.n}"
-
-
-class ProcessRunTallyDelta(models.Model):
-    """One change to the tally not folded in yet (+n into a state, -n out of one), appended by
-    database triggers on ``process_run`` (migration 0016) for every insert, delete and change of
-    state, mode, process or invoker, whoever makes it: appending takes no lock another run waits on.
-    """
-
-    id = models.BigAutoField(primary_key=True)
-    process_id = models.CharField(max_length=200)
-    mode = models.CharField(max_length=8)
-    invoked_by_id = models.IntegerField()
-    state = models.CharField(max_length=16)
-    n = models.BigIntegerField()
-
-    class Meta:
-        db_table = "process_run_tally_delta"
-
-    def __str__(self) -> str:
-        return f"{self.process_id} {self.mode} by {self.invoked_by_id}: {self.state} {self.n:+d}"
-
-
 class Disposition(models.TextChoices):
     CONFIRMED = "confirmed"
     FAILED = "failed"
@@ -299,7 +256,8 @@ class SkipReason(models.TextChoices):
 
 
 class ProcessRunStep(models.Model):
-    """One ledger row: what one step did on one visit. Unique per (run, step path, row key, visit)."""
+    """One ledger row: what one step did on one visit. Unique per (run, step path, row key, visit,
+    superseded): one row that counts, and each redrive's set-aside attempt beside it."""
 
     id = models.BigAutoField(primary_key=True)
     # Not indexed alone: (run, sequence) and the unique (run, step, row key, visit) lead with it.
@@ -337,6 +295,9 @@ class ProcessRunStep(models.Model):
     # When the step began (before its when/build ran); created_at is when its row was written.
     # Null for rows written before it existed: the timeline then starts the bar where the last ended.
     started_at = models.DateTimeField(null=True, blank=True)
+    # A failed attempt a redrive set aside (the redrive's number; 0: the row counts): kept in the
+    # history, read by no walk, so the step runs again under the same ledger key.
+    superseded = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -345,7 +306,8 @@ class ProcessRunStep(models.Model):
         ordering = ["sequence"]
         constraints = [
             models.UniqueConstraint(
-                fields=["run", "step_id", "row_key", "visit"], name="run_step_unique"
+                fields=["run", "step_id", "row_key", "visit", "superseded"],
+                name="run_step_unique",
             ),
         ]
         indexes = [
@@ -398,4 +360,8 @@ from processes.heartbeats import ClusterHeartbeat  # noqa: E402,F401  (the worke
 from processes.history.models import HistoryPurgeLease  # noqa: E402,F401  (the purge's lease)
 from processes.human_tasks.models import HumanTask  # noqa: E402,F401  (the tasks' table)
 from processes.run_search.models import RunSearchKey  # noqa: E402,F401  (runs found by input)
+from processes.run_tally_models import (  # noqa: E402,F401  (the queue's counts)
+    ProcessRunTally,
+    ProcessRunTallyDelta,
+)
 from processes.schedules.models import ProcessSchedule  # noqa: E402,F401  (the schedules' table)

@@ -36,6 +36,7 @@ RUN_COLUMNS = (
     Column("finished_at", "finished_at", K.DATETIME),
     Column("slices", "slices", K.INTEGER),
     Column("writes", "writes", K.INTEGER),
+    Column("redrives", "redrives", K.INTEGER),
     Column("refusal_code", "refusal_code", K.TEXT),
     Column("refusal_field", "refusal_field", K.TEXT),
     Column("created_at", "created_at", K.DATETIME),
@@ -55,6 +56,8 @@ STEP_COLUMNS = (
     Column("row_key", "row_key", K.TEXT),
     Column("slice", "slice", K.INTEGER),
     Column("visit", "visit", K.INTEGER),
+    # A failed attempt a redrive set aside (its number); 0 on every row that counts.
+    Column("superseded", "superseded", K.INTEGER),
     Column("refusal_code", "refusal_code", K.TEXT),
     Column("refusal_field", "refusal_field", K.TEXT),
     Column("refusal_message", "refusal_message", K.TEXT),

@@ -1,9 +1,9 @@
 """The run page in the admin: what a run did, on a time axis and in its (paginated) ledger.
 
-The page is read-only; the run is steered from it with Cancel, Resume and Roll back, each shown
+The page is read-only; the run is steered from it with Cancel, Resume, Redrive and Roll back, each shown
 only where the run-state table (``processes.status``) lets the run make that move, each behind a
 confirmation page that names what it will do, and each done by the same service the API uses
-(``processes.steering``).
+(``processes.steering``, ``processes.redrive``).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from kernel.errors import TurbobaseError
 from kernel.ids import uuid_or_none
 from kernel.users import acting_user
 from processes.models import Process, ProcessRun, ProcessRunStep, RunState
+from processes.redrive import run_redrive
 from processes.run_search.keys import runs_with_input
 from processes.status import RunMove, states_from
 from processes.steering import run_cancel, run_resume, run_rollback
@@ -61,6 +62,14 @@ STEERS = {
             "it never reached are run now.",
         ),
         Steer(
+            "redrive",
+            "Redrive",
+            RunMove.REDRIVE,
+            "The same run goes back on the queue at the step that failed, on the version it ran: "
+            "the steps that committed are not run again; the failed attempt stays in the ledger, "
+            "set aside. Fix what made the step fail first.",
+        ),
+        Steer(
             "rollback",
             "Roll back",
             RunMove.ROLLBACK,
@@ -95,6 +104,12 @@ def _steer_do(steer: Steer, request: HttpRequest, run: ProcessRun) -> str:
     if steer.move == RunMove.RESUME:
         run_resume(user=acting_user(request), run_id=run_id)
         return "run resumed: it is queued again"
+    if steer.move == RunMove.REDRIVE:
+        changed = run_redrive(user=acting_user(request), run_id=run_id).changed_since
+        since = (
+            f"; {len(changed)} of its records changed since its steps wrote them" if changed else ""
+        )
+        return f"run redriven: it is queued again at the step that failed{since}"
     _, queued = run_rollback(user=acting_user(request), run_id=run_id)
     return (
         "rollback queued: the run is undoing what it created"
@@ -139,6 +154,7 @@ class ProcessRunAdmin(admin.ModelAdmin):
         "finished_at",
         "slices",
         "writes",
+        "redrives",
         "trace_id",  # its OpenTelemetry trace (blank while tracing is off)
     )
     readonly_fields = fields

@@ -34,6 +34,8 @@ class StepSerializer(serializers.ModelSerializer):
     externalId = serializers.CharField(source="external_id", allow_null=True)
     rowKey = serializers.CharField(source="row_key")
     refusal = RefusalSerializer(allow_null=True)
+    # A failed attempt a redrive set aside (the redrive's number), 0 on every row that counts.
+    superseded = serializers.IntegerField()
 
     class Meta:
         model = ProcessRunStep
@@ -47,6 +49,7 @@ class StepSerializer(serializers.ModelSerializer):
             "rowKey",
             "slice",
             "refusal",
+            "superseded",
         )
 
 
@@ -116,6 +119,7 @@ class RunSerializer(serializers.ModelSerializer):
             "refusal",
             "linkedFrom",
             "linkedTo",
+            "redrives",
         )
 
     def get_pendingReason(self, run: ProcessRun) -> str | None:

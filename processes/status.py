@@ -1,7 +1,7 @@
 """Run states: the one table of the moves a run may make, and the checks every move goes through.
 
 Each move names where it may start and where it lands (viewflow's ``@transition(source, target)``):
-a delivery claims a run, an operator resumes or rolls one back, and a run ends committed, failed,
+a delivery claims a run, an operator resumes, redrives or rolls one back, and a run ends committed, failed,
 cancelled or rolled back. ``refuse`` starts from nowhere: a triggered or scheduled run whose check
 fails before its first step is written ``refused`` and never moves again. Whoever changes
 ``ProcessRun.state`` asks this table first:
@@ -29,6 +29,7 @@ S = RunState
 class RunMove(StrEnum):
     CLAIM = "claim"  # a delivery takes a queued run, or a running one whose lease is free
     RESUME = "resume"  # a committed run with work outstanding goes back on the queue
+    REDRIVE = "redrive"  # a failed run goes back on the queue at the step that failed
     ROLLBACK = "rollback"  # an undo is requested on a stopped run: it runs again, backwards
     COMMIT = "commit"  # the run ends with everything it did kept (possibly with work outstanding)
     FAIL = "fail"  # a step failed; or a rollback delete was refused after the run rolled back
@@ -47,6 +48,7 @@ _STOPPED = frozenset({S.COMMITTED, S.FAILED, S.CANCELLED})
 MOVES: dict[RunMove, Move] = {
     RunMove.CLAIM: Move(frozenset({S.QUEUED, S.RUNNING}), S.RUNNING),
     RunMove.RESUME: Move(frozenset({S.COMMITTED}), S.QUEUED),
+    RunMove.REDRIVE: Move(frozenset({S.FAILED}), S.QUEUED),
     RunMove.ROLLBACK: Move(_STOPPED, S.RUNNING),
     RunMove.COMMIT: Move(frozenset({S.QUEUED, S.RUNNING}), S.COMMITTED),
     RunMove.CANCEL: Move(frozenset({S.QUEUED, S.RUNNING}), S.CANCELLED),

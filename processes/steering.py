@@ -56,7 +56,9 @@ def _unreached(run: ProcessRun) -> int:
         planned = len(plan_build(definition, run.input, for_each_cap=10**9))
     except (ForEachCapExceeded, InputInvalid):
         return 0
-    reached = run.ledger.filter(row_key="").exclude(skip_reason=SkipReason.NOT_REACHED)
+    reached = run.ledger.filter(row_key="", superseded=0).exclude(
+        skip_reason=SkipReason.NOT_REACHED
+    )
     recorded = reached.values("step_id").distinct().count()
     return max(planned - recorded, 0)
 

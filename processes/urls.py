@@ -6,6 +6,7 @@ from processes.api.bulk import BulkApproveView, BulkDetailView, BulkRejectView, 
 from processes.api.events import EventSendView
 from processes.api.history import HistoryPurgeView
 from processes.api.plan import ProcessPlanView
+from processes.api.redrive import RunRedriveView
 from processes.api.run_search import RunSearchView
 from processes.api.tasks import TaskCompleteView, TaskListView, TaskRejectView
 from processes.api.views import (
@@ -52,6 +53,11 @@ urlpatterns = [
     ),
     path("processes/runs/<str:run_id>/resume", RunResumeView.as_view(), name="process-run-resume"),
     path("processes/runs/<str:run_id>/retry", RunRetryView.as_view(), name="process-run-retry"),
+    path(
+        "processes/runs/<str:run_id>/redrive",
+        RunRedriveView.as_view(),
+        name="process-run-redrive",
+    ),
     path(
         "processes/runs/<str:run_id>/redirect",
         RunRedirectView.as_view(),

@@ -157,7 +157,11 @@ def ledger_skip_rest(
     lease: Lease | None = None,
 ) -> None:
     """Record steps the run will not reach as skipped (an earlier step failed, or the delete cap)."""
-    done = set(run.ledger.filter(row_key=row_key, visit=visit).values_list("step_id", flat=True))
+    done = set(
+        run.ledger.filter(row_key=row_key, visit=visit, superseded=0).values_list(
+            "step_id", flat=True
+        )
+    )
     for planned in rest:
         if planned.step_id not in done:
             ledger_write(

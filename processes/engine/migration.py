@@ -242,7 +242,7 @@ class MigrationSlice:
     def _recorded(self, current: ProcessRunSlice) -> dict[str, dict[str, ProcessRunStep]]:
         """The slice's ledger so far, by row key and step (a re-delivery resumes after it)."""
         found: dict[str, dict[str, ProcessRunStep]] = {}
-        rows = self.run.ledger.filter(visit=current.number).exclude(
+        rows = self.run.ledger.filter(visit=current.number, superseded=0).exclude(
             skip_reason=SkipReason.NOT_REACHED
         )
         for step in rows.exclude(row_key=""):

@@ -279,7 +279,7 @@ class ChainRunner(Parking):
     def recorded(self, *, row_key: str, visit: int) -> dict[str, ProcessRunStep]:
         if ledger_seen_empty(self.run):  # the claim saw no ledger row: none to read
             return {}
-        rows = self.run.ledger.filter(row_key=row_key, visit=visit).exclude(
+        rows = self.run.ledger.filter(row_key=row_key, visit=visit, superseded=0).exclude(
             skip_reason=SkipReason.NOT_REACHED
         )
         return {row.step_id: row for row in rows}

@@ -53,6 +53,7 @@ def test_a_run_reads_in_exactly_the_seed_shape(alice_api, alice, two_notes):
             "refusal": None,
             "linkedFrom": None,
             "linkedTo": [],
+            "redrives": 0,
         },
         "steps": [
             {
@@ -65,6 +66,7 @@ def test_a_run_reads_in_exactly_the_seed_shape(alice_api, alice, two_notes):
                 "rowKey": "",
                 "slice": 1,
                 "refusal": None,
+                "superseded": 0,
             },
             {
                 "sequence": 2,
@@ -76,6 +78,7 @@ def test_a_run_reads_in_exactly_the_seed_shape(alice_api, alice, two_notes):
                 "rowKey": "",
                 "slice": 1,
                 "refusal": None,
+                "superseded": 0,
             },
         ],
     }

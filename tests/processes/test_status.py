@@ -29,7 +29,7 @@ def test_the_table_allows_exactly_these_moves():
         S.QUEUED: {S.RUNNING, S.COMMITTED, S.FAILED, S.CANCELLED},
         S.RUNNING: {S.RUNNING, S.COMMITTED, S.FAILED, S.CANCELLED, S.ROLLED_BACK},
         S.COMMITTED: {S.QUEUED, S.RUNNING, S.FAILED, S.ROLLED_BACK},
-        S.FAILED: {S.RUNNING, S.FAILED, S.ROLLED_BACK},
+        S.FAILED: {S.QUEUED, S.RUNNING, S.FAILED, S.ROLLED_BACK},  # QUEUED: a redrive
         S.CANCELLED: {S.RUNNING, S.FAILED, S.ROLLED_BACK},
         S.ROLLED_BACK: {S.FAILED},
         S.REFUSED: set(),  # born refused (RunMove.REFUSE has no source), it never moves

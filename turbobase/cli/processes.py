@@ -1,5 +1,5 @@
 """``turbobase processes …``: list, history, one run, invoke, cancel, resume, roll back, retry,
-redirect.
+redirect, redrive.
 
 ``invoke`` sends the input — a JSON object from ``--input`` or ``--input-file`` — as the whole
 request body, exactly as an app does. Queued, it prints the run id and the ``turbobase logs``
@@ -27,7 +27,8 @@ SYNC_TIMEOUT_S = 15 * 60.0
 def register(subparsers: argparse._SubParsersAction) -> None:
     group = subparsers.add_parser(
         "processes",
-        help="processes: list, runs, run, invoke, cancel, resume, rollback, retry, redirect",
+        help="processes: list, runs, run, invoke, cancel, resume, rollback, retry, redirect, "
+        "redrive",
     )
     group.set_defaults(group_parser=group)
     verbs = group.add_subparsers(dest="processes_command", metavar="VERB")
@@ -36,6 +37,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         handler=processes_list
     )
 
+    _runs_register(verbs)
+    run = verbs.add_parser("run", help="one run and its step ledger")
+    run.add_argument("run_id", metavar="RUN_ID")
+    run.set_defaults(handler=processes_run)
+    _invoke_register(verbs)
+    _steering_register(verbs)
+
+
+def _runs_register(verbs: argparse._SubParsersAction) -> None:
     runs = verbs.add_parser(
         "runs",
         help="runs you can see (an admin's: all), newest first: one process's, or found by "
@@ -52,10 +62,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     runs.add_argument("--state", action="append", default=[], help="only runs in this state")
     runs.set_defaults(handler=processes_runs)
 
-    run = verbs.add_parser("run", help="one run and its step ledger")
-    run.add_argument("run_id", metavar="RUN_ID")
-    run.set_defaults(handler=processes_run)
 
+def _invoke_register(verbs: argparse._SubParsersAction) -> None:
     invoke = verbs.add_parser("invoke", help="start a run (queued), or wait for it with --sync")
     invoke.add_argument("process_id", metavar="ID")
     source = invoke.add_mutually_exclusive_group(required=True)
@@ -70,6 +78,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     invoke.set_defaults(handler=processes_invoke)
 
+
+def _steering_register(verbs: argparse._SubParsersAction) -> None:
     for verb, text in (
         ("cancel", "stop a run, queued or running"),
         ("resume", "carry on a run that stopped on a wait"),
@@ -90,6 +100,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     new_input.add_argument("--input-file", metavar="FILE", help="a file holding the new input")
     redirect.set_defaults(handler=processes_relink, verb="redirect")
 
+    redrive = verbs.add_parser(
+        "redrive", help="carry a failed run on, as the same run, from the step that failed"
+    )
+    redrive.add_argument("run_id", metavar="RUN_ID")
+    redrive.add_argument(
+        "--version",
+        choices=("current", "latest"),
+        default="current",
+        help="the version the failed step and those after it run on: the run's own (default) "
+        "or the newest deployed",
+    )
+    redrive.set_defaults(handler=processes_redrive)
+
 
 # --- printing ----------------------------------------------------------------------------------
 
@@ -103,6 +126,8 @@ def step_line(step: dict[str, Any]) -> str:
         parts.append(f"pgRowId={step['pgRowId']}")
     if step.get("externalId"):
         parts.append(f"externalId={step['externalId']}")
+    if step.get("superseded"):
+        parts.append(f"[set aside by redrive {step['superseded']}]")
     refusal = step.get("refusal")
     if refusal:
         field = f" ({refusal['field']})" if refusal.get("field") else ""
@@ -123,6 +148,8 @@ def run_lines(run: dict[str, Any], steps: list[dict[str, Any]]) -> list[str]:
         lines.append(f"  {run['linkedFrom']['how']} of: {run['linkedFrom']['runId']}")
     for link in run.get("linkedTo") or []:
         lines.append(f"  {link['how']}: {link['runId']}")
+    if run.get("redrives"):
+        lines.append(f"  redrives: {run['redrives']}")
     for key, label in (
         ("invokedBy", "invoked by"),
         ("startedAt", "started"),
@@ -298,6 +325,24 @@ def processes_relink(args: argparse.Namespace, client: Client) -> int:
         answer,
         f"{args.verb} of {old}: queued {answer['runId']}\nfollow it: {follow_hint(answer['runId'])}",
     )
+    return 0
+
+
+def processes_redrive(args: argparse.Namespace, client: Client) -> int:
+    """The run queued again (same id), the version it goes on with, and any record changed since."""
+    path = f"/v1/processes/runs/{quote(args.run_id, safe='')}/redrive"
+    answer = client.post(path, {"version": args.version})
+    run = answer["run"]
+    lines = [
+        f"redrive {run['redrives']} of {run['runId']} queued ({run['state']}) "
+        f"on version {run['moduleVersion']}"
+    ]
+    lines += [
+        f"  changed since its step wrote it: {c['recordType']} {c['pgRowId']} (step {c['stepId']})"
+        for c in answer["changedSince"]
+    ]
+    lines.append(f"watch it: {follow_hint(run['runId'])}")
+    emit(args, answer, "\n".join(lines))
     return 0
 
 
