@@ -29,6 +29,7 @@ from processes.engine.ledger import Refused
 from processes.engine.plan import PlannedStep
 from processes.engine.runtime import ModuleRuntime, StepCodeFailed
 from processes.engine.statuses import StepStatus
+from processes.engine.step_record import StepResult, StepScope, record_step
 from processes.human_tasks.models import HumanTask, TaskState
 from processes.human_tasks.service import assignee_exists, task_expire, task_reopen
 from processes.models import Disposition
@@ -36,7 +37,7 @@ from processes.models import Disposition
 TITLE_MAX_CHARS = 500
 
 
-def task_of(scope: Any, planned: PlannedStep) -> HumanTask | None:
+def task_of(scope: StepScope, planned: PlannedStep) -> HumanTask | None:
     """The task an earlier delivery made for this step, if any."""
     return HumanTask.objects.filter(run_id=scope.run.pk, step_id=planned.step_id).first()
 
@@ -78,10 +79,10 @@ def _describe(runtime: ModuleRuntime, planned: PlannedStep, ctx: dict) -> dict[s
     return {"title": title, "assignee": assignee, "details": details, "expires_at": expires_at}
 
 
-def task_step_start(scope: Any, planned: PlannedStep, ctx: dict, runtime: ModuleRuntime) -> Any:
+def task_step_start(
+    scope: StepScope, planned: PlannedStep, ctx: dict, runtime: ModuleRuntime
+) -> StepResult:
     """Make the step's task (``when`` already passed); answers a ``StepResult`` that waits."""
-    from processes.engine.steps import StepResult, record_step
-
     try:
         described = _describe(runtime, planned, ctx)
     except StepCodeFailed as exc:
@@ -105,10 +106,8 @@ def task_step_start(scope: Any, planned: PlannedStep, ctx: dict, runtime: Module
     return StepResult(StepStatus.WAIT_ACTION, task=task)
 
 
-def task_step_resume(scope: Any, planned: PlannedStep, task: HumanTask) -> Any:
+def task_step_resume(scope: StepScope, planned: PlannedStep, task: HumanTask) -> StepResult:
     """The step's task exists: wait on, or write the step's ledger row from the decision."""
-    from processes.engine.steps import StepResult, record_step
-
     if task.state == TaskState.CANCELLED:
         # Closed when its run stopped with this step outstanding (a switch, a ceiling), and the
         # run was resumed: the same task is asked again, its timeout counted from now.
