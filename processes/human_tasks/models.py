@@ -14,7 +14,6 @@ import uuid
 from django.conf import settings
 from django.db import models
 
-
 GROUP_PREFIX = (
     "group:"  # ``assignee: 'group:finance'``: anyone in the Django auth group ``finance``
 )
