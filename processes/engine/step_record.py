@@ -9,14 +9,15 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
-from django.db import transaction
+from django.db import IntegrityError, models, transaction
 
 from processes.engine.grouping import RideGroup
 from processes.engine.lease import Lease
 from processes.engine.ledger import Refused, ledger_write
 from processes.engine.plan import PlannedStep
+from processes.engine.runtime import StepCodeFailed
 from processes.engine.statuses import StepStatus
 from processes.models import Disposition, ProcessRun, ProcessRunStep
 from records.trail import Actor
@@ -96,3 +97,39 @@ def step_refused(
         unit.refusals_trail()
         row = record_step(scope, planned, disposition=Disposition.FAILED, refusal=Refused.of(exc))
         return StepResult(StepStatus.FAILED, row)
+
+
+Waited = TypeVar("Waited", bound=models.Model)
+
+
+def step_wait_open(
+    scope: StepScope,
+    planned: PlannedStep,
+    model: type[Waited],
+    *,
+    field: str,
+    describe: Callable[[], dict[str, Any]],
+) -> Waited | StepResult:
+    """A waiting step's first delivery (a task, a waitFor): the ``model`` row it waits on, keyed by
+    (run, step), with the fields ``describe`` answers from the author's functions. When they fail
+    (``StepCodeFailed``) the step fails, its refusal naming ``field``; a row another delivery made
+    first is the row."""
+    try:
+        fields = describe()
+    except StepCodeFailed as exc:
+        with transaction.atomic():
+            row = record_step(
+                scope,
+                planned,
+                disposition=Disposition.FAILED,
+                refusal=Refused(exc.code, field, exc.message),
+            )
+        return StepResult(StepStatus.FAILED, row)
+    manager = model._default_manager
+    try:
+        with transaction.atomic():
+            if scope.lease is not None:
+                scope.lease.hold()  # a delivery that lost the run makes nothing to wait on
+            return manager.create(run=scope.run, step_id=planned.step_id, **fields)
+    except IntegrityError:  # another delivery made it first: that one is the row
+        return manager.get(run_id=scope.run.pk, step_id=planned.step_id)

@@ -15,8 +15,9 @@ wait once, however many deliveries look.
 from __future__ import annotations
 
 import json
+from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 from rest_framework.exceptions import ParseError
 
@@ -28,7 +29,7 @@ from processes.engine.ledger import Refused
 from processes.engine.plan import PlannedStep
 from processes.engine.runtime import ModuleRuntime, StepCodeFailed
 from processes.engine.statuses import StepStatus
-from processes.engine.step_record import StepResult, StepScope, record_step
+from processes.engine.step_record import StepResult, StepScope, record_step, step_wait_open
 from processes.events.models import EventWait, WaitState
 from processes.events.serializers import event_out
 from processes.events.service import EVENT_DATA_MAX_CHARS
@@ -68,33 +69,20 @@ def wait_step_start(
     scope: StepScope, planned: PlannedStep, ctx: dict, runtime: ModuleRuntime
 ) -> StepResult:
     """Make the step's wait (``when`` already passed); answers a ``StepResult`` that waits."""
-    try:
-        match = _match(runtime, planned, ctx)
-    except StepCodeFailed as exc:
-        with transaction.atomic():
-            row = record_step(
-                scope,
-                planned,
-                disposition=Disposition.FAILED,
-                refusal=Refused(exc.code, "waitFor.match", exc.message),
-            )
-        return StepResult(StepStatus.FAILED, row)
     wait_for = planned.definition["waitFor"]
-    try:
-        with transaction.atomic():
-            if scope.lease is not None:
-                scope.lease.hold()  # a delivery that lost the run makes no wait
-            wait = EventWait.objects.create(
-                run=scope.run,
-                step_id=planned.step_id,
-                event_name=wait_for["event"],
-                match=match,
-                after=scope.run.created_at,
-                expires_at=timezone.now() + duration_parse(wait_for["timeout"]),
-            )
-    except IntegrityError:  # another delivery made it first: that one is the wait
-        wait = EventWait.objects.get(run_id=scope.run.pk, step_id=planned.step_id)
-    return StepResult(StepStatus.WAIT_INPUT, event_wait=wait)
+
+    def described() -> dict[str, Any]:
+        return {
+            "match": _match(runtime, planned, ctx),
+            "event_name": wait_for["event"],
+            "after": scope.run.created_at,
+            "expires_at": timezone.now() + duration_parse(wait_for["timeout"]),
+        }
+
+    wait = step_wait_open(scope, planned, EventWait, field="waitFor.match", describe=described)
+    return (
+        wait if isinstance(wait, StepResult) else StepResult(StepStatus.WAIT_INPUT, event_wait=wait)
+    )
 
 
 def wait_time_out(wait: EventWait) -> EventWait:
