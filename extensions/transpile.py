@@ -4,7 +4,7 @@ Uses the TypeScript compiler dukpy bundles (``typescriptServices.js``, 5.7) insi
 context with no exported Python functions: the compiler reads only the source text it is handed.
 Transpiling parses and rewrites the author's text; it never runs it — running is the sandbox's job.
 
-Where it runs: in compiler child processes (``transpile_child.py``), never in the caller. The
+Where it runs: in compiler child processes (``transpile_child``), never in the caller. The
 compiler is interpreted and ``eval_string`` holds the GIL for a whole compile (about 40 us per
 character: a 90k-character file is ~4 s), so compiling in a web process's request thread stalled
 every other thread of it. Each process keeps up to ``MAX_COMPILERS`` warm children (loading the
