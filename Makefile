@@ -2,7 +2,8 @@
 #   make run    venv + install, database + migrate, demo data, gunicorn and workers (Ctrl-C stops all)
 #   make test   venv + install, the whole test suite (honours DATABASE_URL)
 #   make test-fast  the suite without real workers and PostgreSQL-only tests; make test-unit: no database
-#   make lint   ruff (check and format check), import contracts (lint-imports), mypy over the rooms
+#   make lint   ruff (check and format check), import contracts (lint-imports), mypy over the rooms,
+#               the code's shape (tools/lint_shape.py: no import cycle, module <= 400, function <= 60 lines)
 #   make schema-check   the OpenAPI schema builds without a warning and validates
 #   make bench  every bench on a throwaway PostgreSQL database (DATABASE_URL admin, BENCH_DB, BENCH_ARGS)
 
@@ -61,6 +62,7 @@ lint: install
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy $(ROOMS)
+	$(PY) tools/lint_shape.py
 
 schema-check: install
 	$(PY) manage.py spectacular --validate --fail-on-warn --file /dev/null

@@ -2,9 +2,8 @@
 
 One enum; a code is never reused for another meaning. The values are what a deploy's rejection
 and a step's refusal carry, so they keep their spelling (the sandbox's are lower case, and the
-seed spells ``extension_id_mismatch`` in lower case). ``sandbox_child.py`` runs isolated from the
-project (stdlib and dukpy only) and so writes the sandbox codes as plain strings; a test checks
-that each one it can send is a member here.
+seed spells ``extension_id_mismatch`` in lower case). This module is stdlib only: the sandbox's
+child processes import it, and send its members.
 """
 
 from __future__ import annotations

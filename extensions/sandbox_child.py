@@ -1,50 +1,39 @@
 """The sandbox's child process: one QuickJS interpreter serving a whole slice over JSON lines.
 
-Run as a script by ``extensions.sandbox.Sandbox`` (``python -I -B sandbox_child.py MEM_MB CPU_S``);
-it imports only the standard library and dukpy, never Django or the project, so nothing of the
-host is loaded into the process that runs author code. The protocol is one JSON object per line:
-the parent sends ``{"op": ...}`` requests; the child answers ``{"ok": value, "cpu_ms": n}`` or
-``{"error": {"code", "message", "location"}, "cpu_ms": n}``, and while a call is running it may
-ask ``{"bridge": name, "args": [...]}`` and wait for ``{"ok": value}`` / ``{"error": message}``.
-
-Why a CPU timer works here: dukpy installs a QuickJS interrupt handler that calls
-``PyErr_CheckSignals()``, so an exception raised by a Python signal handler stops a running
-script (even a catastrophic regex) and surfaces from ``eval_string`` as that exception; QuickJS
-makes the interrupt uncatchable by the script. That only works in a main thread, which this
-child's is, whatever thread of the parent is driving it.
+Run by ``extensions.sandbox.Sandbox`` through ``child_process.ChildProcess`` (``python -I -B -c``,
+``main(argv)`` with ``argv`` ``[_, MEM_MB, CPU_S]``). It imports the standard library, dukpy and the
+child modules only (``child_channel``, ``child_confine``, ``sandbox_faults``, ``value_depth``,
+``codes``), never Django, so nothing of the host is loaded into the process that runs author code.
+The protocol is one JSON object per line: the parent sends ``{"op": ...}`` requests; the child
+answers ``{"ok": value, "cpu_ms": n}`` or ``{"error": {"code", "message", "location"}, "cpu_ms":
+n}``, and while a call is running it may ask ``{"bridge": name, "args": [...]}`` and wait for
+``{"ok": value}`` / ``{"error": message}``. Why the CPU timer works here: docs/sandbox.md.
 """
 
 from __future__ import annotations
 
-import collections
-import contextlib
 import json
-import os
-import re
-import resource
-import selectors
 import signal
-import subprocess
 import sys
 import time
-import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from dukpy import _dukpy
 
-CHILD_SCRIPT = Path(__file__).resolve()
-JS_DIR = CHILD_SCRIPT.parent / "js"
-SPAWN_TIMEOUT_S = 20.0
+from extensions.child_channel import Channel
+from extensions.child_confine import child_confine
+from extensions.codes import ExtensionCode
+from extensions.sandbox_faults import Fault, classify, classify_text, json_loads_bounded
+from extensions.value_depth import too_deep
+
+JS_DIR = Path(__file__).resolve().parent / "js"
 SDK_ID = "@turbobase/extensions"
 VIOLATION = "turbobase.violation"
 # dukpy's QuickJS heap limit is fixed at 128 MiB per context; a larger result than this is a
 # runaway, not a record payload, and would otherwise be copied three times on its way out.
 MAX_RESULT_BYTES = 16 * 1024 * 1024
-# How deep a JSON value crossing the boundary (ctx, args, results, bridge calls) may nest. Python's
-# json recursion gives out near 1,000; a documented limit below it refuses by name instead.
-MAX_VALUE_DEPTH = 512
 # The default export's JSON picture is drawn by recursion in JavaScript (runtime.js snapshot),
 # whose stack holds ~200 levels; a definition is a page of object literals, far shallower.
 MAX_DESCRIBE_DEPTH = 100
@@ -52,104 +41,10 @@ MAX_DESCRIBE_DEPTH = 100
 # (one raised inside a bridge call becomes a catchable JS error) is raised again at once.
 TIMER_REPEAT_S = 0.005
 
-_FRAME = re.compile(r"at (?:\S+ \()?(?P<file>[^\s()]+):(?P<line>\d+):(?P<column>\d+)\)?")
 _WRAPPER = (
     "__turbobase.register({id}, function (exports, require, module, __filename, __dirname) {{"
 )
 _WRAPPER_END = "\n});"
-
-
-class Fault(Exception):
-    """A failure the parent maps onto one of the public ``Sandbox*`` exceptions by ``code``."""
-
-    def __init__(self, code: str, message: str, location: dict[str, Any] | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.location = location
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message, "location": self.location}
-
-
-def nesting_exceeds(value: Any, limit: int = MAX_VALUE_DEPTH) -> bool:
-    """True when ``value`` (JSON-shaped) nests lists and dicts more than ``limit`` deep.
-    Recursive, descending only into containers and stopping one level past ``limit``: a value
-    deep enough to break recursion is measured too, and where the caller's own stack leaves too
-    little room for ``limit`` frames the iterative walk answers instead."""
-    try:
-        return _exceeds(value, limit)
-    except RecursionError:
-        return _exceeds_iterative(value, limit)
-
-
-def _exceeds(value: Any, room: int) -> bool:
-    """``nesting_exceeds`` with ``room`` container levels left (this one included). A call per
-    container only — the scalars that make up most of a ctx cost one ``isinstance`` — where the
-    iterative walk pushed and popped every value (~5x the CPU, on every call's ctx)."""
-    if isinstance(value, dict):
-        children: Any = value.values()
-    elif isinstance(value, list | tuple):
-        children = value
-    else:
-        return False
-    if room <= 0:
-        return True
-    room -= 1
-    # A loop, not any(): a generator would cost a frame per level and time per value.
-    for child in children:  # noqa: SIM110
-        if isinstance(child, _CONTAINERS) and _exceeds(child, room):
-            return True
-    return False
-
-
-_CONTAINERS = (dict, list, tuple)
-
-
-def _exceeds_iterative(value: Any, limit: int) -> bool:
-    pending: list[tuple[Any, int]] = [(value, 1)]
-    while pending:
-        item, depth = pending.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list | tuple):
-            children = item
-        else:
-            continue
-        if depth > limit:
-            return True
-        pending.extend((child, depth + 1) for child in children)
-    return False
-
-
-def json_nests_within(text: bytes | str, limit: int = MAX_VALUE_DEPTH) -> bool:
-    """True when the JSON ``text`` cannot nest more than ``limit`` deep: it opens no more than
-    ``limit`` arrays and objects (counting brackets inside strings too, which only errs towards
-    False). Every list, tuple and dict is written with its bracket, so a value whose encoding
-    passes needs no walk; a ctx or result of a few KB has tens of them, and counting them costs
-    a few microseconds where the walk costs tens."""
-    if isinstance(text, str):
-        return text.count("[") + text.count("{") <= limit
-    return text.count(b"[") + text.count(b"{") <= limit
-
-
-def json_loads_bounded(raw: bytes | str, what: str) -> Any:
-    """``json.loads`` refusing, by name, a value nested past ``MAX_VALUE_DEPTH``."""
-    try:
-        value = json.loads(raw)
-    except RecursionError:
-        value, is_deep = None, True
-    else:
-        is_deep = not json_nests_within(raw) and nesting_exceeds(value)
-    if is_deep:
-        raise Fault("sandbox_value_too_deep", too_deep(what))
-    return value
-
-
-def too_deep(what: str, limit: int = MAX_VALUE_DEPTH) -> str:
-    return f"{what} is nested more than {limit} deep (the sandbox's limit for values)"
-
-
 STALE_AT_LOAD = (
     "loading the modules leaves state on the global object that a fresh call cannot clear "
     "(a global that cannot be deleted, or a frozen or re-parented global object)"
@@ -234,7 +129,8 @@ class Realm:
         )
         if raw is not None and len(raw) > MAX_RESULT_BYTES:
             raise Fault(
-                "sandbox_memory_exceeded", f"result is larger than {MAX_RESULT_BYTES} bytes"
+                ExtensionCode.SANDBOX_MEMORY_EXCEEDED,
+                f"result is larger than {MAX_RESULT_BYTES} bytes",
             )
         return None if raw is None else json_loads_bounded(raw, what)
 
@@ -262,11 +158,11 @@ _INVOKE = _ENTRY.format(call="invoke(v.path, v.args, v.ctx)")
 _INVOKE_EACH = _ENTRY.format(call="invokeEach(v.path, v.ctxs)")
 # After these the realm is not trusted to be in a usable state (or was attacked): drop it.
 _RESETTING = {
-    "sandbox_timeout",
-    "sandbox_time_budget_exceeded",
-    "sandbox_memory_exceeded",
-    "sandbox_stack_overflow",
-    "sandbox_violation",
+    ExtensionCode.SANDBOX_TIMEOUT,
+    ExtensionCode.SANDBOX_TIME_BUDGET_EXCEEDED,
+    ExtensionCode.SANDBOX_MEMORY_EXCEEDED,
+    ExtensionCode.SANDBOX_STACK_OVERFLOW,
+    ExtensionCode.SANDBOX_VIOLATION,
 }
 
 
@@ -305,15 +201,17 @@ class Engine:
         except CpuBudgetExceeded:  # the timer fired after the work, while disarming it
             self._disarm()
             self._realm = None
-            late = self._aborted or Fault("sandbox_timeout", "CPU budget exceeded")
+            late = self._aborted or Fault(ExtensionCode.SANDBOX_TIMEOUT, "CPU budget exceeded")
             reply = {"error": late.as_dict()}
         except MemoryError:
             self._realm = None
-            reply = {"error": Fault("sandbox_memory_exceeded", "out of memory").as_dict()}
+            reply = {
+                "error": Fault(ExtensionCode.SANDBOX_MEMORY_EXCEEDED, "out of memory").as_dict()
+            }
         except Exception as exc:  # answered, not a traceback: the child's stderr is the host's log
             self._realm = None
             message = f"the sandbox could not complete the call ({type(exc).__name__})"
-            reply = {"error": Fault("sandbox_error", message).as_dict()}
+            reply = {"error": Fault(ExtensionCode.SANDBOX_ERROR, message).as_dict()}
         reply["cpu_ms"] = round((time.thread_time() - started) * 1000, 3)
         return reply
 
@@ -332,7 +230,7 @@ class Engine:
             self._bridge_names = bridge_names
             return None
         if op == "refuse":
-            raise Fault("sandbox_value_too_deep", request["message"])
+            raise Fault(ExtensionCode.SANDBOX_VALUE_TOO_DEEP, request["message"])
         budget_s = request["budget_ms"] / 1000
         if op == "load":
             self._realm = None
@@ -344,13 +242,14 @@ class Engine:
             return self._run(budget_s, lambda realm: self._call(realm, request))
         if op == "call_each":
             return self._run(budget_s, lambda realm: self._call_each(realm, request))
-        raise Fault("sandbox_error", f"unknown op {op!r}")
+        raise Fault(ExtensionCode.SANDBOX_ERROR, f"unknown op {op!r}")
 
     def _describe(self, realm: Realm, path: list[Any]) -> Any:
         described = realm.checked(realm.eval(_DESCRIBE, path=path, what="the default export"))
         if described.get("tooDeep"):
             raise Fault(
-                "sandbox_value_too_deep", too_deep("the default export", MAX_DESCRIBE_DEPTH)
+                ExtensionCode.SANDBOX_VALUE_TOO_DEEP,
+                too_deep("the default export", MAX_DESCRIBE_DEPTH),
             )
         return described
 
@@ -369,7 +268,9 @@ class Engine:
         if outcome["state"] == "rejected":
             error = outcome["error"]
             raise classify(error["name"], error["message"], error["stack"], realm.offsets)
-        raise Fault("sandbox_promise_unsettled", f"the Promise returned by {name} never settled")
+        raise Fault(
+            ExtensionCode.SANDBOX_PROMISE_UNSETTLED, f"the Promise returned by {name} never settled"
+        )
 
     def _call_each(self, realm: Realm, request: dict[str, Any]) -> list[Any]:
         """The values of the leading calls that settled; the first that did not ends the list
@@ -405,7 +306,9 @@ class Engine:
         try:
             result = action(self._ready_realm())
         except CpuBudgetExceeded:
-            fault = Fault("sandbox_timeout", f"CPU budget of {budget_s * 1000:.0f} ms exceeded")
+            fault = Fault(
+                ExtensionCode.SANDBOX_TIMEOUT, f"CPU budget of {budget_s * 1000:.0f} ms exceeded"
+            )
         except _dukpy.JSRuntimeError as error:
             fault = classify_text(str(error), self._realm.offsets if self._realm else {})
         except Fault as raised:
@@ -414,11 +317,13 @@ class Engine:
             self._disarm()
         realm = self._realm
         if realm is not None and realm.violation is not None:
-            fault = Fault("sandbox_violation", realm.violation)
+            fault = Fault(ExtensionCode.SANDBOX_VIOLATION, realm.violation)
         elif self._aborted is not None:
             fault = self._aborted
         elif self._timed_out:  # the script caught the timeout raised inside a bridge call
-            fault = Fault("sandbox_timeout", f"CPU budget of {budget_s * 1000:.0f} ms exceeded")
+            fault = Fault(
+                ExtensionCode.SANDBOX_TIMEOUT, f"CPU budget of {budget_s * 1000:.0f} ms exceeded"
+            )
         if realm is not None and not realm.is_clean:  # the next call would not start fresh
             self._realm = None
         if fault is not None:
@@ -449,12 +354,12 @@ class Engine:
 
     def _populate(self, realm: Realm) -> None:
         if self._entry is None:
-            raise Fault("sandbox_error", "no module is loaded")
+            raise Fault(ExtensionCode.SANDBOX_ERROR, "no module is loaded")
         for module_id, code in self._modules.items():
             realm.register(module_id, code)
         realm.checked(realm.eval(_START, entry=self._entry))
         if not realm.is_clean:  # every call on every realm would start where this one is
-            raise Fault("sandbox_violation", STALE_AT_LOAD)
+            raise Fault(ExtensionCode.SANDBOX_VIOLATION, STALE_AT_LOAD)
 
     def _bridge(self, name: str, args: list[Any]) -> dict[str, Any]:
         # An exception raised here would reach the script as a catchable error, so a timeout
@@ -482,259 +387,10 @@ class Engine:
                 raise CpuBudgetExceeded
 
 
-def classify_text(text: str, offsets: dict[str, int]) -> Fault:
-    """Classify dukpy's ``JSRuntimeError`` text: ``"Name: message"`` then QuickJS stack lines."""
-    first, _, stack = text.partition("\n")
-    name, separator, message = first.partition(": ")
-    if not separator or not re.fullmatch(r"[A-Za-z]*Error", name):
-        name, message = "Error", first
-    return classify(name, message, stack, offsets)
-
-
-def classify(name: str, message: str, stack: str, offsets: dict[str, int]) -> Fault:
-    if name == "InternalError" and message == "out of memory":
-        return Fault("sandbox_memory_exceeded", "the script exceeded the sandbox's memory limit")
-    if name == "InternalError" and message == "interrupted":
-        return Fault("sandbox_timeout", "CPU budget exceeded")
-    if "stack size exceeded" in message or (
-        name == "InternalError" and message == "stack overflow"
-    ):
-        return Fault("sandbox_stack_overflow", f"{name}: {message} (runaway recursion)")
-    return Fault("sandbox_script_error", f"{name}: {message}", locate(stack, offsets))
-
-
-def locate(stack: str, offsets: dict[str, int]) -> dict[str, Any] | None:
-    """The first stack frame in an author module (not the SDK), as a 1-based position in the
-    module's compiled code; the parent maps it back through the module's source map."""
-    for match in _FRAME.finditer(stack):
-        file = match["file"]
-        if file in offsets and not file.startswith("@turbobase/"):
-            line, column = int(match["line"]), int(match["column"])
-            if line == 1:  # the register() wrapper shares the module's first line
-                column = max(column - offsets[file], 1)
-            return {"file": file, "line": line, "column": column}
-    return None
-
-
-class Channel:
-    """JSON lines over the child's stdin/stdout. The parent may send the next request before
-    this one's reply (``Sandbox.call_ahead``): a request read while waiting for a bridge answer
-    is kept and handled after the call in hand (requests carry ``op``, answers never do)."""
-
-    def __init__(self, reader: Any, writer: Any) -> None:
-        self._reader = reader
-        self._writer = writer
-        self._queued: collections.deque[dict[str, Any]] = collections.deque()
-
-    def send(self, message: dict[str, Any]) -> None:
-        self._writer.write(json.dumps(message, allow_nan=False).encode("utf-8") + b"\n")
-        self._writer.flush()
-
-    def receive(self) -> dict[str, Any] | None:
-        if self._queued:
-            return self._queued.popleft()
-        return self._read()
-
-    def _read(self) -> dict[str, Any] | None:
-        line = self._reader.readline()
-        if not line:
-            return None
-        try:
-            message: dict[str, Any] = json.loads(line)
-        except RecursionError:  # the parent checks depth before sending; answer, never crash
-            message = {"op": "refuse", "message": too_deep("the request")}
-        return message
-
-    def ask(self, name: str, args: list[Any]) -> dict[str, Any]:
-        # The CPU timer must not interrupt half an exchange: the parent's answer would be
-        # left in the pipe and read as the next request. A pending SIGPROF fires on unblock.
-        previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGPROF})
-        try:
-            self.send({"bridge": name, "args": args})
-            reply = self._read()
-            while reply is not None and "op" in reply:  # a request sent ahead: after this call
-                self._queued.append(reply)
-                reply = self._read()
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-        if reply is None:
-            sys.exit(0)  # the parent went away mid-call
-        return reply
-
-
-# The parent's end of the pipe (used by extensions.sandbox, never in the child).
-
-
-class ChildOverrun(Exception):
-    """The child did not answer before the wall-clock deadline."""
-
-
-class ChildExited(Exception):
-    """The child process ended; ``args[0]`` is its return code."""
-
-
-class ChildProcess:
-    """The pipes to one ``sandbox_child.py`` process and the JSON-lines exchange over them."""
-
-    def __init__(self, process: subprocess.Popen[bytes]) -> None:
-        self.process = process
-        self.has_modules = False
-        self._pid_of_owner = os.getpid()
-        self._buffer = bytearray()
-        self._selector = selectors.DefaultSelector()
-        assert process.stdout is not None
-        self._selector.register(process.stdout, selectors.EVENT_READ)
-        self._finalizer = weakref.finalize(self, _reap, process, self._selector)
-
-    @classmethod
-    def spawn(
-        cls, *, memory_mb: int, cpu_seconds: int, script: Path = CHILD_SCRIPT
-    ) -> ChildProcess:
-        """Start ``script`` (this file, or another stdlib + dukpy child speaking the same JSON
-        lines, such as ``transpile_child.py``) and wait for its ``{"ready": true}``."""
-        command = [sys.executable, "-I", "-B", str(script), str(memory_mb), str(cpu_seconds)]
-        process = subprocess.Popen(
-            command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env={},
-            cwd="/",
-            start_new_session=True,
-            close_fds=True,
-            bufsize=0,
-        )
-        child = cls(process)
-        try:
-            if child._read(time.monotonic() + SPAWN_TIMEOUT_S).get("ready"):
-                return child
-        except ChildOverrun:
-            pass
-        child.close(is_forced=True)
-        raise ChildExited(process.returncode)
-
-    def is_owned(self) -> bool:
-        """False in a process forked after the spawn: the child belongs to the parent."""
-        return self._pid_of_owner == os.getpid()
-
-    def is_usable(self) -> bool:
-        return self.is_owned() and self.process.poll() is None
-
-    def exchange(
-        self,
-        message: dict[str, Any],
-        deadline_s: float,
-        answer: Callable[[str, list[Any]], dict[str, Any]],
-    ) -> dict[str, Any]:
-        """Send one request and read until its reply, answering bridge requests on the way;
-        the wall-clock deadline does not run while the bridge is being answered."""
-        self.send(message)
-        return self.receive(deadline_s, answer)
-
-    def send(self, message: dict[str, Any]) -> None:
-        """Send one request; its reply is read by ``receive`` (the child works meanwhile)."""
-        try:
-            self._write(message)
-        except TypeError as exc:
-            raise TypeError(f"only JSON values cross the sandbox boundary: {exc}") from None
-
-    def receive(
-        self, deadline_s: float, answer: Callable[[str, list[Any]], dict[str, Any]]
-    ) -> dict[str, Any]:
-        """Read until the reply to the request sent last, answering bridge requests on the way;
-        ``deadline_s`` runs from now, and not while the bridge is being answered."""
-        deadline = time.monotonic() + deadline_s
-        while True:
-            reply = self._read(deadline)
-            if "bridge" not in reply:
-                return reply
-            paused = time.monotonic()
-            response = answer(reply["bridge"], reply.get("args", []))
-            deadline += time.monotonic() - paused
-            self._write(response)
-
-    def _write(self, message: dict[str, Any]) -> None:
-        try:
-            encoded = json.dumps(message, allow_nan=False)
-        except ValueError as exc:
-            raise TypeError(str(exc)) from None
-        self.send_encoded(encoded)
-
-    def send_encoded(self, encoded: str) -> None:
-        """Send one request already encoded as JSON (one line)."""
-        data = encoded.encode("utf-8") + b"\n"
-        assert self.process.stdin is not None
-        view = memoryview(data)
-        try:
-            while view:
-                view = view[os.write(self.process.stdin.fileno(), view) :]
-        except OSError:  # BrokenPipeError: the child is gone
-            raise ChildExited(self.process.wait()) from None
-
-    def _read(self, deadline: float) -> dict[str, Any]:
-        assert self.process.stdout is not None
-        while (newline := self._buffer.find(b"\n")) < 0:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise ChildOverrun
-            if not self._selector.select(remaining):
-                continue
-            chunk = os.read(self.process.stdout.fileno(), 1 << 16)
-            if not chunk:
-                raise ChildExited(self.process.wait())
-            self._buffer += chunk
-        line = bytes(self._buffer[:newline])
-        del self._buffer[: newline + 1]
-        message: dict[str, Any] = json.loads(line)
-        return message
-
-    def close(self, *, is_forced: bool = False) -> None:
-        """End the child: closing stdin ends its loop; ``is_forced`` kills it first. In a
-        process forked after the spawn only our copies of the pipes are closed: the child
-        belongs to the parent that spawned it."""
-        if not self.is_owned():
-            self._finalizer.detach()
-            _close_pipes(self.process, self._selector)
-            return
-        if is_forced and self.process.poll() is None:
-            self.process.kill()
-        self._finalizer()
-
-
-def _close_pipes(process: subprocess.Popen[bytes], selector: selectors.BaseSelector) -> None:
-    selector.close()
-    for stream in (process.stdin, process.stdout):
-        if stream is not None:
-            with contextlib.suppress(OSError):
-                stream.close()
-
-
-def _reap(process: subprocess.Popen[bytes], selector: selectors.BaseSelector) -> None:
-    _close_pipes(process, selector)
-    try:
-        process.wait(timeout=2)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
 def main(argv: list[str]) -> int:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when this process ends
-    # Backstops under the per-call timer: address space for Python-side allocations QuickJS's
-    # heap limit does not see, lifetime CPU for anything the timer cannot stop.
-    memory, cpu_seconds = int(argv[1]) * 1024 * 1024, int(argv[2])
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 5))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    protocol = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)  # a stray write to stdout (Python or C) must not corrupt the protocol
-    sys.stdout = sys.stderr
-    channel = Channel(sys.stdin.buffer, protocol)
+    channel = Channel(sys.stdin.buffer, child_confine(argv))
     engine = Engine(channel)
     channel.send({"ready": True})
     while (request := channel.receive()) is not None:
         channel.send(engine.handle(request))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))

@@ -4,7 +4,7 @@ Uses the TypeScript compiler dukpy bundles (``typescriptServices.js``, 5.7) insi
 context with no exported Python functions: the compiler reads only the source text it is handed.
 Transpiling parses and rewrites the author's text; it never runs it — running is the sandbox's job.
 
-Where it runs: in compiler child processes (``transpile_child.py``), never in the caller. The
+Where it runs: in compiler child processes (``transpile_child``), never in the caller. The
 compiler is interpreted and ``eval_string`` holds the GIL for a whole compile (about 40 us per
 character: a 90k-character file is ~4 s), so compiling in a web process's request thread stalled
 every other thread of it. Each process keeps up to ``MAX_COMPILERS`` warm children (loading the
@@ -27,9 +27,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from extensions.child_process import ChildExited, ChildOverrun, ChildProcess
 from extensions.codes import ExtensionCode
-from extensions.sandbox_child import ChildExited, ChildOverrun, ChildProcess
-from extensions.transpile_child import CHILD_SCRIPT as COMPILER_SCRIPT
 
 MAX_SOURCE_CHARS = 100_000
 DEFAULT_COMPILE_MS = 30_000
@@ -279,7 +278,9 @@ def _child_take(budget: CompileBudget, filename: str | None) -> ChildProcess:
                 raise budget.exceeded(filename)
     try:  # started outside the lock: loading the compiler takes ~1.5 s
         return ChildProcess.spawn(
-            memory_mb=COMPILER_MEMORY_MB, cpu_seconds=COMPILER_CPU_S, script=COMPILER_SCRIPT
+            memory_mb=COMPILER_MEMORY_MB,
+            cpu_seconds=COMPILER_CPU_S,
+            module="extensions.transpile_child",
         )
     except BaseException as exc:
         with _pool:

@@ -1,12 +1,12 @@
 """The compiler's child process: TypeScript's compiler in QuickJS, serving JSON lines.
 
-Run by ``extensions.transpile`` (``python -I -B transpile_child.py MEM_MB CPU_S``), never imported
+Run by ``extensions.transpile`` (``child_process.ChildProcess``, ``python -I -B -c``), never imported
 by a request path for its work: the compiler runs interpreted and ``eval_string`` holds the GIL for
 the whole compile (a 90k-character file is ~4 s), so compiling in a web process stalled every
 other request thread of it (``/v1/health`` waited 9 s). In this process it stalls nothing, and the
 parent can stop a compile that runs past the deploy's time limit by killing the process.
 
-Like ``sandbox_child.py`` it imports only the standard library and dukpy. The compiler's context
+Like ``sandbox_child`` it imports only the standard library, dukpy and ``child_confine``. The compiler's context
 exports no Python function: it reads only the text it is handed and runs none of it. Protocol:
 the child says ``{"ready": true}`` once the compiler is loaded (~1.5 s); then each request
 ``{"code": js, "variables": {...}}`` gets ``{"ok": value}`` or ``{"error": message}``.
@@ -15,9 +15,6 @@ the child says ``{"ready": true}`` once the compiler is loaded (~1.5 s); then ea
 from __future__ import annotations
 
 import json
-import os
-import resource
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,7 +22,8 @@ from typing import Any
 import dukpy
 from dukpy import _dukpy
 
-CHILD_SCRIPT = Path(__file__).resolve()
+from extensions.child_confine import child_confine
+
 TYPESCRIPT_JS = Path(dukpy.__file__).resolve().parent / "jsmodules" / "typescriptServices.js"
 
 
@@ -71,17 +69,5 @@ def _send(writer: Any, message: dict[str, Any]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when this process ends
-    memory, cpu_seconds = int(argv[1]) * 1024 * 1024, int(argv[2])
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 5))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    protocol = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)  # a stray write to stdout must not corrupt the protocol
-    sys.stdout = sys.stderr
-    serve(sys.stdin.buffer, protocol)
+    serve(sys.stdin.buffer, child_confine(argv))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))

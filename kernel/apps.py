@@ -10,7 +10,7 @@ class KernelConfig(AppConfig):
     def ready(self) -> None:
         import kernel.openapi  # noqa: F401  (registers the security schemes with drf-spectacular)
         from kernel.request_observe import request_id_forget
-        from kernel.scopes import scope_declarations_check
+        from kernel.scope_declarations import scope_declarations_check
         from kernel.tracing import tracing_setup
 
         tracing_setup()  # only when OTEL_EXPORTER_OTLP_ENDPOINT is set

@@ -15,7 +15,7 @@ class, and it needs the view to say which scope each of its handlers needs::
 (a tuple, ``{"get": (DATA_READ, EXTENSIONS_DEPLOY)}``, accepts any one of its scopes).
 
 A handler without a declaration is refused for everyone (403 ``scope_undeclared``), and the
-system check ``kernel.E001`` (``scope_declarations_check``, run by ``manage.py check``, ``migrate``
+system check ``kernel.E001`` (``kernel.scope_declarations``, run by ``manage.py check``, ``migrate``
 and the test that walks the URL resolver) names every such view before it ships. A view that is
 deliberately open to anyone (health, sign-in) replaces the permission classes and says why in
 ``scope_exempt``. Rejected: a scope check at the top of each handler — that is exactly the check
@@ -24,23 +24,15 @@ the issue found missing on 27 route × token cells.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-from django.core import checks
-from django.urls import URLPattern, URLResolver, get_resolver
-from rest_framework.views import APIView
-
 from kernel.errors import Forbidden
-from kernel.models import SCOPES, AccessToken
-from kernel.permissions import DECLARED_METHODS, ScopedAccess
+from kernel.models import AccessToken
 
 DATA_READ = "data:read"
 DATA_WRITE = "data:write"
 EXTENSIONS_DEPLOY = "extensions:deploy"
 METRICS_READ = "metrics:read"  # GET /metrics (turbobase.metrics_view)
-
-API_PREFIX = "v1/"
 
 
 class ScopeMissing(Forbidden):
@@ -82,65 +74,3 @@ def scope_check(request: Any, rule: ScopeRule) -> None:
         raise ScopeMissing(
             f"this access token lacks the {' or '.join(alternatives)} scope", scope=alternatives[0]
         )
-
-
-def _api_views(patterns: list, prefix: str = "") -> Iterator[tuple[str, type[APIView], dict]]:
-    for entry in patterns:
-        if isinstance(entry, URLResolver):
-            yield from _api_views(entry.url_patterns, prefix + str(entry.pattern))
-        elif isinstance(entry, URLPattern):
-            cls = getattr(entry.callback, "cls", None)
-            if isinstance(cls, type) and issubclass(cls, APIView):
-                yield prefix + str(entry.pattern), cls, getattr(entry.callback, "initkwargs", {})
-
-
-def api_routes(urlconf: str | None = None) -> list[tuple[str, type[APIView], dict]]:
-    """Every DRF view under ``/v1``: ``(route pattern, view class, as_view() kwargs)``."""
-    return [
-        r for r in _api_views(get_resolver(urlconf).url_patterns) if r[0].startswith(API_PREFIX)
-    ]
-
-
-def view_scope_problems(cls: type[APIView]) -> list[str]:
-    """What is wrong with ``cls``'s scope declaration (empty: nothing)."""
-    if getattr(cls, "scope_exempt", ""):
-        return []
-    if not any(isinstance(p, type) and issubclass(p, ScopedAccess) for p in cls.permission_classes):
-        return [
-            f"{cls.__name__}: permission_classes leave out ScopedAccess and it sets no scope_exempt"
-        ]
-    declared = getattr(cls, "required_scopes", {})
-    problems = [
-        f"{cls.__name__}.{m}() declares no scope in required_scopes"
-        for m in DECLARED_METHODS
-        if hasattr(cls, m) and m not in declared
-    ]
-    problems += [
-        f"{cls.__name__}.required_scopes[{m!r}]: no such handler"
-        for m in declared
-        if m not in DECLARED_METHODS or not hasattr(cls, m)
-    ]
-    problems += [
-        f"{cls.__name__}.required_scopes[{m!r}]: unknown scope {s!r}"
-        for m, rule in declared.items()
-        for s in scope_alternatives(rule)
-        if s not in SCOPES
-    ]
-    return problems
-
-
-def scope_declarations_check(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
-    """System check ``kernel.E001``: every API view declares a scope for every handler."""
-    seen: set[type] = set()
-    errors: list[checks.CheckMessage] = []
-    for route, cls, _ in api_routes():
-        if cls in seen:
-            continue
-        seen.add(cls)
-        errors += [
-            checks.Error(
-                problem, hint=f"route /{route}; see kernel.scopes", obj=cls, id="kernel.E001"
-            )
-            for problem in view_scope_problems(cls)
-        ]
-    return errors

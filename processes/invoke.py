@@ -8,7 +8,7 @@ answer: a failed check is recorded as a run in state ``refused`` naming the fiel
 from __future__ import annotations
 
 import hashlib
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -92,6 +92,18 @@ def mode_parse(raw: str | None) -> str:
     return raw
 
 
+def _claimed_columns(claimed_by: str, now: datetime) -> dict[str, Any]:
+    """The columns of a run written as its claim leaves it, leased to ``claimed_by``."""
+    return {
+        "state": MOVES[RunMove.CLAIM].target,
+        "pending_reason": PendingReason.RUNNING,
+        "lease_owner": claimed_by,
+        "lease_until": now + timedelta(seconds=lease_seconds()),
+        "started_at": now,
+        "slices": 1,  # a chain's one pass (ChainRunner.walk)
+    }
+
+
 def run_invoke(
     *,
     process_id: str,
@@ -121,16 +133,7 @@ def run_invoke(
     has_row = switch_check(process_id)
     input_check(module.definition.get("input") or {}, body)
     now = timezone.now()
-    claim: dict[str, Any] = {}
-    if claimed_by is not None:
-        claim = {
-            "state": MOVES[RunMove.CLAIM].target,
-            "pending_reason": PendingReason.RUNNING,
-            "lease_owner": claimed_by,
-            "lease_until": now + timedelta(seconds=lease_seconds()),
-            "started_at": now,
-            "slices": 1,  # a chain's one pass (ChainRunner.walk)
-        }
+    claim = {} if claimed_by is None else _claimed_columns(claimed_by, now)
     with transaction.atomic():
         if not has_row:  # process rows are never deleted: one that was read is still there
             Process.objects.get_or_create(pk=process_id)

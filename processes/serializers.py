@@ -15,8 +15,8 @@ from processes.models import (
     ProcessRunStep,
     RunMode,
     RunState,
-    RunSummarized,
 )
+from processes.run_rows import RunSummarized
 
 
 class RefusalSerializer(serializers.Serializer):

@@ -15,7 +15,7 @@ from typing import Any
 
 import requests
 
-from processes.ai.providers import AiProviderError
+from processes.ai.provider import AiProviderError
 from processes.codes import ProcessCode
 
 

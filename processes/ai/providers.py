@@ -1,33 +1,16 @@
-"""The provider protocol, its one error, and the provider this instance is configured with."""
+"""The provider this instance is configured with (the protocol and its error: ``ai.provider``)."""
 
 from __future__ import annotations
 
 import os
-from typing import Any, Protocol
 
 from django.conf import settings
 
+from processes.ai.local import LocalProvider
+from processes.ai.openai_compat import OpenAICompatProvider
+from processes.ai.provider import AiProvider, AiProviderError
 from processes.codes import ProcessCode
 from processes.planning import outside_call_check
-
-
-class AiProviderError(Exception):
-    """The provider did not answer; ``code`` (the provider's own where it gave one) goes on the ledger.
-
-    ``transient``: asking again later may work (a 5xx, a 429, a timeout, a refused connection), so
-    the engine parks the run ``retrying`` instead of failing the step (engine.ai_step)."""
-
-    def __init__(self, code: str, message: str, *, transient: bool = False) -> None:
-        super().__init__(message)
-        self.code, self.message, self.transient = code, message, transient
-
-
-class AiProvider(Protocol):
-    name: str
-
-    def answer(self, *, prompt: str, schema: dict[str, Any] | None) -> Any:
-        """The answer to ``prompt``: text, or (with ``schema``) a JSON value meant to fit it."""
-        raise NotImplementedError("subclasses of AiProvider must provide answer()")
 
 
 def _setting(name: str, default: str = "") -> str:
@@ -36,9 +19,6 @@ def _setting(name: str, default: str = "") -> str:
 
 def ai_provider() -> AiProvider:
     """The configured provider (``TURBOBASE_AI_PROVIDER``: ``local`` or ``openai``), read per call."""
-    from processes.ai.local import LocalProvider
-    from processes.ai.openai_compat import OpenAICompatProvider
-
     outside_call_check("an AI step's answer comes from its provider when the run asks it")
     kind = _setting("TURBOBASE_AI_PROVIDER", "local")
     if kind == "local":

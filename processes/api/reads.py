@@ -30,10 +30,9 @@ from processes.models import (
     Process,
     ProcessRun,
     ProcessRunStep,
-    QueueRun,
     RunState,
-    RunSummarized,
 )
+from processes.run_rows import QueueRun, RunSummarized
 from processes.run_tally import runs_counted, tally_counts
 from processes.steering import runs_visible
 from processes.triggers.shape import trigger_of, trigger_shown

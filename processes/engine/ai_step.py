@@ -29,12 +29,14 @@ from django.utils import timezone
 
 from guardrails.settings import setting_get
 from kernel.schemas import SchemaUnusable, schema_errors, schema_validator
-from processes.ai.providers import AiProviderError, ai_provider
+from processes.ai.provider import AiProviderError
+from processes.ai.providers import ai_provider
 from processes.codes import ProcessCode
 from processes.engine.ledger import Refused
 from processes.engine.plan import PlannedStep
 from processes.engine.runtime import ModuleRuntime, StepCodeFailed
 from processes.engine.statuses import StepStatus
+from processes.engine.step_record import StepResult, StepScope, record_step
 from processes.models import Disposition, ProcessRun, ProcessRunStep, SkipReason
 
 RETRY_BACKOFF_FIRST = timedelta(seconds=1)
@@ -50,7 +52,7 @@ def retry_backoff(attempts: int) -> timedelta:
     return min(RETRY_BACKOFF_FIRST * 2 ** max(attempts - 1, 0), RETRY_BACKOFF_CAP)
 
 
-def _earlier_answer(scope: Any, planned: PlannedStep) -> ProcessRunStep | None:
+def _earlier_answer(scope: StepScope, planned: PlannedStep) -> ProcessRunStep | None:
     return (
         scope.run.ledger.filter(
             step_id=planned.step_id,
@@ -97,10 +99,10 @@ def _answer_check(schema: Any, answer: Any) -> None:
         )
 
 
-def ai_step_execute(scope: Any, planned: PlannedStep, ctx: dict, runtime: ModuleRuntime) -> Any:
+def ai_step_execute(
+    scope: StepScope, planned: PlannedStep, ctx: dict, runtime: ModuleRuntime
+) -> StepResult:
     """Perform an AI step (``when`` already passed); answers a ``StepResult``."""
-    from processes.engine.steps import StepResult, record_step
-
     earlier = _earlier_answer(scope, planned)
     if earlier is not None:
         with transaction.atomic():
@@ -134,7 +136,7 @@ def ai_step_execute(scope: Any, planned: PlannedStep, ctx: dict, runtime: Module
 
 
 def _recorded(
-    scope: Any,
+    scope: StepScope,
     planned: PlannedStep,
     status: StepStatus,
     disposition: str,
@@ -143,8 +145,6 @@ def _recorded(
     answer: Any = None,
 ) -> Any:
     """The step's one ledger row; the run's count of transient failures starts again at 0."""
-    from processes.engine.steps import StepResult, record_step
-
     with transaction.atomic():
         if refusal is not None:
             row = record_step(

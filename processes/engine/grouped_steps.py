@@ -6,26 +6,17 @@ grouped: the step then writes the group and runs in a transaction of its own (``
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kernel.errors import NotFound, Refusal, TurbobaseError
 from kernel.ids import uuid_or_none
 from processes.engine.ledger import ledger_row, write_outcome
 from processes.engine.plan import PlannedStep
 from processes.engine.statuses import StepStatus
+from processes.engine.step_record import StepResult, StepScope, step_placed, step_refused
 from processes.models import Disposition
 from records.step_writes import record_create_ready, record_delete_ready, record_update_ready
 from records.units import WriteUnit
-
-if TYPE_CHECKING:
-    from processes.engine.steps import StepResult, StepScope
-
-
-def _steps() -> Any:
-    """``processes.engine.steps``, which imports this module (read at call time)."""
-    from processes.engine import steps
-
-    return steps
 
 
 def create_grouped(
@@ -55,7 +46,7 @@ def create_grouped(
             unit=unit,
         )
     except (Refusal, NotFound, TurbobaseError) as exc:
-        return _steps().step_refused(scope, planned, unit, exc)
+        return step_refused(scope, planned, unit, exc)
     if ride is None:
         return None
     ride.row = row = ledger_row(
@@ -65,10 +56,10 @@ def create_grouped(
         pg_row_id=pg_row_id,
         created_record=True,
         counts_write=True,
-        **_steps().step_placed(scope),
+        **step_placed(scope),
     )
     rides.join(ride, planned.step_id, scope.idempotency_key)
-    return _steps().StepResult(StepStatus.DONE, row)
+    return StepResult(StepStatus.DONE, row)
 
 
 def update_grouped(
@@ -95,7 +86,7 @@ def update_grouped(
             unit=unit,
         )
     except (Refusal, NotFound, TurbobaseError) as exc:
-        return _steps().step_refused(scope, planned, unit, exc)
+        return step_refused(scope, planned, unit, exc)
     if ready is None:
         return None
     record = ready.record
@@ -121,7 +112,7 @@ def delete_grouped(scope: StepScope, planned: PlannedStep, address: Any) -> Step
             actor=scope.actor, record_type=record_type, pg_row_id=target, unit=unit
         )
     except (Refusal, NotFound, TurbobaseError) as exc:
-        return _steps().step_refused(scope, planned, unit, exc)
+        return step_refused(scope, planned, unit, exc)
     if ready is None:
         return None
     return _joined(scope, planned, group, ready)
@@ -138,7 +129,7 @@ def _joined(scope: StepScope, planned: PlannedStep, group: Any, ready: Any) -> S
         pg_row_id=record.pk,
         external_id=record.external_id,
         counts_write=True,
-        **_steps().step_placed(scope),
+        **step_placed(scope),
     )
     group.join(ready, planned.step_id, scope.idempotency_key)
-    return _steps().StepResult(StepStatus.DONE, row)
+    return StepResult(StepStatus.DONE, row)

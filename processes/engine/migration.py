@@ -26,7 +26,6 @@ one batch.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 from django.db import transaction
 from django.utils import timezone
@@ -39,6 +38,7 @@ from processes.engine.migration_batch import SliceBatches
 from processes.engine.plan import PlannedStep
 from processes.engine.query import query_run
 from processes.engine.runtime import StepCodeFailed
+from processes.engine.slice_host import SliceHost
 from processes.engine.statuses import WalkStatus
 from processes.engine.walks import Walk
 from processes.models import (
@@ -49,12 +49,9 @@ from processes.models import (
     SkipReason,
 )
 
-if TYPE_CHECKING:
-    from processes.engine.runner import ChainRunner
-
 
 class MigrationSlice:
-    def __init__(self, runner: ChainRunner, plan: list[PlannedStep]) -> None:
+    def __init__(self, runner: SliceHost, plan: list[PlannedStep]) -> None:
         self.runner, self.run, self.plan = runner, runner.run, plan
         self.key = runner.definition["eachRow"]["key"]
 

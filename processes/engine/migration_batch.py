@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from django.db import IntegrityError, transaction
 
@@ -14,6 +13,7 @@ from kernel.bulk import rows_insert
 from kernel.ids import uuid_or_none
 from processes.engine.ledger import sequence_next, write_outcome
 from processes.engine.plan import PlannedStep
+from processes.engine.slice_host import SliceHost
 from processes.engine.statuses import StepKind
 from processes.models import (
     Disposition,
@@ -25,14 +25,11 @@ from records.batch_writes import BatchWrite, CreateItem, UpdateItem, rows_write
 from records.boundary import WriteResult
 from records.models import Record
 
-if TYPE_CHECKING:
-    from processes.engine.runner import ChainRunner
-
 
 class SliceBatches:
     """The batches of one slice of ``runner``'s run over ``plan``, rows keyed by ``key``."""
 
-    def __init__(self, runner: ChainRunner, plan: list[PlannedStep], key: str) -> None:
+    def __init__(self, runner: SliceHost, plan: list[PlannedStep], key: str) -> None:
         self.runner, self.run, self.plan, self.key = runner, runner.run, plan, key
 
     def batchable(self) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from guardrails.settings import setting_get
@@ -111,36 +112,36 @@ class Parking:
 
     def wait_action(self, planned: PlannedStep, task: HumanTask) -> None:
         """Park until a person decides the step's task; its timeout, if any, is the due time."""
-        run_wait(
-            self.run,
-            lease=self.lease,
-            pending_reason=PendingReason.AWAITING_ACTION,
-            wake_at=task.expires_at,
-            waiting_step=planned.step_id,
-        )
-        # Decided (or the run cancelled) while we were parking: that wake-up found the run not
-        # yet parked, so nobody else will deliver it.
-        decided = HumanTask.objects.filter(pk=task.pk).exclude(state=TaskState.OPEN).exists()
-        if decided or ProcessRun.objects.filter(pk=self.run.pk, cancel_requested=True).exists():
+        decided = HumanTask.objects.filter(pk=task.pk).exclude(state=TaskState.OPEN)
+        if self._parked_on(planned, PendingReason.AWAITING_ACTION, task.expires_at, decided):
             run_redeliver(self.run.pk)
 
     def wait_input(self, planned: PlannedStep, wait: EventWait) -> None:
         """Park until a matching event comes; the wait's timeout is the due time (``wake_at``)."""
+        claimed = EventWait.objects.filter(pk=wait.pk).exclude(state=WaitState.WAITING)
+        if self._parked_on(planned, PendingReason.AWAITING_INPUT, wait.expires_at, claimed):
+            run_redeliver(self.run.pk)
+        else:
+            # Both rows are committed now: an event that came before (since the run was created)
+            # is found here; an event sent from now on finds the wait itself.
+            wait_claim_earlier(wait)  # claims it with an earlier event and queues the run
+
+    def _parked_on(
+        self, planned: PlannedStep, reason: str, wake_at: datetime | None, settled: QuerySet
+    ) -> bool:
+        """Park on what ``planned`` waits for (due at ``wake_at``), and answer whether it must be
+        delivered again at once: what it waits on was ``settled`` (decided, claimed), or the run
+        cancelled, while we were parking — that wake-up found the run not yet parked, so nobody
+        else will deliver it."""
         run_wait(
             self.run,
             lease=self.lease,
-            pending_reason=PendingReason.AWAITING_INPUT,
-            wake_at=wait.expires_at,
+            pending_reason=reason,
+            wake_at=wake_at,
             waiting_step=planned.step_id,
         )
-        # Both rows are committed now: an event that came before (since the run was created) or
-        # while we parked is found here; an event sent from now on finds the wait itself. One
-        # claimed in the meantime found the run not yet parked, so nobody else will deliver it.
-        claimed = EventWait.objects.filter(pk=wait.pk).exclude(state=WaitState.WAITING).exists()
-        if claimed or ProcessRun.objects.filter(pk=self.run.pk, cancel_requested=True).exists():
-            run_redeliver(self.run.pk)
-        else:
-            wait_claim_earlier(wait)  # claims it with an earlier event and queues the run
+        cancelled = ProcessRun.objects.filter(pk=self.run.pk, cancel_requested=True)
+        return settled.exists() or cancelled.exists()
 
     def wait_time(self, planned: PlannedStep, until: datetime) -> None:
         """Park a sleep step until ``until``: the lane's watch delivers the run then (wake_at)."""

@@ -29,6 +29,7 @@ from processes.engine.ledger import (
     ledger_seen_empty,
     step_outcome,
 )
+from processes.engine.migration import MigrationSlice
 from processes.engine.parking import Parking
 from processes.engine.plan import ForEachCapExceeded, PlannedStep, plan_build
 from processes.engine.rollback import rollback_continue
@@ -203,8 +204,6 @@ class ChainRunner(Parking):
             return
         self.ceilings = ceilings_for(len(plan))
         if self.definition.get("eachRow") is not None:
-            from processes.engine.migration import MigrationSlice
-
             MigrationSlice(self, plan).perform()
             return
         self.walk(plan)

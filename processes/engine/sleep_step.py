@@ -14,7 +14,6 @@ the time is on the run row; one killed before parking is re-delivered and works 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -25,10 +24,11 @@ from processes.durations import duration_parse
 from processes.engine.plan import PlannedStep
 from processes.engine.runtime import ModuleRuntime, StepCodeFailed
 from processes.engine.statuses import StepStatus
+from processes.engine.step_record import StepResult, StepScope, record_step
 from processes.models import Disposition
 
 
-def sleep_parked_until(scope: Any, planned: PlannedStep) -> datetime | None:
+def sleep_parked_until(scope: StepScope, planned: PlannedStep) -> datetime | None:
     """The time an earlier delivery parked this step until, if the run is parked on it."""
     run = scope.run
     if run.waiting_step == planned.step_id and run.wait_deadline is not None:
@@ -47,10 +47,8 @@ def sleep_duration_until(runtime: ModuleRuntime, planned: PlannedStep, ctx: dict
         raise StepCodeFailed(ProcessCode.SLEEP_DURATION_INVALID, f"sleep {exc}") from exc
 
 
-def sleep_step_resume(scope: Any, planned: PlannedStep, until: datetime) -> Any:
+def sleep_step_resume(scope: StepScope, planned: PlannedStep, until: datetime) -> StepResult:
     """The run was parked on this step: confirmed once ``until`` has come, else park again."""
-    from processes.engine.steps import StepResult, record_step
-
     if timezone.now() < until:
         return StepResult(StepStatus.WAIT_TIME, retry_at=until)
     with transaction.atomic():
@@ -60,8 +58,8 @@ def sleep_step_resume(scope: Any, planned: PlannedStep, until: datetime) -> Any:
     return StepResult(StepStatus.DONE, row)
 
 
-def sleep_step_start(scope: Any, planned: PlannedStep, ctx: dict, runtime: ModuleRuntime) -> Any:
+def sleep_step_start(
+    scope: StepScope, planned: PlannedStep, ctx: dict, runtime: ModuleRuntime
+) -> StepResult:
     """Work out the wake time (``when`` already passed) and ask the runner to park until it."""
-    from processes.engine.steps import StepResult
-
     return StepResult(StepStatus.WAIT_TIME, retry_at=sleep_duration_until(runtime, planned, ctx))

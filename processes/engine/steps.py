@@ -7,10 +7,6 @@ every other write first writes the group (``_settle``), so records and ledger la
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -20,9 +16,7 @@ from kernel.log_context import log_context_set
 from processes.codes import ProcessCode
 from processes.engine import grouped_steps
 from processes.engine.ai_step import ai_step_execute
-from processes.engine.grouping import RideGroup
-from processes.engine.lease import Lease
-from processes.engine.ledger import Refused, ledger_write, write_outcome
+from processes.engine.ledger import Refused, write_outcome
 from processes.engine.plan import PlannedStep
 from processes.engine.runtime import ModuleRuntime, StepCodeFailed
 from processes.engine.sleep_step import sleep_parked_until, sleep_step_resume, sleep_step_start
@@ -34,9 +28,16 @@ from processes.engine.step_inputs import (
     payload_of,
     update_address,
 )
+from processes.engine.step_record import (
+    StepResult,
+    StepScope,
+    record_step,
+    step_refused,
+    step_settle,
+)
 from processes.engine.task_step import task_of, task_step_resume, task_step_start
 from processes.engine.wait_step import wait_of, wait_step_resume, wait_step_start
-from processes.models import Disposition, ProcessRun, ProcessRunStep, SkipReason
+from processes.models import Disposition, SkipReason
 from records.boundary import (
     DeleteWindowWait,
     WriteResult,
@@ -48,70 +49,6 @@ from records.boundary import (
 )
 from records.codes import RefusalCode
 from records.outcomes import WriteOutcome
-from records.trail import Actor
-
-
-@dataclass(frozen=True)
-class StepResult:
-    """What the step did (``StepStatus``) and, unless it waits, its ledger row."""
-
-    status: StepStatus
-    row: ProcessRunStep | None = None
-    cap: str | None = None
-    retry_at: datetime | None = None
-    task: Any = None  # the open HumanTask a task step waits on (WAIT_ACTION)
-    event_wait: Any = None  # the open EventWait a waitFor step waits on (WAIT_INPUT)
-    attempts: int = 0  # the provider questions that failed transiently so far (WAIT_RETRY)
-
-    @property
-    def ledger_row(self) -> ProcessRunStep:
-        """The row the step wrote (every status but a wait on the delete window)."""
-        if self.row is None:
-            raise AssertionError(f"a {self.status} step wrote no ledger row")
-        return self.row
-
-
-@dataclass(frozen=True)
-class StepScope:
-    """Where the step runs: the run, its ledger position, and the key its writes carry."""
-
-    run: ProcessRun
-    actor: Actor
-    idempotency_key: str
-    row_key: str = ""
-    slice_number: int = 1
-    visit: int = 1
-    lease: Lease | None = None  # the delivery's; every ledger row proves it in its transaction
-    started_at: datetime | None = None  # when the step began: its ledger row's started_at
-    # Told the step's outcome (``ctx.steps[id]``) once its write is done, before its ledger row
-    # and commit: the runner starts the next step's first function then (``call_ahead``).
-    ahead: Callable[[dict[str, Any]], None] | None = None
-    # The delivery's ride group (``engine.grouping``): a create that can ride joins it.
-    rides: RideGroup | None = None
-    # The id a riding create's record takes: chosen when a later step's build was sent ahead
-    # with this step's outcome (``ChainRunner.ahead``); else chosen by the create.
-    pg_row_id: uuid.UUID | None = None
-
-
-def record_step(scope: StepScope, planned: PlannedStep, **fields: Any) -> ProcessRunStep:
-    """The step's ledger row at its place in the run (inside the caller's transaction)."""
-    return ledger_write(scope.run, planned, lease=scope.lease, **step_placed(scope), **fields)
-
-
-def step_placed(scope: StepScope) -> dict[str, Any]:
-    """Where the step's ledger row stands in the run, and when the step began."""
-    return {
-        "row_key": scope.row_key,
-        "slice_number": scope.slice_number,
-        "visit": scope.visit,
-        "started_at": scope.started_at,
-    }
-
-
-def _settle(scope: StepScope) -> None:
-    """Write the steps waiting in the ride group before this step writes anything."""
-    if scope.rides is not None:
-        scope.rides.flush()
 
 
 def _groups(planned: PlannedStep) -> bool:
@@ -124,7 +61,7 @@ def _groups(planned: PlannedStep) -> bool:
 
 
 def _fail(scope: StepScope, planned: PlannedStep, refusal: Refused, **fields: Any) -> StepResult:
-    _settle(scope)
+    step_settle(scope)
     with transaction.atomic():
         row = record_step(scope, planned, disposition=Disposition.FAILED, refusal=refusal, **fields)
         return StepResult(StepStatus.FAILED, row)
@@ -132,7 +69,7 @@ def _fail(scope: StepScope, planned: PlannedStep, refusal: Refused, **fields: An
 
 def _declined(scope: StepScope, planned: PlannedStep) -> StepResult:
     """The step's when returned false or its build null: recorded as skipped, nothing written."""
-    _settle(scope)
+    step_settle(scope)
     with transaction.atomic():
         row = record_step(
             scope, planned, disposition=Disposition.SKIPPED, skip_reason=SkipReason.DECLINED
@@ -159,7 +96,7 @@ def step_execute(
     log_context_set(step_id=planned.step_id)  # until the delivery ends (processes.observe)
     step = planned.definition
     if not _groups(planned):
-        _settle(scope)
+        step_settle(scope)
     if planned.kind == StepKind.TASK:
         # Its task was made by an earlier delivery: only the decision is left to read.
         task = task_of(scope, planned)
@@ -209,18 +146,6 @@ def step_execute(
     return _write(scope, planned, parent, lines, address)
 
 
-def step_refused(
-    scope: StepScope, planned: PlannedStep, unit: WriteUnit, exc: Exception
-) -> StepResult:
-    """The boundary refused: the step's transaction rolled back whole (no savepoint was paid for on
-    the way); the refusal's trail row and the failed ledger row are written in a fresh one."""
-    _settle(scope)
-    with transaction.atomic():
-        unit.refusals_trail()
-        row = record_step(scope, planned, disposition=Disposition.FAILED, refusal=Refused.of(exc))
-        return StepResult(StepStatus.FAILED, row)
-
-
 def _write(
     scope: StepScope, planned: PlannedStep, parent: dict, lines: list | None, address: dict | None
 ) -> StepResult:
@@ -234,7 +159,7 @@ def _write(
         )
         if grouped is not None:
             return grouped
-    _settle(scope)
+    step_settle(scope)
     unit = WriteUnit()
     try:
         with write_unit() as unit:
@@ -284,7 +209,7 @@ def _delete(
         grouped = grouped_steps.delete_grouped(scope, planned, value)
         if grouped is not None:
             return grouped
-    _settle(scope)
+    step_settle(scope)
     unit = WriteUnit()
     try:
         with write_unit() as unit:

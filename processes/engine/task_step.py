@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from kernel.errors import InvalidRequest
@@ -29,6 +29,7 @@ from processes.engine.ledger import Refused
 from processes.engine.plan import PlannedStep
 from processes.engine.runtime import ModuleRuntime, StepCodeFailed
 from processes.engine.statuses import StepStatus
+from processes.engine.step_record import StepResult, StepScope, record_step, step_wait_open
 from processes.human_tasks.models import HumanTask, TaskState
 from processes.human_tasks.service import assignee_exists, task_expire, task_reopen
 from processes.models import Disposition
@@ -36,7 +37,7 @@ from processes.models import Disposition
 TITLE_MAX_CHARS = 500
 
 
-def task_of(scope: Any, planned: PlannedStep) -> HumanTask | None:
+def task_of(scope: StepScope, planned: PlannedStep) -> HumanTask | None:
     """The task an earlier delivery made for this step, if any."""
     return HumanTask.objects.filter(run_id=scope.run.pk, step_id=planned.step_id).first()
 
@@ -78,37 +79,22 @@ def _describe(runtime: ModuleRuntime, planned: PlannedStep, ctx: dict) -> dict[s
     return {"title": title, "assignee": assignee, "details": details, "expires_at": expires_at}
 
 
-def task_step_start(scope: Any, planned: PlannedStep, ctx: dict, runtime: ModuleRuntime) -> Any:
+def task_step_start(
+    scope: StepScope, planned: PlannedStep, ctx: dict, runtime: ModuleRuntime
+) -> StepResult:
     """Make the step's task (``when`` already passed); answers a ``StepResult`` that waits."""
-    from processes.engine.steps import StepResult, record_step
-
-    try:
-        described = _describe(runtime, planned, ctx)
-    except StepCodeFailed as exc:
-        with transaction.atomic():
-            row = record_step(
-                scope,
-                planned,
-                disposition=Disposition.FAILED,
-                refusal=Refused(exc.code, "task", exc.message),
-            )
-        return StepResult(StepStatus.FAILED, row)
-    try:
-        with transaction.atomic():
-            if scope.lease is not None:
-                scope.lease.hold()  # a delivery that lost the run makes no task
-            task = HumanTask.objects.create(
-                run=scope.run, process_id=scope.run.process_id, step_id=planned.step_id, **described
-            )
-    except IntegrityError:  # another delivery made it first: that one is the task
-        task = HumanTask.objects.get(run_id=scope.run.pk, step_id=planned.step_id)
-    return StepResult(StepStatus.WAIT_ACTION, task=task)
+    task = step_wait_open(
+        scope,
+        planned,
+        HumanTask,
+        field="task",
+        describe=lambda: {"process_id": scope.run.process_id, **_describe(runtime, planned, ctx)},
+    )
+    return task if isinstance(task, StepResult) else StepResult(StepStatus.WAIT_ACTION, task=task)
 
 
-def task_step_resume(scope: Any, planned: PlannedStep, task: HumanTask) -> Any:
+def task_step_resume(scope: StepScope, planned: PlannedStep, task: HumanTask) -> StepResult:
     """The step's task exists: wait on, or write the step's ledger row from the decision."""
-    from processes.engine.steps import StepResult, record_step
-
     if task.state == TaskState.CANCELLED:
         # Closed when its run stopped with this step outstanding (a switch, a ceiling), and the
         # run was resumed: the same task is asked again, its timeout counted from now.

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 from rest_framework.exceptions import ParseError
 
@@ -29,13 +29,14 @@ from processes.engine.ledger import Refused
 from processes.engine.plan import PlannedStep
 from processes.engine.runtime import ModuleRuntime, StepCodeFailed
 from processes.engine.statuses import StepStatus
+from processes.engine.step_record import StepResult, StepScope, record_step, step_wait_open
 from processes.events.models import EventWait, WaitState
 from processes.events.serializers import event_out
 from processes.events.service import EVENT_DATA_MAX_CHARS
 from processes.models import Disposition
 
 
-def wait_of(scope: Any, planned: PlannedStep) -> EventWait | None:
+def wait_of(scope: StepScope, planned: PlannedStep) -> EventWait | None:
     """The wait an earlier delivery made for this step, if any."""
     return EventWait.objects.filter(run_id=scope.run.pk, step_id=planned.step_id).first()
 
@@ -64,37 +65,24 @@ def _match(runtime: ModuleRuntime, planned: PlannedStep, ctx: dict) -> dict:
     return match
 
 
-def wait_step_start(scope: Any, planned: PlannedStep, ctx: dict, runtime: ModuleRuntime) -> Any:
+def wait_step_start(
+    scope: StepScope, planned: PlannedStep, ctx: dict, runtime: ModuleRuntime
+) -> StepResult:
     """Make the step's wait (``when`` already passed); answers a ``StepResult`` that waits."""
-    from processes.engine.steps import StepResult, record_step
-
-    try:
-        match = _match(runtime, planned, ctx)
-    except StepCodeFailed as exc:
-        with transaction.atomic():
-            row = record_step(
-                scope,
-                planned,
-                disposition=Disposition.FAILED,
-                refusal=Refused(exc.code, "waitFor.match", exc.message),
-            )
-        return StepResult(StepStatus.FAILED, row)
     wait_for = planned.definition["waitFor"]
-    try:
-        with transaction.atomic():
-            if scope.lease is not None:
-                scope.lease.hold()  # a delivery that lost the run makes no wait
-            wait = EventWait.objects.create(
-                run=scope.run,
-                step_id=planned.step_id,
-                event_name=wait_for["event"],
-                match=match,
-                after=scope.run.created_at,
-                expires_at=timezone.now() + duration_parse(wait_for["timeout"]),
-            )
-    except IntegrityError:  # another delivery made it first: that one is the wait
-        wait = EventWait.objects.get(run_id=scope.run.pk, step_id=planned.step_id)
-    return StepResult(StepStatus.WAIT_INPUT, event_wait=wait)
+
+    def described() -> dict[str, Any]:
+        return {
+            "match": _match(runtime, planned, ctx),
+            "event_name": wait_for["event"],
+            "after": scope.run.created_at,
+            "expires_at": timezone.now() + duration_parse(wait_for["timeout"]),
+        }
+
+    wait = step_wait_open(scope, planned, EventWait, field="waitFor.match", describe=described)
+    return (
+        wait if isinstance(wait, StepResult) else StepResult(StepStatus.WAIT_INPUT, event_wait=wait)
+    )
 
 
 def wait_time_out(wait: EventWait) -> EventWait:
@@ -107,10 +95,8 @@ def wait_time_out(wait: EventWait) -> EventWait:
     return wait
 
 
-def wait_step_resume(scope: Any, planned: PlannedStep, wait: EventWait) -> Any:
+def wait_step_resume(scope: StepScope, planned: PlannedStep, wait: EventWait) -> StepResult:
     """The step's wait exists: wait on, or write the step's ledger row from what came."""
-    from processes.engine.steps import StepResult, record_step
-
     if wait.state == WaitState.WAITING and wait.expires_at <= timezone.now():
         wait = wait_time_out(wait)
     if wait.state == WaitState.WAITING:

@@ -20,7 +20,6 @@ from django.db.models import Q
 from django.utils import timezone
 
 from processes.events.names import EVENT_NAME_MAX_CHARS
-from processes.models import ProcessRun
 
 EVENT_KEY_MAX_CHARS = 200
 
@@ -76,7 +75,9 @@ class WaitState(models.TextChoices):
 
 class EventWait(models.Model):
     id = models.BigAutoField(primary_key=True)
-    run = models.ForeignKey(ProcessRun, on_delete=models.CASCADE, related_name="event_waits")
+    run = models.ForeignKey(
+        "processes.ProcessRun", on_delete=models.CASCADE, related_name="event_waits"
+    )
     step_id = models.CharField(max_length=255)  # the ledger id ('paid', 'legs:2:paid')
     event_name = models.CharField(max_length=EVENT_NAME_MAX_CHARS)
     match = models.JSONField(default=dict)  # what ``match`` returned when the run parked

@@ -14,8 +14,6 @@ import uuid
 from django.conf import settings
 from django.db import models
 
-from processes.models import ProcessRun
-
 GROUP_PREFIX = (
     "group:"  # ``assignee: 'group:finance'``: anyone in the Django auth group ``finance``
 )
@@ -33,7 +31,7 @@ class TaskState(models.TextChoices):
 
 class HumanTask(models.Model):
     task_id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    run = models.ForeignKey(ProcessRun, on_delete=models.CASCADE, related_name="tasks")
+    run = models.ForeignKey("processes.ProcessRun", on_delete=models.CASCADE, related_name="tasks")
     process_id = models.CharField(max_length=200)
     step_id = models.CharField(max_length=255)  # the ledger id ('approve', 'legs:2:approve')
     # As the process wrote it: a username, or 'group:<name>'.

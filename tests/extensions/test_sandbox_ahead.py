@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from extensions.child_process import ChildProcess
 from extensions.sandbox import (
     Sandbox,
     SandboxLimits,
@@ -23,7 +24,6 @@ from extensions.sandbox import (
     SandboxValueTooDeep,
     SourceLocation,
 )
-from extensions.sandbox_child import ChildProcess
 
 LIMITS = SandboxLimits(call_budget_ms=300, slice_budget_ms=20_000)
 

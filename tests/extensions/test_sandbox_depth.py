@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from extensions.sandbox import Sandbox, SandboxLimits, SandboxValueTooDeep
-from extensions.sandbox_child import (
+from extensions.value_depth import (
     MAX_VALUE_DEPTH,
     _exceeds_iterative,
     json_nests_within,

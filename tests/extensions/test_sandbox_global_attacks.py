@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from extensions.child_process import ChildProcess
 from extensions.sandbox import Sandbox
-from extensions.sandbox_child import ChildProcess
 
 # What the attacker does to the global object. `stash` keeps her secret where a later call could
 # read it; the accessors would capture what dukpy writes there on the next eval (the next

@@ -16,7 +16,7 @@ from extensions.sandbox import (
     SandboxValueTooDeep,
     SandboxViolation,
 )
-from extensions.sandbox_child import MAX_VALUE_DEPTH
+from extensions.value_depth import MAX_VALUE_DEPTH
 from guardrails.settings import setting_set
 from tests.conftest import cli
 from tests.processes.engine_support import deploy, invoke, ledger, pump

@@ -27,7 +27,7 @@ def _import_rooms() -> None:
     for room in ROOMS:
         package = importlib.import_module(room)
         for module in pkgutil.walk_packages(package.__path__, prefix=f"{room}."):
-            if ".migrations" in module.name or module.name.endswith("sandbox_child"):
+            if ".migrations" in module.name:
                 continue
             importlib.import_module(module.name)
 
@@ -92,16 +92,19 @@ def test_the_seeds_codes_keep_the_seeds_spelling(member, spelling):
     assert member == spelling
 
 
-def test_every_code_the_sandbox_child_sends_is_an_extension_code():
-    """``sandbox_child.py`` runs isolated from the project, so it spells its codes as strings."""
-    tree = ast.parse((ROOT / "extensions" / "sandbox_child.py").read_text())
-    sent = {
-        node.args[0].value
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call)
-        and getattr(node.func, "id", None) == "Fault"
-        and node.args
-        and isinstance(node.args[0], ast.Constant)
+def test_the_sandbox_child_sends_codes_as_extension_code_members():
+    """The child modules name every code a ``Fault`` carries by an ``ExtensionCode`` member."""
+    calls = [
+        node
+        for name in ("sandbox_child.py", "sandbox_faults.py")
+        for node in ast.walk(ast.parse((ROOT / "extensions" / name).read_text()))
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Fault" and node.args
+    ]
+    assert len(calls) > 10  # the scan found the calls it is about
+    bare = [ast.unparse(call) for call in calls if isinstance(call.args[0], ast.Constant)]
+    assert bare == []
+    named = {ast.unparse(call.args[0]) for call in calls if isinstance(call.args[0], ast.Attribute)}
+    assert "ExtensionCode.SANDBOX_TIMEOUT" in named
+    assert {n.split(".")[1] for n in named if n.startswith("ExtensionCode.")} <= {
+        member.name for member in ExtensionCode
     }
-    assert "sandbox_timeout" in sent  # the scan found the calls it is about
-    assert sorted(sent - set(ExtensionCode)) == []

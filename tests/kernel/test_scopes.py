@@ -19,7 +19,11 @@ from extensions.models import ExtensionModule, ExtensionVersion
 from guardrails.models import HeldDelete, HeldStatus, InstanceSetting
 from kernel.models import token_issue
 from kernel.permissions import DECLARED_METHODS
-from kernel.scopes import api_routes, scope_declarations_check, view_scope_problems
+from kernel.scope_declarations import (
+    api_routes,
+    scope_declarations_check,
+    view_scope_problems,
+)
 from processes.models import ProcessRun
 from records.boundary import record_create, record_delete
 from records.models import Record, WriteTrail

@@ -15,7 +15,7 @@ import json
 
 import pytest
 
-from extensions.sandbox_child import ChildProcess
+from extensions.child_process import ChildProcess
 from guardrails.settings import setting_set
 from processes.models import ProcessRun
 from records.models import Record
