@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from guardrails.codes import GuardrailCode
+from guardrails.codes import GuardrailCode, GuardrailError
 from kernel.errors import InvalidRequest
 
 _INT_MAX = 2**31 - 1  # every value fits a 32-bit integer column and a JavaScript number
@@ -44,7 +44,7 @@ class SettingGroup(enum.StrEnum):
 class SettingInvalid(InvalidRequest):
     """That value is not valid for that setting."""
 
-    error = "invalid_setting"
+    error = GuardrailError.INVALID_SETTING
     code = GuardrailCode.INVALID_SETTING
 
 

@@ -31,6 +31,7 @@ from django.core import checks
 from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.views import APIView
 
+from kernel.codes import KernelError
 from kernel.errors import Forbidden
 from kernel.models import SCOPES, AccessToken
 from kernel.permissions import DECLARED_METHODS, ScopedAccess
@@ -46,13 +47,13 @@ API_PREFIX = "v1/"
 class ScopeMissing(Forbidden):
     """The access token does not carry the scope this needs."""
 
-    error = "insufficient_scope"
+    error: str = KernelError.INSUFFICIENT_SCOPE
 
 
 class ScopeUndeclared(Forbidden):
     """This route does not declare the scope it needs, so nobody may use it."""
 
-    error = "scope_undeclared"
+    error: str = KernelError.SCOPE_UNDECLARED
 
 
 def request_scopes(request: Any) -> frozenset[str] | None:

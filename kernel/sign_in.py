@@ -43,6 +43,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from kernel.audit import audit_record
+from kernel.codes import KernelError
 from kernel.errors import TurbobaseError
 from kernel.models import SignInFailure
 
@@ -53,7 +54,7 @@ SIGN_IN_UNLOCKED = "sign_in.unlocked"
 class SignInLocked(TurbobaseError):
     """Too many failed sign-ins from this client; try again later."""
 
-    error = "too_many_attempts"
+    error: str = KernelError.TOO_MANY_ATTEMPTS
     http_status = 429
     retryable = True
 

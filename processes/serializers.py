@@ -7,6 +7,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from processes.codes import ProcessError
 from processes.models import (
     LinkHow,
     PendingReason,
@@ -178,7 +179,7 @@ def sync_budget_exceeded(run: ProcessRun, budget_ms: int) -> dict[str, Any]:
     The state is ``queued`` as the contract writes it, whatever the worker has reached meanwhile:
     the answer is a ticket, like the asynchronous 202, and the run's own read says where it is."""
     return {
-        "error": "sync_budget_exceeded",
+        "error": ProcessError.SYNC_BUDGET_EXCEEDED,
         "runId": str(run.run_id),
         "processId": run.process_id,
         "state": RunState.QUEUED,

@@ -16,7 +16,7 @@ from django.contrib.auth.models import User
 
 from guardrails.settings import setting_get
 from kernel.errors import InvalidRequest, TurbobaseError
-from records.codes import RefusalCode
+from records.codes import RecordError, RefusalCode
 from records.rest.execute import rows_stream
 from records.rest.parser import query_parse
 
@@ -24,7 +24,7 @@ from records.rest.parser import query_parse
 class BatchInvalid(InvalidRequest):
     """The batch body is not ``{"reads": ["<resource>?<query>", …]}``."""
 
-    error = "invalid_batch"
+    error = RecordError.INVALID_BATCH
     code = RefusalCode.BATCH_INVALID
 
 

@@ -19,7 +19,7 @@ from django.db import connection, transaction
 
 from guardrails.settings import setting_get
 from kernel.errors import TurbobaseError
-from processes.codes import ProcessCode
+from processes.codes import ProcessCode, ProcessError
 from records.rest.execute import rest_read
 
 _slots_lock = threading.Lock()
@@ -30,7 +30,7 @@ _slots_size = 0
 class QueryRefused(TurbobaseError):
     """A ctx.query read was refused."""
 
-    error = "query_refused"
+    error = ProcessError.QUERY_REFUSED
     code: str = ProcessCode.QUERY_REFUSED
 
     def __init__(self, message: str, *, code: str) -> None:
