@@ -329,7 +329,7 @@ RunCountsOut = type(
 
 
 class QueueOut(serializers.Serializer):
-    runs = RunSummaryOut(many=True, help_text="Newest first, at most PROCESS_QUEUE_MAX_RUNS (500).")
+    runs = RunSummaryOut(many=True, help_text="Newest first, at most processes.queue_max_runs (500).")
     counts = RunCountsOut()
     truncated = serializers.BooleanField(help_text="True when more runs match than are listed.")
 

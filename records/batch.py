@@ -14,6 +14,7 @@ from typing import Any
 
 from django.contrib.auth.models import User
 
+from guardrails.setting_keys import SettingKey
 from guardrails.settings import setting_get
 from kernel.errors import InvalidRequest, TurbobaseError
 from records.codes import RecordError, RefusalCode
@@ -29,7 +30,7 @@ class BatchInvalid(InvalidRequest):
 
 
 def batch_max_reads() -> int:
-    return setting_get("batch.max_reads")
+    return setting_get(SettingKey.BATCH_MAX_READS)
 
 
 def batch_reads_parse(body: Any) -> list[str]:
@@ -68,7 +69,7 @@ def read_capped(*, user: User, path_and_query: str, cap: int) -> dict[str, Any]:
 
 def batch_read(*, user: User, reads: list[str]) -> list[dict[str, Any]]:
     """Answer each read in order: ``{rows, truncated}`` or ``{error: {status, …its body}}``."""
-    cap = setting_get("processes.batch_max_rows")
+    cap = setting_get(SettingKey.PROCESSES_BATCH_MAX_ROWS)
     results: list[dict[str, Any]] = []
     for read in reads:
         try:

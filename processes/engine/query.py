@@ -17,6 +17,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 
+from guardrails.setting_keys import SettingKey
 from guardrails.settings import setting_get
 from kernel.errors import TurbobaseError
 from processes.codes import ProcessCode, ProcessError
@@ -40,7 +41,7 @@ class QueryRefused(TurbobaseError):
 
 def _slot_pool() -> threading.BoundedSemaphore:
     global _slots, _slots_size
-    size = max(1, setting_get("processes.query_slots"))
+    size = max(1, setting_get(SettingKey.PROCESSES_QUERY_SLOTS))
     with _slots_lock:
         if _slots is None or size != _slots_size:
             _slots, _slots_size = threading.BoundedSemaphore(size), size
@@ -92,7 +93,9 @@ def query_run(
             code=ProcessCode.QUERY_ACCESS_CHANGED,
         )
     slot_wait_ms, wait_bound = _bounded(
-        setting_get("processes.query_slot_wait_ms"), "processes.query_slot_wait_ms", budget_ms
+        setting_get(SettingKey.PROCESSES_QUERY_SLOT_WAIT_MS),
+        SettingKey.PROCESSES_QUERY_SLOT_WAIT_MS,
+        budget_ms,
     )
     pool = _slot_pool()
     if not pool.acquire(timeout=slot_wait_ms / 1000):
@@ -101,14 +104,16 @@ def query_run(
             code=ProcessCode.QUERY_SLOT_TIMEOUT,
         )
     timeout_ms, timeout_bound = _bounded(
-        setting_get("processes.query_timeout_ms"), "processes.query_timeout_ms", budget_ms
+        setting_get(SettingKey.PROCESSES_QUERY_TIMEOUT_MS),
+        SettingKey.PROCESSES_QUERY_TIMEOUT_MS,
+        budget_ms,
     )
     try:
         with _read_deadline(timeout_ms):
             return rest_read(
                 user=user,
                 path_and_query=path_and_query.lstrip("/"),
-                max_bytes=setting_get("processes.query_max_bytes"),
+                max_bytes=setting_get(SettingKey.PROCESSES_QUERY_MAX_BYTES),
             )
     except TurbobaseError as exc:
         # What GET /v1/rest answers this user for the same read, so the author learns why:
