@@ -329,7 +329,9 @@ RunCountsOut = type(
 
 
 class QueueOut(serializers.Serializer):
-    runs = RunSummaryOut(many=True, help_text="Newest first, at most processes.queue_max_runs (500).")
+    runs = RunSummaryOut(
+        many=True, help_text="Newest first, at most processes.queue_max_runs (500)."
+    )
     counts = RunCountsOut()
     truncated = serializers.BooleanField(help_text="True when more runs match than are listed.")
 

@@ -134,7 +134,11 @@ def test_saving_an_untouched_page_changes_nothing(operator):
             "1,200",
             "guardrails.max_deletes_per_min must be a whole number, not '1,200'",
         ),
-        ("processes.slice_max_rows", "0", "processes.slice_max_rows must be between 1 and 2147483647"),
+        (
+            "processes.slice_max_rows",
+            "0",
+            "processes.slice_max_rows must be between 1 and 2147483647",
+        ),
         (
             "processes.enabled",
             "maybe",

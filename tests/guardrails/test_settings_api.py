@@ -105,7 +105,11 @@ def test_a_bad_value_is_refused_naming_the_key_and_nothing_changes(admin_api, bo
 
 WRONG_TYPES = [
     # An integer setting takes a JSON integer: not text, not a boolean, not a point number.
-    ("processes.slice_max_rows", "10", "must be a whole number (a JSON integer), not the text '10'"),
+    (
+        "processes.slice_max_rows",
+        "10",
+        "must be a whole number (a JSON integer), not the text '10'",
+    ),
     (
         "processes.slice_max_rows",
         "1_0",
@@ -114,7 +118,11 @@ WRONG_TYPES = [
     ("processes.slice_max_rows", True, "must be a whole number (a JSON integer), not true"),
     ("processes.slice_max_rows", 10.0, "must be a whole number (a JSON integer), not 10.0"),
     ("processes.slice_max_rows", 1.5, "must be a whole number (a JSON integer), not 1.5"),
-    ("processes.slice_max_rows", {"n": 1}, "must be a whole number (a JSON integer), not an object"),
+    (
+        "processes.slice_max_rows",
+        {"n": 1},
+        "must be a whole number (a JSON integer), not an object",
+    ),
     (
         "processes.slice_max_ms",
         "600000",
