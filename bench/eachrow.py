@@ -8,7 +8,7 @@ performs every slice in this process (what the async lane's worker does). Seedin
 timed.
 
 The rows are never marked (one step), so they stay outstanding: a slice takes the first
-``PROCESS_SLICE_MAX_ROWS`` of the read, and a second slice would take the same rows again (offered
+``processes.slice_max_rows`` of the read, and a second slice would take the same rows again (offered
 again, writing nothing) until ``processes.slice_cap`` — a one-create-step migration larger than one
 slice does not finish. The bench therefore sets the slice's row budget to cover every row on its
 throwaway database: one slice, every row. ``bench/migration.py`` is the two-writes-per-row tracked variant.
@@ -145,7 +145,7 @@ def eachrow_bench(*, rows: int = 1000, connected: bool = True) -> dict:
     )
     actor = Actor(user=user)
     extension_deploy(entry="processes/eachrow.ts", files={"processes/eachrow.ts": SOURCE}, by=user)
-    setting_set("PROCESS_SLICE_MAX_ROWS", rows + 100, by=user)  # one slice, every row (see above)
+    setting_set("processes.slice_max_rows", rows + 100, by=user)  # one slice, every row (see above)
     items_make(actor, "warm", 20)
     items_make(actor, "engine", rows)
     bare_items = items_make(actor, "bare", rows)

@@ -2,7 +2,7 @@
 against its floors in the same run (DBOS has no ``eachRow``: its ``dbos`` is null).
 
 - ``migration_create``: one create into ``customer`` per row (the seed's first migrate-customers).
-  Its rows are never stamped, so they stay outstanding: the bench sets ``PROCESS_SLICE_MAX_ROWS``
+  Its rows are never stamped, so they stay outstanding: the bench sets ``processes.slice_max_rows``
   to cover every row in one slice (a second slice would take the same rows again);
 - ``migration_create_stamp``: that create, then an update stamping ``migrated_at`` on the legacy
   row, which takes it out of the predicate — under the default slice caps;
@@ -163,7 +163,7 @@ def migration_bench(shape: str, *, rows: int, migrations: Migrations | None = No
     pid, steps = (STAMP_ID, 2) if stamped else (CREATE_ID, 1)
     pid = CONNECTED_ID if shape == "migration_connected" else pid
     if not stamped:  # one slice, every row (see the module docstring)
-        setting_set("PROCESS_SLICE_MAX_ROWS", rows + 100, by=m.user)
+        setting_set("processes.slice_max_rows", rows + 100, by=m.user)
     try:
         m.run(pid, min(rows, 20))  # warm-up: sandbox child, TypeScript, caches
         drain = None
@@ -173,7 +173,7 @@ def migration_bench(shape: str, *, rows: int, migrations: Migrations | None = No
             done = m.run(pid, rows)
     finally:
         if not stamped:
-            setting_clear("PROCESS_SLICE_MAX_ROWS", by=m.user)
+            setting_clear("processes.slice_max_rows", by=m.user)
     group = max(1, done.group // steps)
     per_step, grouped = _floors(rows, stamped, group)
     result = shape_result(

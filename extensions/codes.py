@@ -32,3 +32,12 @@ class ExtensionCode(StrEnum):
     SANDBOX_VIOLATION = "sandbox_violation"
     SANDBOX_PROMISE_UNSETTLED = "sandbox_promise_unsettled"
     SANDBOX_CRASHED = "sandbox_crashed"
+
+
+class ExtensionError(StrEnum):
+    """The top-level ``error`` of the extensions room's answers. Never reused."""
+
+    INVALID_EXTENSION = "invalid_extension"
+    EXTENSION_ID_MISMATCH = "extension_id_mismatch"
+    EXTENSION_NOT_FOUND = "extension_not_found"
+    EXTENSION_IN_USE = "extension_in_use"

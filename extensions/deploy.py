@@ -16,7 +16,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
@@ -45,11 +44,11 @@ from extensions.siblings import SiblingImportRefused
 from extensions.signals import extension_deployed, extension_removing
 from extensions.store import store_forget
 from extensions.transpile import (
-    DEFAULT_COMPILE_MS,
     CompileBudget,
     CompileLimitExceeded,
     TranspileError,
 )
+from kernel.deployment import deploy_compile_ms, deploy_cpu_ms, deploy_memory_mb
 
 MAX_ID_CHARS = 200  # ExtensionModule.id
 
@@ -80,17 +79,17 @@ class DeployResult:
 
 def deploy_limits() -> SandboxLimits:
     """The sandbox budget one deploy (or API lint) evaluation gets, read at call time."""
-    cpu_ms = int(getattr(settings, "EXTENSIONS_DEPLOY_CPU_MS", 2_000))
+    cpu_ms = deploy_cpu_ms()
     return SandboxLimits(
         call_budget_ms=cpu_ms,
         slice_budget_ms=cpu_ms * 2,
-        memory_mb=int(getattr(settings, "EXTENSIONS_DEPLOY_MEMORY_MB", 512)),
+        memory_mb=deploy_memory_mb(),
     )
 
 
 def deploy_compile_budget() -> CompileBudget:
     """The compile time one deploy (or API lint) gets, every file together, read at call time."""
-    return CompileBudget(int(getattr(settings, "EXTENSIONS_DEPLOY_COMPILE_MS", DEFAULT_COMPILE_MS)))
+    return CompileBudget(deploy_compile_ms())
 
 
 @contextmanager

@@ -7,3 +7,9 @@ from enum import StrEnum
 
 class GuardrailCode(StrEnum):
     INVALID_SETTING = "INVALID_SETTING"  # a value outside a setting's type or bounds
+
+
+class GuardrailError(StrEnum):
+    """The top-level ``error`` of the guardrails room's answers. Never reused."""
+
+    INVALID_SETTING = "invalid_setting"

@@ -1,164 +1,80 @@
 """Every instance setting, declared once: key, type, default, bounds, group and description.
 
 This is the one source the readers (``guardrails.settings.setting_get``), the admin's Settings
-page and the settings API build on. A value is always an integer in storage; ``boolean`` settings
-hold 0 or 1 and ``milliseconds`` settings a duration. ``SettingSpec`` checks every value and names
-the key it refuses: ``parse`` a JSON value (strictly typed), ``parse_text`` an operator's text,
-``check`` a stored value from Python code. Keys keep the seed's spelling (``PROCESS_SLICE_MAX_ROWS``, ``guardrails.*``).
+page and the settings API build on. Keys are ``SettingKey`` members (``guardrails.setting_keys``,
+old names included); what a declaration is and how it checks a value is ``guardrails.setting_spec``.
 """
 
 from __future__ import annotations
 
-import enum
-import re
-from dataclasses import dataclass
-from typing import Any
+from guardrails.setting_keys import SettingKey, setting_key_resolve
+from guardrails.setting_spec import (
+    SettingGroup,
+    SettingInvalid,
+    SettingSpec,
+    SettingType,
+)
 
-from guardrails.codes import GuardrailCode
-from kernel.errors import InvalidRequest
+__all__ = [
+    "REGISTRY",
+    "SETTINGS",
+    "SettingGroup",
+    "SettingInvalid",
+    "SettingSpec",
+    "SettingType",
+    "setting_spec",
+]
 
-_INT_MAX = 2**31 - 1  # every value fits a 32-bit integer column and a JavaScript number
-
-
-class SettingType(enum.StrEnum):
-    INTEGER = "integer"
-    BOOLEAN = "boolean"
-    MILLISECONDS = "milliseconds"
-    BYTES = "bytes"
-
-
-class SettingGroup(enum.StrEnum):
-    DELETE_CAPS = "delete caps"
-    ROLLBACK_CAPS = "rollback caps"
-    SLICES = "slices"
-    WAITS = "waits"
-    RUN_CEILINGS = "per-run ceilings"
-    READS = "reads"
-    HOOKS = "hooks"
-    SOURCES = "sources"
-    SWITCHES = "switches"
-    STEERING = "steering"
-    HISTORY = "history"
-
-
-class SettingInvalid(InvalidRequest):
-    """That value is not valid for that setting."""
-
-    error = "invalid_setting"
-    code = GuardrailCode.INVALID_SETTING
-
-
-@dataclass(frozen=True)
-class SettingSpec:
-    key: str
-    type: SettingType
-    default: int
-    group: SettingGroup
-    description: str
-    min: int = 0
-    max: int = _INT_MAX
-
-    def parse(self, raw: Any) -> int:
-        """The stored integer for a JSON value (the API), or ``SettingInvalid`` naming the key.
-
-        Strict: a boolean setting takes ``true``/``false`` only; every other setting a JSON
-        integer only — not a boolean, not text (``"10"``), not a number with a point (``10.0``).
-        """
-        if self.type is SettingType.BOOLEAN:
-            if not isinstance(raw, bool):
-                raise self._invalid(f"must be true or false, not {_shown_raw(raw)}")
-            return int(raw)
-        if isinstance(raw, bool) or not isinstance(raw, int):
-            raise self._invalid(f"must be a whole number (a JSON integer), not {_shown_raw(raw)}")
-        if not self.min <= raw <= self.max:
-            raise self._invalid(f"must be between {self.min} and {self.max}")
-        return raw
-
-    def parse_text(self, text: str) -> int:
-        """The stored integer for an operator's text (the admin form): ASCII digits with an
-        optional leading minus (no ``_``, ``,``, ``+`` or exponent), or ``true``/``false``."""
-        if self.type is SettingType.BOOLEAN:
-            return self.parse({"true": True, "false": False}.get(text, text))
-        if len(text) > 12 or not _WHOLE_NUMBER.fullmatch(text):
-            raise self._invalid(f"must be a whole number, not {text!r:.40}")
-        return self.parse(int(text))
-
-    def check(self, value: int) -> int:
-        """A value already in its stored form, from Python code (``setting_set``): an int, for a
-        boolean 0 or 1 (or a bool). Text is refused here too."""
-        if self.type is SettingType.BOOLEAN and type(value) is int and value in (0, 1):
-            return value
-        return self.parse(value)
-
-    def _invalid(self, reason: str) -> SettingInvalid:
-        return SettingInvalid(f"{self.key} {reason}", field=self.key, key=self.key)
-
-
-_WHOLE_NUMBER = re.compile(r"-?[0-9]+")
-
-
-def _shown_raw(raw: Any) -> str:
-    """What a refused value was, in JSON's words (the message names what came, not just what is due)."""
-    if isinstance(raw, str):
-        return f"the text {raw!r:.40}"
-    if isinstance(raw, bool) or raw is None:
-        return {True: "true", False: "false", None: "null"}[raw]
-    if isinstance(raw, int | float):
-        return f"{raw!r:.40}"
-    if isinstance(raw, list | dict):
-        return "a list" if isinstance(raw, list) else "an object"
-    return type(raw).__name__
-
-
+_K = SettingKey
 _G = SettingGroup
 _T = SettingType
 _MINUTE, _HOUR = 60_000, 3_600_000
 
 SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec(
-        "guardrails.max_deletes_per_min",
+        _K.GUARDRAILS_MAX_DELETES_PER_MIN,
         _T.INTEGER,
         60,
         _G.DELETE_CAPS,
         "Deletes apps and people may send in any minute; over it a delete is refused.",
     ),
     SettingSpec(
-        "guardrails.max_deletes_per_hour",
+        _K.GUARDRAILS_MAX_DELETES_PER_HOUR,
         _T.INTEGER,
         1_000,
         _G.DELETE_CAPS,
         "Deletes apps and people may send in any hour.",
     ),
     SettingSpec(
-        "guardrails.max_deletes_per_day",
+        _K.GUARDRAILS_MAX_DELETES_PER_DAY,
         _T.INTEGER,
         5_000,
         _G.DELETE_CAPS,
         "Deletes apps and people may send in any day.",
     ),
     SettingSpec(
-        "guardrails.max_rollback_deletes_per_min",
+        _K.GUARDRAILS_MAX_ROLLBACK_DELETES_PER_MIN,
         _T.INTEGER,
         600,
         _G.ROLLBACK_CAPS,
         "Rollback deletes of runs in any minute; over it the rollback waits for the window.",
     ),
     SettingSpec(
-        "guardrails.max_rollback_deletes_per_hour",
+        _K.GUARDRAILS_MAX_ROLLBACK_DELETES_PER_HOUR,
         _T.INTEGER,
         10_000,
         _G.ROLLBACK_CAPS,
         "Rollback deletes of runs in any hour.",
     ),
     SettingSpec(
-        "guardrails.max_rollback_deletes_per_day",
+        _K.GUARDRAILS_MAX_ROLLBACK_DELETES_PER_DAY,
         _T.INTEGER,
         50_000,
         _G.ROLLBACK_CAPS,
         "Rollback deletes of runs in any day.",
     ),
     SettingSpec(
-        "PROCESS_SLICE_MAX_ROWS",
+        _K.PROCESSES_SLICE_MAX_ROWS,
         _T.INTEGER,
         500,
         _G.SLICES,
@@ -166,7 +82,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         min=1,
     ),
     SettingSpec(
-        "PROCESS_SLICE_BATCH_ROWS",
+        _K.PROCESSES_SLICE_BATCH_ROWS,
         _T.INTEGER,
         1000,
         _G.SLICES,
@@ -175,7 +91,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         min=1,
     ),
     SettingSpec(
-        "PROCESS_SLICE_MAX_MS",
+        _K.PROCESSES_SLICE_MAX_MS,
         _T.MILLISECONDS,
         10 * _MINUTE,
         _G.SLICES,
@@ -183,10 +99,10 @@ SETTINGS: tuple[SettingSpec, ...] = (
         min=1,
     ),
     SettingSpec(
-        "processes.slice_cap", _T.INTEGER, 1000, _G.SLICES, "Slices one run may take.", min=1
+        _K.PROCESSES_SLICE_CAP, _T.INTEGER, 1000, _G.SLICES, "Slices one run may take.", min=1
     ),
     SettingSpec(
-        "processes.step_group_max",
+        _K.PROCESSES_STEP_GROUP_MAX,
         _T.INTEGER,
         16,
         _G.SLICES,
@@ -196,7 +112,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         max=256,
     ),
     SettingSpec(
-        "processes.sync_budget_ms",
+        _K.PROCESSES_SYNC_BUDGET_MS,
         _T.MILLISECONDS,
         30_000,
         _G.WAITS,
@@ -204,14 +120,14 @@ SETTINGS: tuple[SettingSpec, ...] = (
         min=1,
     ),
     SettingSpec(
-        "processes.await_source_budget_ms",
+        _K.PROCESSES_AWAIT_SOURCE_BUDGET_MS,
         _T.MILLISECONDS,
         5 * _MINUTE,
         _G.WAITS,
         "How long an awaitSource step waits for the source's verdict; 0 ends the wait at once.",
     ),
     SettingSpec(
-        "processes.transient_retries",
+        _K.PROCESSES_TRANSIENT_RETRIES,
         _T.INTEGER,
         5,
         _G.WAITS,
@@ -221,21 +137,21 @@ SETTINGS: tuple[SettingSpec, ...] = (
         max=20,
     ),
     SettingSpec(
-        "processes.delete_wait_budget_ms",
+        _K.PROCESSES_DELETE_WAIT_BUDGET_MS,
         _T.MILLISECONDS,
         5 * _MINUTE,
         _G.WAITS,
         "How long a rollback delete waits for the rollback window to free; 0 does not wait.",
     ),
     SettingSpec(
-        "steer.approval_over",
+        _K.STEER_APPROVAL_OVER,
         _T.INTEGER,
         100,
         _G.STEERING,
         "A bulk action over more runs than this waits for another administrator's approval.",
     ),
     SettingSpec(
-        "steer.bulk_max_runs",
+        _K.STEER_BULK_MAX_RUNS,
         _T.INTEGER,
         10_000,
         _G.STEERING,
@@ -244,7 +160,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         max=1_000_000,
     ),
     SettingSpec(
-        "processes.enabled",
+        _K.PROCESSES_ENABLED,
         _T.BOOLEAN,
         1,
         _G.SWITCHES,
@@ -252,21 +168,21 @@ SETTINGS: tuple[SettingSpec, ...] = (
         max=1,
     ),
     SettingSpec(
-        "processes.max_run_ms",
+        _K.PROCESSES_MAX_RUN_MS,
         _T.MILLISECONDS,
         0,
         _G.RUN_CEILINGS,
         "Wall clock one run may take; 0 derives it from the slice budget.",
     ),
     SettingSpec(
-        "processes.max_writes_per_run",
+        _K.PROCESSES_MAX_WRITES_PER_RUN,
         _T.INTEGER,
         0,
         _G.RUN_CEILINGS,
         "Writes one run may make; 0 derives it from the slice budget.",
     ),
     SettingSpec(
-        "processes.run_timeout_ms",
+        _K.PROCESSES_RUN_TIMEOUT_MS,
         _T.MILLISECONDS,
         0,
         _G.RUN_CEILINGS,
@@ -274,7 +190,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "run_timeout), as a cancel would; 0 never times a run out.",
     ),
     SettingSpec(
-        "processes.for_each_max_items",
+        _K.PROCESSES_FOR_EACH_MAX_ITEMS,
         _T.INTEGER,
         100,
         _G.RUN_CEILINGS,
@@ -282,7 +198,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         min=1,
     ),
     SettingSpec(
-        "processes.query_timeout_ms",
+        _K.PROCESSES_QUERY_TIMEOUT_MS,
         _T.MILLISECONDS,
         30_000,
         _G.READS,
@@ -290,7 +206,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         min=1,
     ),
     SettingSpec(
-        "processes.query_slot_wait_ms",
+        _K.PROCESSES_QUERY_SLOT_WAIT_MS,
         _T.MILLISECONDS,
         2 * _MINUTE,
         _G.READS,
@@ -298,7 +214,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         min=1,
     ),
     SettingSpec(
-        "processes.step_time_budget_ms",
+        _K.PROCESSES_STEP_TIME_BUDGET_MS,
         _T.MILLISECONDS,
         30_000,
         _G.READS,
@@ -307,7 +223,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         min=100,
     ),
     SettingSpec(
-        "processes.query_slots",
+        _K.PROCESSES_QUERY_SLOTS,
         _T.INTEGER,
         4,
         _G.READS,
@@ -315,7 +231,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         min=1,
     ),
     SettingSpec(
-        "processes.query_max_bytes",
+        _K.PROCESSES_QUERY_MAX_BYTES,
         _T.BYTES,
         8 * 1024 * 1024,
         _G.READS,
@@ -323,7 +239,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         min=1,
     ),
     SettingSpec(
-        "processes.batch_max_rows",
+        _K.PROCESSES_BATCH_MAX_ROWS,
         _T.INTEGER,
         1_000,
         _G.READS,
@@ -331,7 +247,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         min=1,
     ),
     SettingSpec(
-        "rest.max_response_bytes",
+        _K.REST_MAX_RESPONSE_BYTES,
         _T.BYTES,
         10 * 1024 * 1024,
         _G.READS,
@@ -340,7 +256,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         min=1,
     ),
     SettingSpec(
-        "batch.max_reads",
+        _K.BATCH_MAX_READS,
         _T.INTEGER,
         50,
         _G.READS,
@@ -348,7 +264,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         min=1,
     ),
     SettingSpec(
-        "PROCESS_QUEUE_MAX_RUNS",
+        _K.PROCESSES_QUEUE_MAX_RUNS,
         _T.INTEGER,
         500,
         _G.READS,
@@ -356,7 +272,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         min=1,
     ),
     SettingSpec(
-        "extensions.hook_cpu_ms",
+        _K.EXTENSIONS_HOOK_CPU_MS,
         _T.MILLISECONDS,
         500,
         _G.HOOKS,
@@ -364,7 +280,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         min=1,
     ),
     SettingSpec(
-        "history.retain_days",
+        _K.HISTORY_RETAIN_DAYS,
         _T.INTEGER,
         90,
         _G.HISTORY,
@@ -374,7 +290,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         max=36_500,
     ),
     SettingSpec(
-        "history.retain_runs",
+        _K.HISTORY_RETAIN_RUNS,
         _T.INTEGER,
         1_000_000,
         _G.HISTORY,
@@ -382,7 +298,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         min=1,
     ),
     SettingSpec(
-        "trail.retain_days",
+        _K.TRAIL_RETAIN_DAYS,
         _T.INTEGER,
         0,
         _G.HISTORY,
@@ -391,7 +307,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         max=36_500,
     ),
     SettingSpec(
-        "audit.retain_days",
+        _K.AUDIT_RETAIN_DAYS,
         _T.INTEGER,
         0,
         _G.HISTORY,
@@ -400,7 +316,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         max=36_500,
     ),
     SettingSpec(
-        "sources.max_attempts",
+        _K.SOURCES_MAX_ATTEMPTS,
         _T.INTEGER,
         8,
         _G.SOURCES,
@@ -410,12 +326,13 @@ SETTINGS: tuple[SettingSpec, ...] = (
     ),
 )
 
-REGISTRY: dict[str, SettingSpec] = {spec.key: spec for spec in SETTINGS}
+REGISTRY: dict[SettingKey, SettingSpec] = {spec.key: spec for spec in SETTINGS}
 
 
 def setting_spec(key: str) -> SettingSpec:
-    """The declaration of ``key``; an unknown key is refused by name."""
-    try:
-        return REGISTRY[key]
-    except KeyError:
-        raise SettingInvalid(f"{key!r} is not an instance setting", field=key, key=key) from None
+    """The declaration of ``key`` (a ``SettingKey``, or an old name: its new one's declaration);
+    an unknown key is refused by name."""
+    resolved = setting_key_resolve(key)
+    if resolved is None:
+        raise SettingInvalid(f"{key!r} is not an instance setting", field=key, key=key)
+    return REGISTRY[resolved]

@@ -11,7 +11,8 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from guardrails.registry import SETTINGS, SettingGroup, SettingSpec, SettingType
+from guardrails.registry import REGISTRY, SETTINGS, SettingGroup, SettingSpec, SettingType
+from guardrails.setting_keys import SETTING_ALIASES
 
 INTEGER_OR_BOOLEAN = {"oneOf": [{"type": "integer"}, {"type": "boolean"}]}
 
@@ -58,5 +59,16 @@ SETTINGS_PATCH = {
     "type": "object",
     "minProperties": 1,
     "additionalProperties": False,
-    "properties": {spec.key: _value_schema(spec) for spec in SETTINGS},
+    "properties": {
+        **{str(spec.key): _value_schema(spec) for spec in SETTINGS},
+        # Old names, accepted for one release: each changes its new one.
+        **{
+            old: {
+                **_value_schema(REGISTRY[new]),
+                "deprecated": True,
+                "description": f"The old name of {new}; it changes {new}.",
+            }
+            for old, new in SETTING_ALIASES.items()
+        },
+    },
 }

@@ -1,5 +1,8 @@
 """Instance settings in force: a database override, else a Django setting, else the registry's default.
 
+Every function here takes a ``SettingKey``; an old name (``guardrails.setting_keys.SETTING_ALIASES``)
+is read and written as its new one, and what is stored, audited and listed is the new name.
+
 What settings exist, their types and bounds live in ``guardrails.registry``; this module reads and
 writes the values. Each process caches the (small) table: re-read at most once a second, and once
 at the start of every request and worker task that reads a setting (``guardrails.cache``), so a
@@ -13,7 +16,6 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from django.conf import settings as django_settings
 from django.db import transaction
 
 from guardrails.cache import TableCache
@@ -26,7 +28,9 @@ from guardrails.registry import (
     SettingType,
     setting_spec,
 )
+from guardrails.setting_keys import SettingKey, setting_aliases_of
 from kernel.audit import audit_latest, audit_record
+from kernel.deployment import deployment_named
 
 # The whole (small) table, re-read at most once a second per process and after every request or
 # task boundary (guardrails.cache): read-your-writes across processes, no query per step.
@@ -35,39 +39,52 @@ _rows = TableCache(
 )
 
 # The shipped defaults, derived from the one registry (guardrails.registry).
-DEFAULTS: dict[str, int] = {spec.key: spec.default for spec in SETTINGS}
+DEFAULTS: dict[SettingKey, int] = {spec.key: spec.default for spec in SETTINGS}
 
 
 # Values this thread reads instead of the stored ones, for a while (``settings_overridden``).
-_overrides: ContextVar[dict[str, int] | None] = ContextVar(
+_overrides: ContextVar[dict[SettingKey, int] | None] = ContextVar(
     "guardrails_setting_overrides", default=None
 )
 
 
 @contextmanager
-def settings_overridden(values: dict[str, int]) -> Iterator[None]:
+def settings_overridden(values: dict[SettingKey, int]) -> Iterator[None]:
     """Read ``values`` for these settings in this thread (and nowhere else) meanwhile: a plan's
     smaller migration slice, never a stored change another worker could see."""
-    for key, value in values.items():
-        setting_spec(key).check(value)
-    token = _overrides.set({**(_overrides.get() or {}), **values})
+    specs = [(setting_spec(key), value) for key, value in values.items()]
+    checked = {spec.key: spec.check(value) for spec, value in specs}
+    token = _overrides.set({**(_overrides.get() or {}), **checked})
     try:
         yield
     finally:
         _overrides.reset(token)
 
 
-def setting_get(key: str) -> int:
+def setting_get(key: SettingKey) -> int:
     """The value in force: a database row, else a Django setting of the same name, else the default."""
     if key not in DEFAULTS:
-        raise KeyError(f"unknown instance setting {key!r}")  # a programming error, not input
+        try:
+            key = setting_spec(key).key  # an old name reads its new one
+        except SettingInvalid:
+            raise KeyError(f"unknown instance setting {key!r}") from None  # a programming error
     overrides = _overrides.get()
     if overrides is not None and key in overrides:
         return overrides[key]
     row = _rows.get().get(key)
     if row is not None:
         return int(row)
-    return int(getattr(django_settings, key.replace(".", "_").upper(), DEFAULTS[key]))
+    return _deployed(key)
+
+
+def _deployed(key: SettingKey) -> int:
+    """The Django setting for ``key``: ``PROCESSES_SLICE_MAX_ROWS`` for ``processes.slice_max_rows``,
+    else one of its old names (``PROCESS_SLICE_MAX_ROWS``), else the registry's default."""
+    for name in (key.replace(".", "_").upper(), *setting_aliases_of(key)):
+        value = deployment_named(name)
+        if value is not None:
+            return int(value)
+    return DEFAULTS[key]
 
 
 def settings_cache_clear(*args: object, **kwargs: object) -> None:
@@ -83,14 +100,15 @@ def _override(key: str) -> int | None:
 
 
 @transaction.atomic
-def setting_set(key: str, value: int, *, by: Any = None) -> int:
+def setting_set(key: SettingKey, value: int, *, by: Any = None) -> int:
     """Store an override, in its stored form (an int; 0 or 1 for a boolean), after checking it
     against the registry (``SettingInvalid`` names the key; text is refused, not converted).
 
     A change is kept in the audit trail (who, when, old → new); setting the value already in
     place records nothing.
     """
-    parsed = setting_spec(key).check(value)
+    spec = setting_spec(key)
+    key, parsed = spec.key, spec.check(value)
     before = _override(key)
     if before != parsed:
         InstanceSetting.objects.update_or_create(key=key, defaults={"value": parsed})
@@ -100,9 +118,9 @@ def setting_set(key: str, value: int, *, by: Any = None) -> int:
 
 
 @transaction.atomic
-def setting_clear(key: str, *, by: Any = None) -> None:
+def setting_clear(key: SettingKey, *, by: Any = None) -> None:
     """Drop the override: the Django setting of that name, else the default, is in force again."""
-    setting_spec(key)
+    key = setting_spec(key).key
     before = _override(key)
     if before is not None:
         InstanceSetting.objects.filter(key=key).delete()
@@ -145,10 +163,14 @@ def settings_patch(changes: Any, *, by: Any) -> list[dict[str, Any]]:
     ``"off"`` is refused, never converted."""
     if not isinstance(changes, dict) or not changes:
         raise SettingInvalid("the body must be a JSON object of {key: value | null}", field="body")
-    parsed = {
-        key: None if value is None else setting_spec(key).parse(value)
-        for key, value in changes.items()
-    }
+    parsed: dict[SettingKey, int | None] = {}
+    for name, value in changes.items():
+        spec = setting_spec(name)  # an old name changes its new one
+        if spec.key in parsed:
+            raise SettingInvalid(
+                f"{spec.key} is named twice (once by an old name)", field=name, key=spec.key
+            )
+        parsed[spec.key] = None if value is None else spec.parse(value)
     for key, value in parsed.items():
         if value is None:
             setting_clear(key, by=by)

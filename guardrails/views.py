@@ -9,6 +9,7 @@ from rest_framework.views import APIView
 
 from guardrails.serializers import SETTINGS_PATCH, SettingsOut
 from guardrails.settings import settings_list, settings_patch
+from kernel.codes import KernelError
 from kernel.errors import Forbidden
 from kernel.openapi import error_responses
 from kernel.scopes import DATA_READ, EXTENSIONS_DEPLOY
@@ -17,7 +18,7 @@ from kernel.scopes import DATA_READ, EXTENSIONS_DEPLOY
 class SettingsForbidden(Forbidden):
     """Only an administrator reads and changes instance settings."""
 
-    error = "forbidden"
+    error = KernelError.FORBIDDEN
 
 
 def _admin_check(request: Request) -> None:

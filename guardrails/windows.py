@@ -14,6 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from guardrails.models import WindowEvent, WindowKind, WindowLock
+from guardrails.setting_keys import SettingKey
 from guardrails.settings import setting_get
 
 SPANS: tuple[tuple[str, timedelta], ...] = (
@@ -23,9 +24,9 @@ SPANS: tuple[tuple[str, timedelta], ...] = (
 )
 
 
-def _cap_key(kind: str, span: str) -> str:
+def _cap_key(kind: str, span: str) -> SettingKey:
     prefix = "max_deletes" if kind == WindowKind.DELETE else "max_rollback_deletes"
-    return f"guardrails.{prefix}_per_{span}"
+    return SettingKey(f"guardrails.{prefix}_per_{span}")
 
 
 @dataclass(frozen=True)

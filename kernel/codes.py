@@ -21,3 +21,24 @@ class KernelCode(StrEnum):
     SCHEMA_UNUSABLE = (
         "SCHEMA_UNUSABLE"  # an author's JSON Schema cannot be applied (kernel.schemas)
     )
+
+
+class KernelError(StrEnum):
+    """The top-level ``error`` of a body the kernel's exception family answers. Never reused.
+
+    Each room adds the values it alone answers in its own ``codes.py``; a room that answers one of
+    these (``not_found``, ``forbidden``…) uses the member here rather than spelling it again.
+    """
+
+    ERROR = "error"  # a TurbobaseError that names nothing more precise
+    WRITE_REFUSED = "write_refused"  # a Refusal's default
+    NOT_FOUND = "not_found"
+    CONFLICT = "conflict"
+    FORBIDDEN = "forbidden"
+    ADMIN_REQUIRED = "admin_required"
+    INVALID_REQUEST = "invalid_request"
+    NOT_AUTHENTICATED = "not_authenticated"
+    SCHEMA_UNUSABLE = "schema_unusable"
+    INSUFFICIENT_SCOPE = "insufficient_scope"
+    SCOPE_UNDECLARED = "scope_undeclared"
+    TOO_MANY_ATTEMPTS = "too_many_attempts"

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernel.codes import KernelCode
+from kernel.codes import KernelCode, KernelError
 from kernel.text import CODE_MAX_CHARS, FIELD_MAX_CHARS, MESSAGE_MAX_CHARS, text_clean
 
 
 class TurbobaseError(Exception):
     """Something went wrong."""
 
-    error: str = "error"  # the top-level ``error`` of the HTTP body
+    error: str = KernelError.ERROR  # the top-level ``error`` of the HTTP body
     http_status: int = 400
     retryable: bool = False
 
@@ -35,7 +35,7 @@ class TurbobaseError(Exception):
 class Refusal(TurbobaseError):
     """The write was refused."""
 
-    error = "write_refused"
+    error: str = KernelError.WRITE_REFUSED
     http_status = 422
     code: str = KernelCode.REFUSED
 
@@ -62,7 +62,7 @@ class Refusal(TurbobaseError):
 class NotFound(TurbobaseError):
     """Not found."""
 
-    error = "not_found"
+    error: str = KernelError.NOT_FOUND
     http_status = 404
 
     def body(self) -> dict[str, Any]:
@@ -72,26 +72,26 @@ class NotFound(TurbobaseError):
 class Conflict(Refusal):
     """The record changed underneath the write."""
 
-    error = "conflict"
+    error: str = KernelError.CONFLICT
     http_status = 409
 
 
 class Forbidden(TurbobaseError):
     """You may not do that."""
 
-    error = "forbidden"
+    error: str = KernelError.FORBIDDEN
     http_status = 403
 
 
 class AdminRequired(Forbidden):
     """Only an administrator may do that."""
 
-    error = "admin_required"
+    error: str = KernelError.ADMIN_REQUIRED
 
 
 class InvalidRequest(Refusal):
     """The request is not valid."""
 
-    error = "invalid_request"
+    error: str = KernelError.INVALID_REQUEST
     http_status = 400
     code: str = KernelCode.INVALID

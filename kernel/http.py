@@ -16,7 +16,7 @@ from rest_framework import exceptions as drf_exceptions
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
-from kernel.codes import KernelCode
+from kernel.codes import KernelCode, KernelError
 from kernel.errors import TurbobaseError
 
 # A 429 that cannot say when to come back still tells the client to back off, rather than nothing.
@@ -59,14 +59,14 @@ def _error_response(exc: Exception, context: dict) -> Response | None:
             headers["WWW-Authenticate"] = auth_header
         if isinstance(exc, (drf_exceptions.NotAuthenticated, drf_exceptions.AuthenticationFailed)):
             return Response(
-                {"error": "not_authenticated", "message": str(exc.detail)},
+                {"error": KernelError.NOT_AUTHENTICATED, "message": str(exc.detail)},
                 status=401,
                 headers=headers,
             )
         if isinstance(exc, drf_exceptions.ParseError):
             return Response(
                 {
-                    "error": "invalid_request",
+                    "error": KernelError.INVALID_REQUEST,
                     "rejection": {
                         "code": KernelCode.INVALID_JSON,
                         "field": None,

@@ -29,7 +29,7 @@ from referencing import Registry, Resource
 from referencing.exceptions import NoSuchResource, Unresolvable
 from referencing.jsonschema import DRAFT202012
 
-from kernel.codes import KernelCode
+from kernel.codes import KernelCode, KernelError
 from kernel.errors import Refusal
 
 
@@ -81,7 +81,7 @@ class SchemaProblem:
 class SchemaUnusable(Refusal):
     """The schema cannot be applied: it refers outside itself, to nothing, or round in a circle."""
 
-    error = "schema_unusable"
+    error: str = KernelError.SCHEMA_UNUSABLE
     code = KernelCode.SCHEMA_UNUSABLE
 
     def __init__(self, problem: SchemaProblem) -> None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernel.codes import KernelError
 from kernel.errors import Forbidden
 from kernel.models import AccessToken
 
@@ -38,13 +39,13 @@ METRICS_READ = "metrics:read"  # GET /metrics (turbobase.metrics_view)
 class ScopeMissing(Forbidden):
     """The access token does not carry the scope this needs."""
 
-    error = "insufficient_scope"
+    error: str = KernelError.INSUFFICIENT_SCOPE
 
 
 class ScopeUndeclared(Forbidden):
     """This route does not declare the scope it needs, so nobody may use it."""
 
-    error = "scope_undeclared"
+    error: str = KernelError.SCOPE_UNDECLARED
 
 
 def request_scopes(request: Any) -> frozenset[str] | None:

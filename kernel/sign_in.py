@@ -35,7 +35,6 @@ import ipaddress
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q, QuerySet
@@ -43,6 +42,8 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from kernel.audit import audit_record
+from kernel.codes import KernelError
+from kernel.deployment import sign_in_limits, trusted_proxies
 from kernel.errors import TurbobaseError
 from kernel.models import SignInFailure
 
@@ -53,7 +54,7 @@ SIGN_IN_UNLOCKED = "sign_in.unlocked"
 class SignInLocked(TurbobaseError):
     """Too many failed sign-ins from this client; try again later."""
 
-    error = "too_many_attempts"
+    error: str = KernelError.TOO_MANY_ATTEMPTS
     http_status = 429
     retryable = True
 
@@ -66,13 +67,7 @@ class SignInLocked(TurbobaseError):
 
 def _limits(username: str) -> tuple[int, timedelta]:
     """The most failures and the window (also the lock's length) of one row."""
-    if username == ANY_USERNAME:
-        most = getattr(settings, "TURBOBASE_SIGN_IN_ADDRESS_MAX_FAILURES", 100)
-        seconds = getattr(settings, "TURBOBASE_SIGN_IN_ADDRESS_WINDOW_S", 900)
-    else:
-        most = getattr(settings, "TURBOBASE_SIGN_IN_MAX_FAILURES", 10)
-        seconds = getattr(settings, "TURBOBASE_SIGN_IN_WINDOW_S", 900)
-    return int(most), timedelta(seconds=int(seconds))
+    return sign_in_limits(whole_address=username == ANY_USERNAME)
 
 
 def _unlocked(now: datetime) -> Q:
@@ -84,7 +79,7 @@ Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 def _trusted_proxies() -> list[Network]:
     networks = []
-    for proxy in getattr(settings, "TURBOBASE_TRUSTED_PROXIES", None) or []:
+    for proxy in trusted_proxies():
         try:
             networks.append(ipaddress.ip_network(str(proxy).strip(), strict=False))
         except ValueError:

@@ -21,6 +21,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
+from guardrails.setting_keys import SettingKey
 from guardrails.settings import setting_get, setting_set
 from kernel.audit import audit_record
 from processes import run_admin  # noqa: F401  (registers the run page)
@@ -261,7 +262,7 @@ class ProcessAdmin(admin.ModelAdmin):
         self, request: HttpRequest, extra_context: dict | None = None
     ) -> HttpResponse:
         context = {
-            "is_instance_on": bool(setting_get("processes.enabled")),
+            "is_instance_on": bool(setting_get(SettingKey.PROCESSES_ENABLED)),
             "can_switch_instance": self.has_change_permission(request),
             **(extra_context or {}),
         }
@@ -278,7 +279,7 @@ class ProcessAdmin(admin.ModelAdmin):
         reason = data.get("reason", "").strip()
         if request.method == "POST" and (is_on or reason):
             with transaction.atomic():
-                setting_set("processes.enabled", 1 if is_on else 0, by=request.user)
+                setting_set(SettingKey.PROCESSES_ENABLED, 1 if is_on else 0, by=request.user)
                 audit_record(
                     actor=request.user,
                     target="processes.enabled",

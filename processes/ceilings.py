@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from guardrails.setting_keys import SettingKey
 from guardrails.settings import setting_get
 
 
@@ -26,7 +27,7 @@ class Ceilings:
             return f"processes.max_run_ms ({self.max_run_ms} ms)"
         return (
             f"of {self.max_run_ms} ms (processes.max_run_ms is 0, so it is derived: "
-            f"processes.slice_cap {self.slice_cap} × PROCESS_SLICE_MAX_MS {self.slice_max_ms} ms)"
+            f"processes.slice_cap {self.slice_cap} × processes.slice_max_ms {self.slice_max_ms} ms)"
         )
 
     def writes_named(self) -> str:
@@ -36,7 +37,7 @@ class Ceilings:
         steps = f"{self.step_count} step{'s' if self.step_count != 1 else ''}"
         return (
             f"of {self.max_writes} writes (processes.max_writes_per_run is 0, so it is derived: "
-            f"processes.slice_cap {self.slice_cap} × PROCESS_SLICE_MAX_ROWS {self.slice_max_rows} "
+            f"processes.slice_cap {self.slice_cap} × processes.slice_max_rows {self.slice_max_rows} "
             f"× {steps})"
         )
 
@@ -45,11 +46,11 @@ def ceilings_for(step_count: int) -> Ceilings:
     """The ceilings in force. Unset (0) ones are the most work the slice caps already allow one
     run to do — slice cap × slice wall clock, and slice cap × rows per slice × steps per row — so
     nothing that was going to finish is stopped by them, and a stuck run is still bounded."""
-    slice_cap = setting_get("processes.slice_cap")
-    rows = setting_get("PROCESS_SLICE_MAX_ROWS")
-    slice_ms = setting_get("PROCESS_SLICE_MAX_MS")
-    max_run_ms = setting_get("processes.max_run_ms")
-    max_writes = setting_get("processes.max_writes_per_run")
+    slice_cap = setting_get(SettingKey.PROCESSES_SLICE_CAP)
+    rows = setting_get(SettingKey.PROCESSES_SLICE_MAX_ROWS)
+    slice_ms = setting_get(SettingKey.PROCESSES_SLICE_MAX_MS)
+    max_run_ms = setting_get(SettingKey.PROCESSES_MAX_RUN_MS)
+    max_writes = setting_get(SettingKey.PROCESSES_MAX_WRITES_PER_RUN)
     steps = max(step_count, 1)
     return Ceilings(
         max_run_ms=max_run_ms or slice_cap * slice_ms,

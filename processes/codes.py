@@ -74,3 +74,34 @@ class ProcessCode(StrEnum):
     # A run cancelled because it had not finished within processes.run_timeout_ms (its failure
     # code; lower case, as the setting's issue spells it).
     RUN_TIMEOUT = "run_timeout"
+
+
+class ProcessError(StrEnum):
+    """The top-level ``error`` of the processes room's answers. Never reused."""
+
+    PROCESS_NOT_FOUND = "process_not_found"
+    PROCESS_DISABLED = "process_disabled"
+    PROCESS_IS_A_MIGRATION = "process_is_a_migration"
+    PROCESS_RUN_NOT_FOUND = "process_run_not_found"
+    PROCESS_RUN_NOT_RESUMABLE = "process_run_not_resumable"
+    PROCESS_RUN_NOT_RETRYABLE = "process_run_not_retryable"
+    PROCESS_RUN_NOT_ROLLBACKABLE = "process_run_not_rollbackable"
+    ILLEGAL_TRANSITION = "illegal_transition"
+    INVALID_INPUT = "invalid_input"
+    INPUT_SCHEMA_UNUSABLE = "input_schema_unusable"
+    INVALID_MODE = "invalid_mode"
+    IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused"
+    # ?mode=sync past its budget: not a failure, the answer names the run that goes on.
+    SYNC_BUDGET_EXCEEDED = "sync_budget_exceeded"
+    INVALID_SCHEDULE = "invalid_schedule"
+    TASK_NOT_FOUND = "task_not_found"
+    TASK_NOT_ASSIGNED = "task_not_assigned"
+    TASK_DECIDED = "task_decided"
+    INVALID_EVENT = "invalid_event"
+    EVENT_KEY_REUSED = "event_key_reused"
+    BULK_ACTION_NOT_FOUND = "bulk_action_not_found"
+    BULK_ACTION_USED = "bulk_action_used"
+    FOUR_EYES = "four_eyes"
+    HISTORY_PURGE_RUNNING = "history_purge_running"
+    HISTORY_ARCHIVE_UNWRITABLE = "history_archive_unwritable"
+    QUERY_REFUSED = "query_refused"

@@ -10,6 +10,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, NoReturn
 
+from extensions.codes import ExtensionError
 from kernel.errors import InvalidRequest
 from kernel.schemas import schema_problem
 from processes.codes import ProcessCode
@@ -44,7 +45,7 @@ WAIT_FOR_KEYS = frozenset({"event", "match", "timeout"})
 class ContractInvalid(InvalidRequest):
     """The process does not satisfy the defineProcess contract."""
 
-    error = "invalid_extension"
+    error = ExtensionError.INVALID_EXTENSION
     code = ProcessCode.PROCESS_CONTRACT_INVALID
 
 

@@ -22,6 +22,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from guardrails.models import HeldDelete
+from guardrails.setting_keys import SettingKey
 from guardrails.settings import setting_get, settings_cache_clear, settings_overridden
 from processes.catalog import process_module_get
 from processes.codes import ProcessCode
@@ -71,7 +72,7 @@ def run_plan(*, process_id: str, body: Any, user: User, rows: int = PLAN_ROWS) -
         with (
             transaction.atomic(),
             planning() as written,
-            settings_overridden({"PROCESS_SLICE_MAX_ROWS": rows}),
+            settings_overridden({SettingKey.PROCESSES_SLICE_MAX_ROWS: rows}),
         ):
             raise _Discard(_planned(process_id, body, user, written))
     except _Discard as discarded:
@@ -192,7 +193,7 @@ def _unknowns(
     planned = [
         step.step_id
         for step in plan_build(
-            definition, run.input, for_each_cap=setting_get("processes.for_each_max_items")
+            definition, run.input, for_each_cap=setting_get(SettingKey.PROCESSES_FOR_EACH_MAX_ITEMS)
         )
         if step.step_id not in seen
     ]

@@ -13,19 +13,19 @@ from kernel.errors import (
     Refusal,
     TurbobaseError,
 )
-from processes.codes import ProcessCode
+from processes.codes import ProcessCode, ProcessError
 
 
 class ProcessNotFound(NotFound):
     """No deployed process of that id."""
 
-    error = "process_not_found"
+    error = ProcessError.PROCESS_NOT_FOUND
 
 
 class InputInvalid(InvalidRequest):
     """The body fails the process's input schema."""
 
-    error = "invalid_input"
+    error = ProcessError.INVALID_INPUT
     code = ProcessCode.INPUT_INVALID
 
 
@@ -33,7 +33,7 @@ class InputSchemaUnusable(Refusal):
     """The deployed process's input schema cannot be applied to any input (it was stored before
     the deploy refused such schemas): redeploying the process is the fix, not another input."""
 
-    error = "input_schema_unusable"
+    error = ProcessError.INPUT_SCHEMA_UNUSABLE
     http_status = 409
     code = ProcessCode.INPUT_SCHEMA_UNUSABLE
 
@@ -41,14 +41,14 @@ class InputSchemaUnusable(Refusal):
 class ModeInvalid(InvalidRequest):
     """?mode was neither sync nor async."""
 
-    error = "invalid_mode"
+    error = ProcessError.INVALID_MODE
     code = ProcessCode.INVALID_MODE
 
 
 class ProcessDisabled(TurbobaseError):
     """The process, or every process on the instance, is switched off."""
 
-    error = "process_disabled"
+    error = ProcessError.PROCESS_DISABLED
     http_status = 409
     code = ProcessCode.PROCESS_DISABLED
 
@@ -64,7 +64,7 @@ class ProcessDisabled(TurbobaseError):
 class RunNotFound(NotFound):
     """No run of that id that you can see."""
 
-    error = "process_run_not_found"
+    error = ProcessError.PROCESS_RUN_NOT_FOUND
 
 
 class RunStateConflict(Conflict):
@@ -77,21 +77,21 @@ class RunStateConflict(Conflict):
 class RunNotResumable(RunStateConflict):
     """Only a committed run with work outstanding can be resumed."""
 
-    error = "process_run_not_resumable"
+    error = ProcessError.PROCESS_RUN_NOT_RESUMABLE
     code = ProcessCode.PROCESS_RUN_NOT_RESUMABLE
 
 
 class ProcessIsMigration(RunStateConflict):
     """A migration is invoked again, not resumed."""
 
-    error = "process_is_a_migration"
+    error = ProcessError.PROCESS_IS_A_MIGRATION
     code = ProcessCode.PROCESS_IS_A_MIGRATION
 
 
 class RunNotRetryable(RunStateConflict):
     """Only a run that ended failed, cancelled, rolled back or refused is retried."""
 
-    error = "process_run_not_retryable"
+    error = ProcessError.PROCESS_RUN_NOT_RETRYABLE
     code = ProcessCode.PROCESS_RUN_NOT_RETRYABLE
 
 
@@ -111,26 +111,26 @@ class RedriveInvalid(InvalidRequest):
 class RunNotRollbackable(RunStateConflict):
     """A run still queued or running cannot be rolled back: cancel it first."""
 
-    error = "process_run_not_rollbackable"
+    error = ProcessError.PROCESS_RUN_NOT_ROLLBACKABLE
     code = ProcessCode.PROCESS_RUN_NOT_ROLLBACKABLE
 
 
 class TaskNotFound(NotFound):
     """No task of that id that is yours (or your group's); an administrator sees every task."""
 
-    error = "task_not_found"
+    error = ProcessError.TASK_NOT_FOUND
 
 
 class TaskNotAssigned(Forbidden):
     """An administrator may see every task but decide only their own and their groups'."""
 
-    error = "task_not_assigned"
+    error = ProcessError.TASK_NOT_ASSIGNED
 
 
 class TaskDecided(RunStateConflict):
     """The task is no longer open: decided, expired, or its run was cancelled."""
 
-    error = "task_decided"
+    error = ProcessError.TASK_DECIDED
     code = ProcessCode.TASK_DECIDED
 
 
@@ -143,21 +143,21 @@ class TaskBodyInvalid(InvalidRequest):
 class EventInvalid(InvalidRequest):
     """An event body is not ``{name, data?, key?}`` as sent; the field is named, nothing kept."""
 
-    error = "invalid_event"
+    error = ProcessError.INVALID_EVENT
     code = ProcessCode.EVENT_INVALID
 
 
 class EventKeyReused(RunStateConflict):
     """The sender already sent an event with this key, with another name or other data."""
 
-    error = "event_key_reused"
+    error = ProcessError.EVENT_KEY_REUSED
     code = ProcessCode.EVENT_KEY_REUSED
 
 
 class InvokeKeyReused(RunStateConflict):
     """The caller already invoked with this Idempotency-Key, for another process, mode or input."""
 
-    error = "idempotency_key_reused"
+    error = ProcessError.IDEMPOTENCY_KEY_REUSED
     code = ProcessCode.INVOKE_KEY_REUSED
 
 
@@ -168,7 +168,7 @@ class InvokeForbidden(AdminRequired):
 class IllegalTransition(TurbobaseError):
     """A run cannot move between those states."""
 
-    error = "illegal_transition"
+    error = ProcessError.ILLEGAL_TRANSITION
     http_status = 409
 
 
@@ -181,17 +181,17 @@ class BulkInvalid(InvalidRequest):
 class BulkNotFound(NotFound):
     """No bulk action of that id that is yours (an administrator sees every one)."""
 
-    error = "bulk_action_not_found"
+    error = ProcessError.BULK_ACTION_NOT_FOUND
 
 
 class BulkUsed(RunStateConflict):
     """The bulk action was already submitted or decided: preview again for another."""
 
-    error = "bulk_action_used"
+    error = ProcessError.BULK_ACTION_USED
     code = ProcessCode.BULK_ACTION_USED
 
 
 class FourEyes(Forbidden):
     """A bulk action over the approval threshold needs another administrator's approval."""
 
-    error = "four_eyes"
+    error = ProcessError.FOUR_EYES

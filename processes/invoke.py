@@ -17,6 +17,7 @@ from django.db.models import JSONField, Value
 from django.utils import timezone
 
 from extensions.models import ExtensionModule
+from guardrails.setting_keys import SettingKey
 from guardrails.settings import setting_get
 from kernel.schemas import SchemaUnusable, schema_errors, schema_validator
 from processes.catalog import process_module_get
@@ -40,7 +41,7 @@ def switch_check(process_id: str) -> bool:
     """409 ``process_disabled`` naming the switch, when this process or every process is off.
 
     Answers whether the process has its row (no switch was ever set: it is written on first use)."""
-    if not setting_get("processes.enabled"):
+    if not setting_get(SettingKey.PROCESSES_ENABLED):
         raise ProcessDisabled(
             "every process on this instance is switched off (processes.enabled)",
             switch="processes.enabled",

@@ -185,8 +185,6 @@ class ProcessRun(models.Model):
         }
 
 
-
-
 class Disposition(models.TextChoices):
     CONFIRMED = "confirmed"
     FAILED = "failed"

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
+from guardrails.setting_keys import SettingKey
 from guardrails.settings import setting_get
 from processes.codes import ProcessCode
 from processes.models import TERMINAL_STATES, ProcessRun
@@ -36,7 +37,7 @@ def runs_overdue(now: datetime, timeout_ms: int) -> list[object]:
 
 def runs_timeout_sweep(now: datetime | None = None) -> int:
     """Cancel every overdue run; answers how many were cancelled or told to stop."""
-    timeout_ms = setting_get("processes.run_timeout_ms")
+    timeout_ms = setting_get(SettingKey.PROCESSES_RUN_TIMEOUT_MS)
     if not timeout_ms:
         return 0
     now = now or timezone.now()

@@ -7,6 +7,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from processes.codes import ProcessError
 from processes.models import (
     LinkHow,
     PendingReason,
@@ -182,7 +183,7 @@ def sync_budget_exceeded(run: ProcessRun, budget_ms: int) -> dict[str, Any]:
     The state is ``queued`` as the contract writes it, whatever the worker has reached meanwhile:
     the answer is a ticket, like the asynchronous 202, and the run's own read says where it is."""
     return {
-        "error": "sync_budget_exceeded",
+        "error": ProcessError.SYNC_BUDGET_EXCEEDED,
         "runId": str(run.run_id),
         "processId": run.process_id,
         "state": RunState.QUEUED,
@@ -332,7 +333,9 @@ RunCountsOut = type(
 
 
 class QueueOut(serializers.Serializer):
-    runs = RunSummaryOut(many=True, help_text="Newest first, at most PROCESS_QUEUE_MAX_RUNS (500).")
+    runs = RunSummaryOut(
+        many=True, help_text="Newest first, at most processes.queue_max_runs (500)."
+    )
     counts = RunCountsOut()
     truncated = serializers.BooleanField(help_text="True when more runs match than are listed.")
 

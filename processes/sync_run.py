@@ -29,11 +29,11 @@ import time
 import uuid
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import connection
 
 from extensions.models import ExtensionModule
+from kernel.deployment import is_sync_in_request
 from processes.catalog import process_module_get
 from processes.engine.lease import Lease
 from processes.engine.ledger import ledger_position_empty
@@ -46,7 +46,7 @@ from processes.settle import run_settle_wait
 
 def sync_in_request(module: ExtensionModule) -> bool:
     """Whether this request may deliver a sync run of the process ``module`` serves itself."""
-    if not getattr(settings, "PROCESS_SYNC_IN_REQUEST", True):
+    if not is_sync_in_request():
         return False
     if connection.in_atomic_block:  # the row would not be committed before its first step
         return False

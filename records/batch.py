@@ -14,9 +14,10 @@ from typing import Any
 
 from django.contrib.auth.models import User
 
+from guardrails.setting_keys import SettingKey
 from guardrails.settings import setting_get
 from kernel.errors import InvalidRequest, TurbobaseError
-from records.codes import RefusalCode
+from records.codes import RecordError, RefusalCode
 from records.rest.execute import rows_stream
 from records.rest.parser import query_parse
 
@@ -24,12 +25,12 @@ from records.rest.parser import query_parse
 class BatchInvalid(InvalidRequest):
     """The batch body is not ``{"reads": ["<resource>?<query>", …]}``."""
 
-    error = "invalid_batch"
+    error = RecordError.INVALID_BATCH
     code = RefusalCode.BATCH_INVALID
 
 
 def batch_max_reads() -> int:
-    return setting_get("batch.max_reads")
+    return setting_get(SettingKey.BATCH_MAX_READS)
 
 
 def batch_reads_parse(body: Any) -> list[str]:
@@ -68,7 +69,7 @@ def read_capped(*, user: User, path_and_query: str, cap: int) -> dict[str, Any]:
 
 def batch_read(*, user: User, reads: list[str]) -> list[dict[str, Any]]:
     """Answer each read in order: ``{rows, truncated}`` or ``{error: {status, …its body}}``."""
-    cap = setting_get("processes.batch_max_rows")
+    cap = setting_get(SettingKey.PROCESSES_BATCH_MAX_ROWS)
     results: list[dict[str, Any]] = []
     for read in reads:
         try:

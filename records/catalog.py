@@ -19,6 +19,7 @@ from jsonschema import Draft202012Validator
 
 from kernel.errors import NotFound
 from kernel.schemas import schema_problem, schema_validator
+from records.codes import RecordError
 
 READ_POLICIES = ("all", "group", "owner")
 
@@ -44,7 +45,7 @@ SYSTEM_PROTECTED = frozenset(
 class RecordTypeNotFound(NotFound):
     """No record type of that name is in the catalog."""
 
-    error = "record_type_not_found"
+    error = RecordError.RECORD_TYPE_NOT_FOUND
 
 
 @dataclass(frozen=True)

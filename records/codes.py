@@ -43,3 +43,13 @@ class RefusalCode(StrEnum):
     # the reason code a write state carries while its source does not answer (it is retried).
     ALLOW_WITH_AUDIT = "ALLOW_WITH_AUDIT"
     TRANSIENT = "TRANSIENT"
+
+
+class RecordError(StrEnum):
+    """The top-level ``error`` of the records room's answers (the read's are ``ReadError``)."""
+
+    RECORD_NOT_FOUND = "record_not_found"
+    RECORD_TYPE_NOT_FOUND = "record_type_not_found"
+    HELD_DELETE_NOT_FOUND = "held_delete_not_found"
+    DELETE_WINDOW_FULL = "delete_window_full"
+    INVALID_BATCH = "invalid_batch"

@@ -13,7 +13,7 @@ from guardrails.models import Decision, HeldDelete, RuleAction, WindowKind
 from guardrails.windows import window_admit
 from kernel.errors import TurbobaseError
 from records.catalog import RecordType, record_type_get
-from records.codes import RefusalCode
+from records.codes import RecordError, RefusalCode
 from records.door import door_opened
 from records.errors import (
     DeleteCapExceeded,
@@ -43,7 +43,7 @@ from records.write_rules import (
 class DeleteWindowWait(TurbobaseError):
     """The delete window is full; the delete may be sent once it frees (``retry_at``)."""
 
-    error = "delete_window_full"
+    error = RecordError.DELETE_WINDOW_FULL
     http_status = 429
     retryable = True
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from kernel.errors import Conflict, InvalidRequest, NotFound, Refusal
-from records.codes import RefusalCode
+from records.codes import RecordError, RefusalCode
 
 
 class PayloadInvalid(InvalidRequest):
@@ -47,7 +47,7 @@ class AtomicWriteRequired(Refusal):
 class RecordNotFound(NotFound):
     """No record you can see matches that address."""
 
-    error = "record_not_found"
+    error = RecordError.RECORD_NOT_FOUND
 
     def __init__(self, message: str | None = None, *, field: str | None = None, **extra) -> None:
         super().__init__(message, **extra)

@@ -25,6 +25,7 @@ from extensions.errors import ExtensionInvalid, ExtensionNotFound
 from extensions.pool import sandbox_pooled
 from extensions.sandbox import SandboxError, SandboxLimits, SandboxTimeout
 from extensions.store import ServedModule, hooks_served, store_forget
+from guardrails.setting_keys import SettingKey
 from guardrails.settings import setting_get
 from records.catalog import catalog_load
 from records.codes import RefusalCode
@@ -71,7 +72,7 @@ def hook_contract_check(definition: Any) -> dict:
 
 def hook_limits() -> SandboxLimits:
     """One hook call's CPU budget (read at call time); every call starts the budget afresh."""
-    cpu_ms = setting_get("extensions.hook_cpu_ms")
+    cpu_ms = setting_get(SettingKey.EXTENSIONS_HOOK_CPU_MS)
     return SandboxLimits(call_budget_ms=cpu_ms, slice_budget_ms=max(cpu_ms * 100, 30_000))
 
 

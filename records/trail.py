@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from datetime import datetime
+from typing import NotRequired, TypedDict, Unpack
 from uuid import UUID
 
 from django.contrib.auth.models import User
@@ -32,35 +33,38 @@ class Actor:
         return bool(getattr(self.user, "is_staff", False))
 
 
-def trail_row(
-    *,
-    actor: Actor | None,
-    action: str,
-    record_type: str,
-    outcome: str,
-    pg_row_id: UUID | str | None = None,
-    code: str = "",
-    field: str | None = "",
-    message: str = "",
-) -> WriteTrail:
+class TrailDecision(TypedDict):
+    """One boundary decision, as ``trail_row`` and ``trail_write`` take it (keywords)."""
+
+    actor: Actor | None
+    action: str
+    record_type: str
+    outcome: str
+    pg_row_id: NotRequired[UUID | str | None]
+    code: NotRequired[str]
+    field: NotRequired[str | None]
+    message: NotRequired[str]
+
+
+def trail_row(**decision: Unpack[TrailDecision]) -> WriteTrail:
     """The trail row of one decision, not yet saved (the boundary may insert it with its write)."""
+    actor, outcome = decision["actor"], decision["outcome"]
+    code = text_clean(decision.get("code") or "", CODE_MAX_CHARS)
     if outcome in _COUNTED:  # /metrics: holds and refusals by the rule (code) that decided
-        GUARDRAIL_DECISIONS.labels(
-            decision=outcome, rule=text_clean(code or "", CODE_MAX_CHARS) or "unknown"
-        ).inc()
+        GUARDRAIL_DECISIONS.labels(decision=outcome, rule=code or "unknown").inc()
     user = actor.user if actor and getattr(actor.user, "pk", None) is not None else None
     return row_like(
         _blank(),
         actor_id=user.pk if user is not None else None,
         actor_name=user.get_username() if user is not None else "",
-        action=action,
-        record_type=record_type,
-        pg_row_id=pg_row_id,
+        action=decision["action"],
+        record_type=decision["record_type"],
+        pg_row_id=decision.get("pg_row_id"),
         outcome=outcome,
         # A hook's or a source's words: made storable and cut to the columns (kernel.text).
-        code=text_clean(code or "", CODE_MAX_CHARS),
-        field=text_clean(field or "", FIELD_MAX_CHARS),
-        message=text_clean(message or "", MESSAGE_MAX_CHARS),
+        code=code,
+        field=text_clean(decision.get("field") or "", FIELD_MAX_CHARS),
+        message=text_clean(decision.get("message") or "", MESSAGE_MAX_CHARS),
         process_run_id=actor.process_run_id if actor else "",
         process_step=actor.process_step if actor else "",
     )
@@ -73,27 +77,9 @@ def _blank() -> WriteTrail:
 
 
 @door_opened
-def trail_write(
-    *,
-    actor: Actor | None,
-    action: str,
-    record_type: str,
-    outcome: str,
-    pg_row_id: UUID | str | None = None,
-    code: str = "",
-    field: str | None = "",
-    message: str = "",
-) -> WriteTrail:
-    row = trail_row(
-        actor=actor,
-        action=action,
-        record_type=record_type,
-        outcome=outcome,
-        pg_row_id=pg_row_id,
-        code=code,
-        field=field,
-        message=message,
-    )
+def trail_write(**decision: Unpack[TrailDecision]) -> WriteTrail:
+    """The trail row of one decision, saved on its own (``trail_row`` builds it)."""
+    row = trail_row(**decision)
     row.save(force_insert=True)
     return row
 

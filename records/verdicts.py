@@ -16,7 +16,7 @@ from django.utils import timezone
 from guardrails.models import HeldDelete, HeldStatus
 from kernel.audit import audit_record
 from kernel.errors import Conflict, NotFound
-from records.codes import RefusalCode
+from records.codes import RecordError, RefusalCode
 from records.door import door_opened
 from records.models import (
     Record,
@@ -144,7 +144,7 @@ class HeldDeleteNotPending(Conflict):
 class HeldDeleteNotFound(NotFound):
     """No held delete has that id."""
 
-    error = "held_delete_not_found"
+    error = RecordError.HELD_DELETE_NOT_FOUND
 
 
 HELD_DELETE_APPROVED = "held_delete.approved"

@@ -16,3 +16,10 @@ class SourceCode(StrEnum):
     SOURCE_NOT_LINKED = "SOURCE_NOT_LINKED"
     # The source answered in a shape the connector cannot read; parked so nobody re-sends blindly.
     SOURCE_ANSWER_INVALID = "SOURCE_ANSWER_INVALID"
+
+
+class SourceError(StrEnum):
+    """The top-level ``error`` of the sources room's answers. Never reused."""
+
+    SOURCE_UNAVAILABLE = "source_unavailable"
+    ADAPTER_NOT_FOUND = "adapter_not_found"

@@ -1,4 +1,4 @@
-"""Tunables of the outbound worker, read lazily from Django settings (never at import time).
+"""Tunables of the outbound worker, read lazily from Django settings (``kernel.deployment``).
 
 Operators change ``sources.max_attempts`` at run time (an instance setting in guardrails); the
 timings below are deployment choices, and tests shrink them with ``settings`` overrides.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.conf import settings
+from kernel import deployment
 
 
 @dataclass(frozen=True)
@@ -23,10 +23,10 @@ class OutboundConf:
 
 def outbound_conf() -> OutboundConf:
     return OutboundConf(
-        retry_base_seconds=float(getattr(settings, "SOURCES_RETRY_BASE_SECONDS", 1.0)),
-        retry_cap_seconds=float(getattr(settings, "SOURCES_RETRY_CAP_SECONDS", 300.0)),
-        inline_retry_seconds=float(getattr(settings, "SOURCES_INLINE_RETRY_SECONDS", 2.0)),
-        lane_lease_seconds=float(getattr(settings, "SOURCES_LANE_LEASE_SECONDS", 120.0)),
-        drain_max_writes=int(getattr(settings, "SOURCES_DRAIN_MAX_WRITES", 100)),
-        drain_max_seconds=float(getattr(settings, "SOURCES_DRAIN_MAX_SECONDS", 30.0)),
+        retry_base_seconds=deployment.sources_retry_base_seconds(),
+        retry_cap_seconds=deployment.sources_retry_cap_seconds(),
+        inline_retry_seconds=deployment.sources_inline_retry_seconds(),
+        lane_lease_seconds=deployment.sources_lane_lease_seconds(),
+        drain_max_writes=deployment.sources_drain_max_writes(),
+        drain_max_seconds=deployment.sources_drain_max_seconds(),
     )

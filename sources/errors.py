@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from kernel.errors import Refusal, TurbobaseError
 from records.codes import RefusalCode
+from sources.codes import SourceError
 
 
 class SourceUnavailable(TurbobaseError):
     """The connected system did not answer; the write will be tried again."""
 
-    error = "source_unavailable"
+    error = SourceError.SOURCE_UNAVAILABLE
     http_status = 503
     retryable = True
 
@@ -27,5 +28,5 @@ class SourceRefused(Refusal):
 class AdapterNotFound(TurbobaseError):
     """The catalog names an adapter this instance does not have."""
 
-    error = "adapter_not_found"
+    error = SourceError.ADAPTER_NOT_FOUND
     http_status = 500

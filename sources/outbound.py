@@ -35,6 +35,7 @@ from django.db import IntegrityError
 from django.db.models import Min
 from django.utils import timezone
 
+from guardrails.setting_keys import SettingKey
 from guardrails.settings import setting_get
 from records.catalog import RecordTypeNotFound, record_type_get
 from records.models import Record, RecordWriteState, WriteOperation, WriteStatus
@@ -89,7 +90,7 @@ def outbound_head(*, record_type: str) -> RecordWriteState | None:
 def outbound_backoff(*, attempts: int) -> float:
     """Seconds to wait after the ``attempts``-th failed attempt."""
     conf = outbound_conf()
-    if attempts >= setting_get("sources.max_attempts"):
+    if attempts >= setting_get(SettingKey.SOURCES_MAX_ATTEMPTS):
         return conf.retry_cap_seconds
     return min(conf.retry_cap_seconds, conf.retry_base_seconds * 2 ** max(attempts - 1, 0))
 
@@ -221,7 +222,7 @@ def outbound_outcome_apply(*, state: RecordWriteState, outcome: Outcome) -> None
         attempts = state.attempts + 1
         delay = outbound_backoff(attempts=attempts)
         message = outcome.message
-        if attempts >= setting_get("sources.max_attempts"):
+        if attempts >= setting_get(SettingKey.SOURCES_MAX_ATTEMPTS):
             message = (
                 f"{message} — still failing after {attempts} attempts; retrying every {delay:g}s"
             )

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.contrib import admin
 from django.contrib.admin.apps import AdminConfig
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
+
+from kernel.deployment import instance_name
 
 PRODUCT = "Turbobase"
 WORKERS_APP = "django_q"
@@ -21,7 +22,7 @@ WORKERS_APP = "django_q"
 
 def instance_title() -> str:
     """ "Turbobase", or "Turbobase · <instance name>" when the instance is named otherwise."""
-    name = (getattr(settings, "TURBOBASE_INSTANCE_NAME", "") or "").strip()
+    name = instance_name()
     return PRODUCT if name in ("", PRODUCT) else f"{PRODUCT} · {name}"
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 
+from kernel.codes import KernelError
 from turbobase.codes import EdgeCode
 
 API_PREFIX = "/v1/"
@@ -24,7 +25,7 @@ def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpR
         return defaults.page_not_found(request, exception)
     return JsonResponse(
         {
-            "error": EdgeCode.NOT_FOUND,
+            "error": KernelError.NOT_FOUND,
             "message": f"no API route {request.path!r}; the routes are listed at /api/docs",
         },
         status=404,

@@ -27,13 +27,14 @@ from typing import Any
 from gunicorn import util
 from gunicorn.workers.gthread import ThreadWorker
 
+from kernel.codes import KernelError
 from turbobase.codes import EdgeCode
 from turbobase.connection_close import CloseWhenDue
 
 # The error code of each status gunicorn can answer itself; another status answers its reason.
 CODES = {
     400: EdgeCode.BAD_REQUEST,
-    403: EdgeCode.FORBIDDEN,
+    403: KernelError.FORBIDDEN,
     414: EdgeCode.REQUEST_LINE_TOO_LONG,
     417: EdgeCode.EXPECTATION_FAILED,
     431: EdgeCode.REQUEST_HEADERS_TOO_LARGE,
@@ -84,7 +85,7 @@ def json_error(status: int, reason: str, exc: BaseException, cfg: Any) -> bytes:
     """The HTTP answer for ``status``: a JSON ``{error, message}`` body, ``Connection: close``."""
     code = CODES.get(status)
     payload = {
-        "error": str(code) if code else reason.lower().replace(" ", "_") or "bad_request",
+        "error": str(code) if code else reason.lower().replace(" ", "_") or EdgeCode.BAD_REQUEST,
         "message": _message(status, exc, cfg),
     }
     body = json.dumps(payload).encode("utf-8")

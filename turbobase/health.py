@@ -31,10 +31,10 @@ from rest_framework.views import APIView
 
 from kernel.openapi import ErrorSerializer
 from processes.heartbeats import SEEN_WITHIN_S, clusters_seen
+from turbobase.codes import EdgeCode
 from turbobase.serializers import LiveOut, ReadyOut
 
 Check = dict[str, Any]
-NOT_READY = "not_ready"
 
 
 class LiveView(APIView):
@@ -129,7 +129,7 @@ class ReadyView(APIView):
         }
         if not ready:  # the one error body, with the checks as its facts
             failed = ", ".join(name for name, check in checks.items() if not check["ok"])
-            body = {"error": NOT_READY, "message": f"not ready: {failed}", **body}
+            body = {"error": EdgeCode.NOT_READY, "message": f"not ready: {failed}", **body}
         response = Response(body, status=200 if ready else 503)
         # An orchestrator asks every few seconds: "not ready" is an answer, not a server error
         # for django.request to log each time (the body says which check failed).

@@ -167,7 +167,7 @@ TURBOBASE_CATALOG = os.environ.get("TURBOBASE_CATALOG", str(BASE_DIR / "records"
 _BROKER = os.environ.get("TURBOBASE_BROKER", "orm")
 # One cluster per lane: "turbobase" (outbound writes, sweeps), "tb_sync" (interactive runs) and
 # "tb_async" (everything else, migration slices included): separate pools, separate limits.
-# A slice may run PROCESS_SLICE_MAX_MS (10 min) and finishes its row, hence the task timeout.
+# A slice may run processes.slice_max_ms (10 min) and finishes its row, hence the task timeout.
 _Q_TIMEOUT = int(os.environ.get("TURBOBASE_TASK_TIMEOUT", "900"))
 Q_CLUSTER = {
     "name": "turbobase",

@@ -2,7 +2,7 @@
 
 One middleware for every view (the API's, health, the admin): when a view fails because
 PostgreSQL cannot be reached — refused, restarting, the pool timed out waiting for a connection, the
-connection dropped — the answer is ``503 {"error": "database_unavailable", …}`` with
+connection dropped — the answer is ``503 {"error": EdgeCode.DATABASE_UNAVAILABLE, …}`` with
 ``Retry-After``. Nothing is cached about the outage: the next request tries again, so the instance
 recovers by itself when the database is back. Other database errors are left alone.
 """
@@ -13,6 +13,8 @@ from collections.abc import Callable
 
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
+
+from turbobase.codes import EdgeCode
 
 RETRY_AFTER_S = 5
 # SQLSTATEs the server sends when it cannot serve us right now: connection exceptions (08xxx),
@@ -39,7 +41,7 @@ def database_unreachable(exc: BaseException) -> bool:
 def unavailable_response() -> JsonResponse:
     return JsonResponse(
         {
-            "error": "database_unavailable",
+            "error": EdgeCode.DATABASE_UNAVAILABLE,
             "message": "the database cannot be reached right now; retry shortly",
         },
         status=503,
@@ -75,6 +77,7 @@ def server_error(request: HttpRequest) -> HttpResponse:
         return unavailable_response()
     if request.path.startswith("/v1/"):
         return JsonResponse(
-            {"error": "server_error", "message": "the instance failed; it was logged"}, status=500
+            {"error": EdgeCode.SERVER_ERROR, "message": "the instance failed; it was logged"},
+            status=500,
         )
     return django_server_error(request)

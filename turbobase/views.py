@@ -25,6 +25,7 @@ from kernel.sign_in import (
     sign_in_lock_check,
     sign_in_success_record,
 )
+from turbobase.codes import EdgeCode
 from turbobase.serializers import HealthOut, SignedInOut, SignInIn, WhoAmIOut
 
 USERNAME_MAX_LENGTH = 150  # Django's own limit: a longer name cannot be anyone's
@@ -33,7 +34,7 @@ USERNAME_MAX_LENGTH = 150  # Django's own limit: a longer name cannot be anyone'
 class SignInFailed(TurbobaseError):
     """Wrong username or password."""
 
-    error = "invalid_credentials"
+    error = EdgeCode.INVALID_CREDENTIALS
     http_status = 401
 
 

@@ -36,6 +36,7 @@ from guardrails.registry import (
     SettingSpec,
     SettingType,
 )
+from guardrails.setting_keys import SETTING_ALIASES, SettingKey, setting_aliases_of
 from guardrails.settings import setting_clear, setting_get, setting_set
 
 UNITS = {SettingType.MILLISECONDS: "ms", SettingType.BYTES: "bytes"}
@@ -88,15 +89,29 @@ class SettingField(forms.CharField):
             raise forms.ValidationError(exc.message) from exc
 
 
+def _old_names_renamed(data: Any) -> Any:
+    """A POST that names a setting by its old name (and its hidden initial) changes the new one."""
+    if data is None or not any(old in data for old in SETTING_ALIASES):
+        return data
+    data = data.copy()
+    for old, new in SETTING_ALIASES.items():
+        for prefix in ("", "initial-"):
+            if prefix + old in data and prefix + _field_name(new) not in data:
+                data[prefix + _field_name(new)] = data[prefix + old]
+    return data
+
+
 class InstanceSettingsForm(forms.Form):
-    def __init__(self, *args: Any, overrides: dict[str, int], **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(
+        self, data: Any = None, *args: Any, overrides: dict[str, int], **kwargs: Any
+    ) -> None:
+        super().__init__(_old_names_renamed(data), *args, **kwargs)
         for spec in SETTINGS:
             self.fields[_field_name(spec.key)] = SettingField(
                 spec, initial=_shown(spec, overrides.get(spec.key))
             )
 
-    def changes(self) -> dict[str, int | None]:
+    def changes(self) -> dict[SettingKey, int | None]:
         """``{key: new override or None (back to the default)}`` for the fields the operator changed."""
         changed = set(self.changed_data)
         return {
@@ -163,6 +178,7 @@ class WriteGuardrailAdmin(admin.ModelAdmin):
             rows = [
                 {
                     "key": spec.key,
+                    "aliases": setting_aliases_of(spec.key),
                     "spec": spec,
                     "unit": UNITS.get(spec.type, ""),
                     "default": _shown(spec, spec.default),
@@ -180,7 +196,7 @@ class WriteGuardrailAdmin(admin.ModelAdmin):
 
     @staticmethod
     @transaction.atomic
-    def _save(changes: dict[str, int | None], *, by: Any) -> list[str]:
+    def _save(changes: dict[SettingKey, int | None], *, by: Any) -> list[str]:
         for key, value in changes.items():
             if value is None:
                 setting_clear(key, by=by)

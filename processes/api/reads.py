@@ -22,6 +22,7 @@ from django.db.models import F, Q, QuerySet
 from django.http import QueryDict
 
 from extensions.models import ExtensionKind, ExtensionModule, ExtensionStatus
+from guardrails.setting_keys import SettingKey
 from guardrails.settings import setting_get
 from kernel.filters import FilterInvalid, filter_apply
 from processes.api.filters import STATE, ProcessRunsFilter, RunFilter
@@ -165,13 +166,13 @@ def run_failures(runs: Sequence[RunSummarized]) -> dict[Any, dict[str, Any]]:
 
 
 def queue_max_runs() -> int:
-    return setting_get("PROCESS_QUEUE_MAX_RUNS")
+    return setting_get(SettingKey.PROCESSES_QUEUE_MAX_RUNS)
 
 
 def queue_read(
     *, user: User, mode: str | None = None, params: QueryDict | None = None
 ) -> QueueRead:
-    """The newest runs (at most ``PROCESS_QUEUE_MAX_RUNS``, 500) and counts over every visible run.
+    """The newest runs (at most ``processes.queue_max_runs``, 500) and counts over every visible run.
 
     The counts of the whole history come from the run tally (``processes.run_tally``), so they
     cost the same at any number of runs; with ``createdAfter`` / ``createdBefore`` they count the
@@ -352,7 +353,7 @@ def processes_list(*, user: User) -> list[ProcessListing]:
     )
     ids = [module.id for module in modules]
     switches = {p.id: p for p in Process.objects.filter(pk__in=ids)}
-    is_instance_on = bool(setting_get("processes.enabled"))
+    is_instance_on = bool(setting_get(SettingKey.PROCESSES_ENABLED))
     triggers = process_triggers(ids)
     last_runs = runs_newest_by_process(runs_visible(user).defer("input"), ids)
     failures = run_failures([run for runs in last_runs.values() for run in runs])

@@ -25,6 +25,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from extensions.models import ExtensionModule
+from guardrails.setting_keys import SettingKey
 from guardrails.settings import setting_get
 from kernel.filters import filter_parameters
 from kernel.models import AccessToken
@@ -196,7 +197,7 @@ class ProcessInvokeView(APIView):
                 idempotency_key=key,
             )
             return Response(out.run_queued(run), status=202)
-        budget_ms = setting_get("processes.sync_budget_ms")
+        budget_ms = setting_get(SettingKey.PROCESSES_SYNC_BUDGET_MS)
         run, settled = sync_invoke(
             process_id=process_id,
             body=body,

@@ -21,6 +21,7 @@ from django.utils import timezone
 from django_q.conf import Conf
 from django_q.tasks import async_task
 
+from guardrails.setting_keys import SettingKey
 from guardrails.settings import setting_get
 from kernel.audit import audit_record
 from kernel.errors import AdminRequired, TurbobaseError
@@ -78,7 +79,7 @@ def bulk_preview(*, user: User, action: Any, filter: Any) -> tuple[BulkAction, l
         field = f"filter.{exc.field}" if exc.field else "filter"
         raise BulkInvalid(f"filter.{exc.message}", field=field) from exc
     runs = runs.filter(**_applicable(action)).order_by("-created_at", "-pk")
-    most = setting_get("steer.bulk_max_runs")
+    most = setting_get(SettingKey.STEER_BULK_MAX_RUNS)
     ids = [str(pk) for pk in runs.values_list("pk", flat=True)[: most + 1]]
     if len(ids) > most:
         raise BulkInvalid(
@@ -126,7 +127,7 @@ def bulk_submit(*, user: User, bulk_id: Any, action: Any, filter: Any) -> BulkAc
             "action and filter must be the preview's (preview again to change them)",
             field="filter" if action == bulk.action else "action",
         )
-    if bulk.count > setting_get("steer.approval_over"):
+    if bulk.count > setting_get(SettingKey.STEER_APPROVAL_OVER):
         bulk.status = BulkState.AWAITING_APPROVAL
         bulk.save(update_fields=["status"])
         return bulk

@@ -27,6 +27,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from guardrails.setting_keys import SettingKey
 from guardrails.settings import setting_get
 from kernel.schemas import SchemaUnusable, schema_errors, schema_validator
 from processes.ai.provider import AiProviderError
@@ -125,7 +126,7 @@ def ai_step_execute(
         answer = _ask(runtime, planned, ctx)
     except TransientFailure as exc:
         attempts = run.transient_attempts + 1
-        if attempts < setting_get("processes.transient_retries"):
+        if attempts < setting_get(SettingKey.PROCESSES_TRANSIENT_RETRIES):
             return StepResult(
                 StepStatus.WAIT_RETRY, retry_at=now + retry_backoff(attempts), attempts=attempts
             )

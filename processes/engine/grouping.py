@@ -41,6 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from guardrails.setting_keys import SettingKey
 from guardrails.settings import setting_get
 from processes.engine.lease import Lease, LeaseLost
 from processes.engine.ledger import sequence_release, write_outcome
@@ -110,7 +111,7 @@ class RideGroup:
         self._rides.append(ride)
         self._steps.append((step_id, key))
         self.run.writes += 1
-        full = len(self._rides) >= setting_get("processes.step_group_max")
+        full = len(self._rides) >= setting_get(SettingKey.PROCESSES_STEP_GROUP_MAX)
         if full or (time.monotonic() - self._since) * 1000 >= RIDE_GROUP_MS:
             self.flush()
 

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from django.conf import settings
 from django.db import connection, models
 from django.utils import timezone
 
+from kernel.deployment import run_lease_seconds
 from processes.models import ProcessRun
 from records.sql_writes import proof_insert, proof_run
 from records.step_writes import LeaseProof
@@ -37,7 +37,7 @@ logger = logging.getLogger("turbobase.processes.engine")
 
 
 def lease_seconds() -> float:
-    return float(getattr(settings, "PROCESS_RUN_LEASE_S", 120))
+    return run_lease_seconds()
 
 
 class LeaseLost(Exception):

@@ -11,7 +11,7 @@ rows left queues the next slice as a separate job on the async lane, until nothi
 or the slice cap.
 
 A migration whose steps are creates and updates by ``pgRowId`` (no ``when``, no ``awaitSource``) —
-the seed's usual create-then-stamp shape — works in batches of ``PROCESS_SLICE_BATCH_ROWS`` rows:
+the seed's usual create-then-stamp shape — works in batches of ``processes.slice_batch_rows`` rows:
 each step's functions for the batch's rows in one exchange with the sandbox (each call still in a
 fresh scope, with the ``ctx.steps`` the row will have: a create's record id is chosen before its
 write), then one transaction holding every row's writes, trail rows and ledger rows
@@ -30,6 +30,7 @@ import time
 from django.db import transaction
 from django.utils import timezone
 
+from guardrails.setting_keys import SettingKey
 from guardrails.settings import setting_get
 from processes.codes import ProcessCode
 from processes.engine.ending import run_end, run_redeliver, run_wait
@@ -149,7 +150,9 @@ class MigrationSlice:
         # What earlier deliveries of this slice recorded, read once (not a read per row).
         done = self._recorded(current)
         batches = SliceBatches(self.runner, self.plan, self.key)
-        batch_rows = setting_get("PROCESS_SLICE_BATCH_ROWS") if batches.batchable() else 1
+        batch_rows = (
+            setting_get(SettingKey.PROCESSES_SLICE_BATCH_ROWS) if batches.batchable() else 1
+        )
         alone = False  # the row after a batch that stopped short runs alone
         size = 1  # a slice's first batch is one row; each next one doubles, within the budget
         rows, position = current.rows, 0

@@ -9,6 +9,7 @@ from typing import Any
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from guardrails.setting_keys import SettingKey
 from guardrails.settings import setting_get
 from processes.contract import OnFailure
 from processes.engine.ending import run_end, run_hand_back, run_redeliver, run_wait
@@ -77,7 +78,7 @@ class Parking:
     def wait_source(self, planned: PlannedStep, row: ProcessRunStep, *, outstanding: int) -> None:
         """Park on the source's verdict for ``row``, or end committed when the wait budget is spent."""
         now = timezone.now()
-        budget_ms = setting_get("processes.await_source_budget_ms")
+        budget_ms = setting_get(SettingKey.PROCESSES_AWAIT_SOURCE_BUDGET_MS)
         waiting_on = f"{row.row_key}/{planned.step_id}" if row.row_key else planned.step_id
         deadline = (
             self.run.wait_deadline
@@ -182,7 +183,7 @@ class Parking:
     ) -> None:
         """Park until the delete window frees, or stop committed naming the cap when it will not in time."""
         now = timezone.now()
-        budget_ms = setting_get("processes.delete_wait_budget_ms")
+        budget_ms = setting_get(SettingKey.PROCESSES_DELETE_WAIT_BUDGET_MS)
         waiting_on = f"{row_key}/{planned.step_id}" if row_key else planned.step_id
         deadline = (
             self.run.wait_deadline

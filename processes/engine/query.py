@@ -17,9 +17,10 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 
+from guardrails.setting_keys import SettingKey
 from guardrails.settings import setting_get
 from kernel.errors import TurbobaseError
-from processes.codes import ProcessCode
+from processes.codes import ProcessCode, ProcessError
 from records.rest.execute import rest_read
 
 _slots_lock = threading.Lock()
@@ -30,7 +31,7 @@ _slots_size = 0
 class QueryRefused(TurbobaseError):
     """A ctx.query read was refused."""
 
-    error = "query_refused"
+    error = ProcessError.QUERY_REFUSED
     code: str = ProcessCode.QUERY_REFUSED
 
     def __init__(self, message: str, *, code: str) -> None:
@@ -40,7 +41,7 @@ class QueryRefused(TurbobaseError):
 
 def _slot_pool() -> threading.BoundedSemaphore:
     global _slots, _slots_size
-    size = max(1, setting_get("processes.query_slots"))
+    size = max(1, setting_get(SettingKey.PROCESSES_QUERY_SLOTS))
     with _slots_lock:
         if _slots is None or size != _slots_size:
             _slots, _slots_size = threading.BoundedSemaphore(size), size
@@ -75,24 +76,15 @@ def query_run(
     ``budget_ms`` is what is left of the step's time budget: the slot wait and the read are
     bounded by it too, so a read cannot carry a step past its budget.
     """
-    from processes.invoke import access_fingerprint
-
     if not isinstance(path_and_query, str) or not path_and_query.strip():
         raise QueryRefused(
             "ctx.query takes a PostgREST path and query string", code=ProcessCode.QUERY_INVALID
         )
-    user = get_user_model().objects.filter(pk=user_id).first()
-    if (
-        user is None
-        or not user.is_active
-        or (fingerprint and access_fingerprint(user) != fingerprint)
-    ):
-        raise QueryRefused(
-            "the invoking user's access changed while the run was going; its reads are refused",
-            code=ProcessCode.QUERY_ACCESS_CHANGED,
-        )
+    user = _reader(user_id, fingerprint)
     slot_wait_ms, wait_bound = _bounded(
-        setting_get("processes.query_slot_wait_ms"), "processes.query_slot_wait_ms", budget_ms
+        setting_get(SettingKey.PROCESSES_QUERY_SLOT_WAIT_MS),
+        SettingKey.PROCESSES_QUERY_SLOT_WAIT_MS,
+        budget_ms,
     )
     pool = _slot_pool()
     if not pool.acquire(timeout=slot_wait_ms / 1000):
@@ -101,14 +93,16 @@ def query_run(
             code=ProcessCode.QUERY_SLOT_TIMEOUT,
         )
     timeout_ms, timeout_bound = _bounded(
-        setting_get("processes.query_timeout_ms"), "processes.query_timeout_ms", budget_ms
+        setting_get(SettingKey.PROCESSES_QUERY_TIMEOUT_MS),
+        SettingKey.PROCESSES_QUERY_TIMEOUT_MS,
+        budget_ms,
     )
     try:
         with _read_deadline(timeout_ms):
             return rest_read(
                 user=user,
                 path_and_query=path_and_query.lstrip("/"),
-                max_bytes=setting_get("processes.query_max_bytes"),
+                max_bytes=setting_get(SettingKey.PROCESSES_QUERY_MAX_BYTES),
             )
     except TurbobaseError as exc:
         # What GET /v1/rest answers this user for the same read, so the author learns why:
@@ -125,6 +119,23 @@ def query_run(
         raise
     finally:
         pool.release()
+
+
+def _reader(user_id: int, fingerprint: str) -> Any:
+    """The invoking user, refused when their access changed since the run was invoked."""
+    from processes.invoke import access_fingerprint
+
+    user = get_user_model().objects.filter(pk=user_id).first()
+    if (
+        user is None
+        or not user.is_active
+        or (fingerprint and access_fingerprint(user) != fingerprint)
+    ):
+        raise QueryRefused(
+            "the invoking user's access changed while the run was going; its reads are refused",
+            code=ProcessCode.QUERY_ACCESS_CHANGED,
+        )
+    return user
 
 
 def _bounded(setting_ms: int, name: str, budget_ms: float | None) -> tuple[int, str]:

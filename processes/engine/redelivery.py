@@ -30,7 +30,6 @@ import uuid
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 
-from django.conf import settings
 from django.db import close_old_connections, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -40,6 +39,7 @@ from django_q.brokers.redis_broker import Redis
 from django_q.models import OrmQ
 from django_q.signing import SignedPackage
 
+from kernel.deployment import redelivery_seconds
 from kernel.ids import uuid_or_none
 from kernel.metrics import LEASE_TAKEOVERS
 from processes.engine.lease import lease_seconds
@@ -52,8 +52,8 @@ logger = logging.getLogger("turbobase.processes.engine")
 
 def redelivery_interval() -> float:
     """How often a lane's watch looks: a third of the lease, at most every 5 s."""
-    configured = getattr(settings, "PROCESS_REDELIVERY_S", None)
-    return float(configured) if configured else max(0.5, min(5.0, lease_seconds() / 3))
+    configured = redelivery_seconds()
+    return configured if configured else max(0.5, min(5.0, lease_seconds() / 3))
 
 
 PEEK = 20  # waiting tasks looked at for the oldest delivery (a lane's queue holds drains too)

@@ -18,6 +18,7 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from extensions.store import module_served, module_version
+from guardrails.setting_keys import SettingKey
 from guardrails.settings import setting_get
 from processes.ceilings import ceilings_for
 from processes.contract import OnRefused
@@ -197,7 +198,7 @@ class ChainRunner(Parking):
             plan = plan_build(
                 self.definition,
                 self.run.input,
-                for_each_cap=setting_get("processes.for_each_max_items"),
+                for_each_cap=setting_get(SettingKey.PROCESSES_FOR_EACH_MAX_ITEMS),
             )
         except (ForEachCapExceeded, InputInvalid) as exc:
             run_end(self.run, RunState.FAILED, lease=self.lease, reason=str(exc))
@@ -216,7 +217,7 @@ class ChainRunner(Parking):
         re-read at most once a second, the ceilings are counted in memory."""
         if self._cancel_requested():
             return CANCELLED
-        if not setting_get("processes.enabled"):
+        if not setting_get(SettingKey.PROCESSES_ENABLED):
             return Stop(
                 RunState.COMMITTED,
                 "stopped: every process on the instance was switched off (processes.enabled)",

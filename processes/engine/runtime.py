@@ -12,6 +12,7 @@ from typing import Any
 
 from extensions.pool import sandbox_pooled
 from extensions.sandbox import SandboxError, SandboxLimits, SandboxTimeBudgetExceeded
+from guardrails.setting_keys import SettingKey
 from guardrails.settings import setting_get
 from kernel.text import CODE_MAX_CHARS, MESSAGE_MAX_CHARS, text_clean
 from processes.engine.query import query_run
@@ -40,8 +41,8 @@ class ModuleRuntime:
         # One call's wall time, ctx.query included, is bounded by the step budget: a loop of
         # reads stops by name instead of holding the step (and its lease) for minutes.
         limits = SandboxLimits(
-            slice_budget_ms=max(60_000, setting_get("PROCESS_SLICE_MAX_MS")),
-            wall_budget_ms=setting_get("processes.step_time_budget_ms"),
+            slice_budget_ms=max(60_000, setting_get(SettingKey.PROCESSES_SLICE_MAX_MS)),
+            wall_budget_ms=setting_get(SettingKey.PROCESSES_STEP_TIME_BUDGET_MS),
         )
         # A warm interpreter (extensions.pool); a fresh budget and JS context for this delivery.
         self.sandbox = sandbox_pooled(module_id=process_id, version=version, limits=limits)

@@ -18,15 +18,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 
+from kernel.deployment import history_archive_dir
 from processes.history.errors import ArchiveUnwritable
 
 
 def archive_dir() -> Path | None:
-    configured = getattr(settings, "TURBOBASE_HISTORY_ARCHIVE_DIR", None)
-    return Path(configured) if configured else None
+    return history_archive_dir()
 
 
 def archive_path(directory: Path, now: datetime) -> Path:

@@ -3,26 +3,27 @@ archive directory it cannot write (409, nothing deleted)."""
 
 from __future__ import annotations
 
+from kernel.codes import KernelError
 from kernel.errors import Conflict, InvalidRequest
-from processes.codes import ProcessCode
+from processes.codes import ProcessCode, ProcessError
 
 
 class PurgeInvalid(InvalidRequest):
     """The purge body is not valid; the field is named."""
 
-    error = "invalid_request"
+    error = KernelError.INVALID_REQUEST
     code = ProcessCode.HISTORY_PURGE_INVALID
 
 
 class PurgeRunning(Conflict):
     """Another purge is running; this one did nothing."""
 
-    error = "history_purge_running"
+    error = ProcessError.HISTORY_PURGE_RUNNING
     code = ProcessCode.HISTORY_PURGE_RUNNING
 
 
 class ArchiveUnwritable(Conflict):
     """The archive directory cannot be written: the purge stopped before deleting anything more."""
 
-    error = "history_archive_unwritable"
+    error = ProcessError.HISTORY_ARCHIVE_UNWRITABLE
     code = ProcessCode.HISTORY_ARCHIVE_UNWRITABLE

@@ -19,6 +19,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from guardrails.setting_keys import SettingKey
 from guardrails.settings import setting_get
 from kernel.audit import audit_purge, audit_record
 from processes.audit import ProcessAuditAction
@@ -111,7 +112,10 @@ def _kept_rows_purge(result: PurgeResult, *, dry_run: bool) -> None:
     """The write trail and the audit log past their own retention, when an operator set one
     (``trail.retain_days``, ``audit.retain_days``; 0, the default, keeps every row)."""
     now = timezone.now()
-    trail_days, audit_days = setting_get("trail.retain_days"), setting_get("audit.retain_days")
+    trail_days, audit_days = (
+        setting_get(SettingKey.TRAIL_RETAIN_DAYS),
+        setting_get(SettingKey.AUDIT_RETAIN_DAYS),
+    )
     if trail_days:
         result.trail_rows = trail_purge(before=now - timedelta(days=trail_days), dry_run=dry_run)
     if audit_days:

@@ -19,6 +19,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from guardrails.models import HeldDelete, HeldStatus
+from guardrails.setting_keys import SettingKey
 from guardrails.settings import setting_get
 from processes.models import TERMINAL_STATES, ProcessRun
 
@@ -47,8 +48,8 @@ def purge_rule(*, finished_before: datetime | None = None) -> PurgeRule:
     """The thresholds in force now, or ``finished_before`` alone when a call gives one."""
     if finished_before is not None:
         return PurgeRule(finished_before, None, f"finishedBefore {finished_before.isoformat()}")
-    days = setting_get("history.retain_days")
-    keep = setting_get("history.retain_runs")
+    days = setting_get(SettingKey.HISTORY_RETAIN_DAYS)
+    keep = setting_get(SettingKey.HISTORY_RETAIN_RUNS)
     newest_first = ProcessRun.objects.filter(
         state__in=TERMINAL_STATES, finished_at__isnull=False
     ).order_by("-finished_at", "-run_id")

@@ -4,27 +4,27 @@ from __future__ import annotations
 
 from extensions.errors import ExtensionInUse
 from kernel.errors import AdminRequired, InvalidRequest
-from processes.codes import ProcessCode
+from processes.codes import ProcessCode, ProcessError
 
 
 class ScheduleInvalid(InvalidRequest):
     """A schedules.json entry is not a schedule this instance can run."""
 
-    error = "invalid_schedule"
+    error = ProcessError.INVALID_SCHEDULE
     code = ProcessCode.SCHEDULE_INVALID
 
 
 class ScheduleProcessNotDeployed(InvalidRequest):
     """The schedule names a process that neither is deployed nor is declared in the same deploy."""
 
-    error = "invalid_schedule"
+    error = ProcessError.INVALID_SCHEDULE
     code = ProcessCode.SCHEDULE_PROCESS_NOT_DEPLOYED
 
 
 class ScheduleNameReserved(InvalidRequest):
     """Names beginning ``system.`` are the platform's own recurring jobs."""
 
-    error = "invalid_schedule"
+    error = ProcessError.INVALID_SCHEDULE
     code = ProcessCode.SCHEDULE_NAME_RESERVED
 
 

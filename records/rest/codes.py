@@ -28,3 +28,12 @@ class ReadCode(StrEnum):
     UNSUPPORTED_PARAMETER = "UNSUPPORTED_PARAMETER"
     READ_BYTE_CEILING = "READ_BYTE_CEILING"
     NOT_AUTHENTICATED = "NOT_AUTHENTICATED"
+
+
+class ReadError(StrEnum):
+    """The top-level ``error`` of a refused PostgREST-syntax read. Never reused."""
+
+    INVALID_QUERY = "invalid_query"
+    RPC_NOT_SUPPORTED = "rpc_not_supported"
+    READ_ONLY = "read_only"
+    RESPONSE_TOO_LARGE = "response_too_large"

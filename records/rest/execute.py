@@ -46,6 +46,7 @@ from django.db.models.lookups import (
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
+from guardrails.setting_keys import SettingKey
 from guardrails.settings import setting_get
 from records.rest.codes import ReadCode
 from records.rest.errors import InvalidQuery, ReadNotAuthenticated, ResponseTooLarge
@@ -100,7 +101,7 @@ def rest_read_encoded(*, user: User, query: RestQuery, max_bytes: int | None = N
 
 
 def max_bytes_default() -> int:
-    return setting_get("rest.max_response_bytes")
+    return setting_get(SettingKey.REST_MAX_RESPONSE_BYTES)
 
 
 def rows_stream(

@@ -52,7 +52,7 @@ def test_the_demo_deploys_once_generates_a_batch_once_and_the_migration_moves_it
     assert items.count() == DEMO_BATCH_ROWS
     assert set(items.values_list("owner__username", flat=True)) == {"demo"}
 
-    setting_set("PROCESS_SLICE_MAX_ROWS", 50)
+    setting_set("processes.slice_max_rows", 50)
     run = run_invoke(
         process_id="acme:migrate-customers-tracked", body={"batch": "2026-10"}, user=demo
     )

@@ -51,7 +51,7 @@ def test_the_page_lists_every_setting_grouped_with_default_bounds_and_descriptio
         True,
         "0–2147483647",
     )
-    assert (rows["PROCESS_SLICE_MAX_MS"]["unit"], rows["PROCESS_SLICE_MAX_MS"]["bounds"]) == (
+    assert (rows["processes.slice_max_ms"]["unit"], rows["processes.slice_max_ms"]["bounds"]) == (
         "ms",
         "1–2147483647",
     )
@@ -134,7 +134,11 @@ def test_saving_an_untouched_page_changes_nothing(operator):
             "1,200",
             "guardrails.max_deletes_per_min must be a whole number, not '1,200'",
         ),
-        ("PROCESS_SLICE_MAX_ROWS", "0", "PROCESS_SLICE_MAX_ROWS must be between 1 and 2147483647"),
+        (
+            "processes.slice_max_rows",
+            "0",
+            "processes.slice_max_rows must be between 1 and 2147483647",
+        ),
         (
             "processes.enabled",
             "maybe",

@@ -14,8 +14,8 @@ def test_every_setting_is_declared_once_with_a_description_and_sane_bounds() -> 
     for spec in SETTINGS:
         assert spec.description.endswith("."), spec.key
         assert spec.min <= spec.default <= spec.max or spec.default == 0, spec.key
-    assert DEFAULTS["PROCESS_SLICE_MAX_ROWS"] == 500  # the seed's shipped defaults
-    assert DEFAULTS["PROCESS_SLICE_MAX_MS"] == 600_000
+    assert DEFAULTS["processes.slice_max_rows"] == 500  # the seed's shipped defaults
+    assert DEFAULTS["processes.slice_max_ms"] == 600_000
     assert DEFAULTS["processes.slice_cap"] == 1000
     assert DEFAULTS["guardrails.max_deletes_per_hour"] == 1_000
 
@@ -26,7 +26,7 @@ def test_every_setting_is_declared_once_with_a_description_and_sane_bounds() -> 
         ("guardrails.max_deletes_per_min", 90, 90),
         ("processes.enabled", False, 0),
         ("processes.enabled", True, 1),
-        ("PROCESS_SLICE_MAX_MS", 1, 1),
+        ("processes.slice_max_ms", 1, 1),
     ],
 )
 def test_good_values_parse(key: str, raw: object, stored: int) -> None:
@@ -44,7 +44,7 @@ def test_good_values_parse(key: str, raw: object, stored: int) -> None:
         ("guardrails.max_deletes_per_min", 10.0, "must be a whole number"),
         ("guardrails.max_deletes_per_min", True, "must be a whole number"),
         ("guardrails.max_deletes_per_min", None, "must be a whole number"),
-        ("PROCESS_SLICE_MAX_ROWS", 0, "must be between 1 and"),
+        ("processes.slice_max_rows", 0, "must be between 1 and"),
         ("processes.enabled", 2, "must be true or false"),
         ("processes.enabled", 1, "must be true or false"),
         ("processes.enabled", "true", "must be true or false"),
@@ -93,8 +93,8 @@ def test_any_other_text_is_refused_naming_the_key(key: str, text: str) -> None:
 def test_python_callers_pass_the_stored_form_never_text() -> None:
     assert setting_spec("processes.enabled").check(0) == 0
     assert setting_spec("processes.enabled").check(True) == 1
-    assert setting_spec("PROCESS_SLICE_MAX_ROWS").check(50) == 50
-    for key, value in (("processes.enabled", "off"), ("PROCESS_SLICE_MAX_ROWS", "50")):
+    assert setting_spec("processes.slice_max_rows").check(50) == 50
+    for key, value in (("processes.enabled", "off"), ("processes.slice_max_rows", "50")):
         with pytest.raises(SettingInvalid):
             setting_spec(key).check(value)  # type: ignore[arg-type]
 

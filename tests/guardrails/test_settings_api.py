@@ -23,8 +23,8 @@ def test_get_lists_every_setting_with_its_declaration(admin_api):
     assert res.status_code == 200
     rows = _by_key(res.json())
     assert set(rows) == set(REGISTRY)
-    assert rows["PROCESS_SLICE_MAX_ROWS"] == {
-        "key": "PROCESS_SLICE_MAX_ROWS",
+    assert rows["processes.slice_max_rows"] == {
+        "key": "processes.slice_max_rows",
         "value": 500,
         "default": 500,
         "type": "integer",
@@ -41,20 +41,20 @@ def test_get_lists_every_setting_with_its_declaration(admin_api):
 
 def test_patch_sets_and_null_restores_the_default_and_every_change_is_kept(admin_api, admin_user):
     res = admin_api.patch(
-        "/v1/settings", {"PROCESS_SLICE_MAX_ROWS": 50, "processes.enabled": False}, format="json"
+        "/v1/settings", {"processes.slice_max_rows": 50, "processes.enabled": False}, format="json"
     )
     assert res.status_code == 200
     rows = _by_key(res.json())
-    assert (rows["PROCESS_SLICE_MAX_ROWS"]["value"], rows["processes.enabled"]["value"]) == (
+    assert (rows["processes.slice_max_rows"]["value"], rows["processes.enabled"]["value"]) == (
         50,
         False,
     )
-    assert rows["PROCESS_SLICE_MAX_ROWS"]["changedBy"] == admin_user.username
-    assert rows["PROCESS_SLICE_MAX_ROWS"]["changedAt"] is not None
-    assert setting_get("PROCESS_SLICE_MAX_ROWS") == 50
+    assert rows["processes.slice_max_rows"]["changedBy"] == admin_user.username
+    assert rows["processes.slice_max_rows"]["changedAt"] is not None
+    assert setting_get("processes.slice_max_rows") == 50
 
-    res = admin_api.patch("/v1/settings", {"PROCESS_SLICE_MAX_ROWS": None}, format="json")
-    assert _by_key(res.json())["PROCESS_SLICE_MAX_ROWS"]["value"] == 500
+    res = admin_api.patch("/v1/settings", {"processes.slice_max_rows": None}, format="json")
+    assert _by_key(res.json())["processes.slice_max_rows"]["value"] == 500
     assert list(InstanceSetting.objects.values_list("key", "value")) == [("processes.enabled", 0)]
     trail = list(
         AuditEvent.objects.order_by("id").values_list(
@@ -62,23 +62,23 @@ def test_patch_sets_and_null_restores_the_default_and_every_change_is_kept(admin
         )
     )
     assert sorted(trail[:2]) == [
-        ("root", "setting.changed", "PROCESS_SLICE_MAX_ROWS", None, 50),
         ("root", "setting.changed", "processes.enabled", None, 0),
+        ("root", "setting.changed", "processes.slice_max_rows", None, 50),
     ]
-    assert trail[2] == ("root", "setting.changed", "PROCESS_SLICE_MAX_ROWS", 50, None)
+    assert trail[2] == ("root", "setting.changed", "processes.slice_max_rows", 50, None)
 
 
 @pytest.mark.parametrize(
     "body, key, message",
     [
-        ({"PROCESS_SLICE_MAX_ROWS": "5e"}, "PROCESS_SLICE_MAX_ROWS", "must be a whole number"),
+        ({"processes.slice_max_rows": "5e"}, "processes.slice_max_rows", "must be a whole number"),
         (
-            {"PROCESS_SLICE_MAX_ROWS": 0},
-            "PROCESS_SLICE_MAX_ROWS",
+            {"processes.slice_max_rows": 0},
+            "processes.slice_max_rows",
             "must be between 1 and 2147483647",
         ),
         (
-            {"PROCESS_SLICE_MAX_ROWS": 10, "processes.slice_cap": -1},
+            {"processes.slice_max_rows": 10, "processes.slice_cap": -1},
             "processes.slice_cap",
             "must be between",
         ),
@@ -88,7 +88,7 @@ def test_patch_sets_and_null_restores_the_default_and_every_change_is_kept(admin
             "guardrails.max_everything",
             "is not an instance setting",
         ),
-        ({"PROCESS_SLICE_MAX_ROWS": [1]}, "PROCESS_SLICE_MAX_ROWS", "must be a whole number"),
+        ({"processes.slice_max_rows": [1]}, "processes.slice_max_rows", "must be a whole number"),
         ([], "body", "must be a JSON object"),
         ({}, "body", "must be a JSON object"),
     ],
@@ -105,18 +105,26 @@ def test_a_bad_value_is_refused_naming_the_key_and_nothing_changes(admin_api, bo
 
 WRONG_TYPES = [
     # An integer setting takes a JSON integer: not text, not a boolean, not a point number.
-    ("PROCESS_SLICE_MAX_ROWS", "10", "must be a whole number (a JSON integer), not the text '10'"),
     (
-        "PROCESS_SLICE_MAX_ROWS",
+        "processes.slice_max_rows",
+        "10",
+        "must be a whole number (a JSON integer), not the text '10'",
+    ),
+    (
+        "processes.slice_max_rows",
         "1_0",
         "must be a whole number (a JSON integer), not the text '1_0'",
     ),
-    ("PROCESS_SLICE_MAX_ROWS", True, "must be a whole number (a JSON integer), not true"),
-    ("PROCESS_SLICE_MAX_ROWS", 10.0, "must be a whole number (a JSON integer), not 10.0"),
-    ("PROCESS_SLICE_MAX_ROWS", 1.5, "must be a whole number (a JSON integer), not 1.5"),
-    ("PROCESS_SLICE_MAX_ROWS", {"n": 1}, "must be a whole number (a JSON integer), not an object"),
+    ("processes.slice_max_rows", True, "must be a whole number (a JSON integer), not true"),
+    ("processes.slice_max_rows", 10.0, "must be a whole number (a JSON integer), not 10.0"),
+    ("processes.slice_max_rows", 1.5, "must be a whole number (a JSON integer), not 1.5"),
     (
-        "PROCESS_SLICE_MAX_MS",
+        "processes.slice_max_rows",
+        {"n": 1},
+        "must be a whole number (a JSON integer), not an object",
+    ),
+    (
+        "processes.slice_max_ms",
         "600000",
         "must be a whole number (a JSON integer), not the text '600000'",
     ),
@@ -157,14 +165,14 @@ def test_a_value_of_the_wrong_json_type_is_refused_never_converted(admin_api, ke
 def test_a_form_encoded_patch_is_text_and_refused(admin_api):
     res = admin_api.patch(
         "/v1/settings",
-        "PROCESS_SLICE_MAX_ROWS=10",
+        "processes.slice_max_rows=10",
         content_type="application/x-www-form-urlencoded",
     )
     assert res.status_code == 400
     assert res.json()["rejection"] == {
         "code": "INVALID_SETTING",
-        "field": "PROCESS_SLICE_MAX_ROWS",
-        "message": "PROCESS_SLICE_MAX_ROWS must be a whole number (a JSON integer), "
+        "field": "processes.slice_max_rows",
+        "message": "processes.slice_max_rows must be a whole number (a JSON integer), "
         "not the text '10'",
     }
     assert not InstanceSetting.objects.exists()
@@ -172,7 +180,7 @@ def test_a_form_encoded_patch_is_text_and_refused(admin_api):
 
 def test_a_non_administrator_is_refused(alice_api):
     assert alice_api.get("/v1/settings").status_code == 403
-    res = alice_api.patch("/v1/settings", {"PROCESS_SLICE_MAX_ROWS": 5}, format="json")
+    res = alice_api.patch("/v1/settings", {"processes.slice_max_rows": 5}, format="json")
     assert res.status_code == 403
     assert not InstanceSetting.objects.exists()
 
@@ -183,7 +191,7 @@ def test_tokens_need_data_read_to_read_and_deploy_to_change(admin_user):
     _, reader = token_issue(user=admin_user, scopes=["data:read"])
     client = APIClient(HTTP_AUTHORIZATION=f"Bearer {reader}")
     assert client.get("/v1/settings").status_code == 200
-    res = client.patch("/v1/settings", {"PROCESS_SLICE_MAX_ROWS": 5}, format="json")
+    res = client.patch("/v1/settings", {"processes.slice_max_rows": 5}, format="json")
     assert res.status_code == 403
     assert res.json()["scope"] == "extensions:deploy"
     assert not InstanceSetting.objects.exists()

@@ -165,7 +165,7 @@ def test_the_queue_is_scoped_like_the_single_run_read(
 
 def test_the_list_is_bounded_but_the_counts_are_not(alice, alice_api, admin_api, two_notes):
     # An instance setting (the shipped bound of 500 is the same code with more rows).
-    res = admin_api.patch("/v1/settings", {"PROCESS_QUEUE_MAX_RUNS": 2}, format="json")
+    res = admin_api.patch("/v1/settings", {"processes.queue_max_runs": 2}, format="json")
     assert res.status_code == 200
     runs = [
         run_invoke(process_id="acme:two-notes", body={"memo": str(i)}, user=alice) for i in range(3)

@@ -95,7 +95,7 @@ def test_filters_combine_with_the_lane_and_each_other(alice, alice_api, three_st
 
 
 def test_truncated_is_about_the_listed_states(alice, alice_api, two_notes, settings):
-    settings.PROCESS_QUEUE_MAX_RUNS = 1
+    settings.PROCESSES_QUEUE_MAX_RUNS = 1
     first = run_invoke(process_id="acme:two-notes", body={"memo": "1"}, user=alice)
     run_cancel(user=alice, run_id=str(first.run_id))
     run_invoke(process_id="acme:two-notes", body={"memo": "2"}, user=alice)

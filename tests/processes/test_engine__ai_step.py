@@ -159,7 +159,7 @@ def test_a_later_slice_hands_the_answer_on_as_skipped_and_a_new_run_asks_again(
             record_type="legacy_customer",
             parent={"id": f"L-{n}", "company_name": f"Company {n}"},
         )
-    setting_set("PROCESS_SLICE_MAX_ROWS", 2)
+    setting_set("processes.slice_max_rows", 2)
     setting_set("processes.slice_cap", 2)
     deploy(MIGRATE, by=admin_user)
     run = invoke("acme:tag-legacy", {}, alice)

@@ -45,7 +45,7 @@ def _items(user, count: int, batch: str = "2026-10", start: int = 0) -> list[Rec
 
 
 def test_slices_queue_themselves_under_one_run_until_nothing_is_outstanding(tracked, alice):
-    setting_set("PROCESS_SLICE_MAX_ROWS", 10)
+    setting_set("processes.slice_max_rows", 10)
     _items(alice, 25)
     run = invoke(tracked, {"batch": "2026-10"}, alice)
     pump()
@@ -66,7 +66,7 @@ def test_slices_queue_themselves_under_one_run_until_nothing_is_outstanding(trac
 
 
 def test_a_slice_finishes_at_least_one_row_even_on_a_one_millisecond_budget(tracked, alice):
-    setting_set("PROCESS_SLICE_MAX_MS", 1)
+    setting_set("processes.slice_max_ms", 1)
     setting_set("processes.max_run_ms", 600_000)  # the run's ceiling is not what this is about
     _items(alice, 4)
     run = invoke(tracked, {"batch": "2026-10"}, alice)
@@ -102,7 +102,7 @@ export default defineProcess({
 def test_a_new_version_deployed_between_slices_is_the_next_slices_and_the_run_read_shows_each(
     admin_user, alice, alice_api
 ):
-    setting_set("PROCESS_SLICE_MAX_ROWS", 2)
+    setting_set("processes.slice_max_rows", 2)
     deploy(VERSIONED % "v1", by=admin_user)
     _items(alice, 4)
     run = invoke("t:versioned-migration", {}, alice)
@@ -158,7 +158,7 @@ def test_offering_a_row_again_writes_nothing_and_hands_on_the_first_record(track
 
 def test_a_predicate_that_never_excludes_done_rows_stops_at_the_slice_cap(admin_user, alice):
     deploy((FIXTURES / "migrate-customers.ts").read_text(), by=admin_user)
-    setting_set("PROCESS_SLICE_MAX_ROWS", 5)
+    setting_set("processes.slice_max_rows", 5)
     setting_set("processes.slice_cap", 3)
     actor = Actor(user=alice)
     for n in range(8):
@@ -181,7 +181,7 @@ def test_a_predicate_that_never_excludes_done_rows_stops_at_the_slice_cap(admin_
 
 
 def test_cancel_between_slices_queues_no_continuation(tracked, alice):
-    setting_set("PROCESS_SLICE_MAX_ROWS", 4)
+    setting_set("processes.slice_max_rows", 4)
     _items(alice, 10)
     run = invoke(tracked, {"batch": "2026-10"}, alice)
     from processes.engine.runner import run_deliver
@@ -226,7 +226,7 @@ def test_a_row_that_fails_ends_the_run_with_the_rest_outstanding(tracked, alice)
 def test_cancel_during_a_slice_stops_after_the_row_it_is_on(tracked, alice):
     from records.hooks import hook_register
 
-    setting_set("PROCESS_SLICE_MAX_ROWS", 10)
+    setting_set("processes.slice_max_rows", 10)
     _items(alice, 6)
     run = invoke(tracked, {"batch": "2026-10"}, alice)
 

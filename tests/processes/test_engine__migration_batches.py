@@ -37,8 +37,8 @@ export default defineProcess({
 @pytest.fixture
 def batched(admin_user):
     deploy(SOURCE, by=admin_user)
-    setting_set("PROCESS_SLICE_BATCH_ROWS", 4)
-    setting_set("PROCESS_SLICE_MAX_ROWS", 100)  # one slice: the rows are never marked done
+    setting_set("processes.slice_batch_rows", 4)
+    setting_set("processes.slice_max_rows", 100)  # one slice: the rows are never marked done
     return PROCESS
 
 
@@ -150,7 +150,7 @@ def test_a_delivery_dying_mid_batch_loses_that_batch_whole_and_the_next_resumes(
 
 
 def test_one_row_a_batch_is_the_row_by_row_path(batched, alice):
-    setting_set("PROCESS_SLICE_BATCH_ROWS", 1)
+    setting_set("processes.slice_batch_rows", 1)
     _items(alice, 3)
     run = invoke(batched, {}, alice)
     pump(sources=False)
@@ -206,7 +206,7 @@ def stamped(admin_user):
     from tests.processes.test_engine__migration import FIXTURES, TRACKED
 
     deploy((FIXTURES / "migrate-customers-tracked.ts").read_text(), by=admin_user)
-    setting_set("PROCESS_SLICE_MAX_ROWS", 100)
+    setting_set("processes.slice_max_rows", 100)
     return TRACKED
 
 
@@ -255,11 +255,11 @@ def test_create_and_stamp_rows_batch_and_write_what_row_by_row_writes(stamped, a
 
     _items(alice, 30, batch="one")
     _items(alice, 30, batch="two", start=100)
-    setting_set("PROCESS_SLICE_BATCH_ROWS", 1)
+    setting_set("processes.slice_batch_rows", 1)
     alone = invoke(stamped, {"batch": "one"}, alice)
     with CaptureQueriesContext(connection) as row_by_row:
         pump(sources=False)
-    setting_set("PROCESS_SLICE_BATCH_ROWS", 1000)
+    setting_set("processes.slice_batch_rows", 1000)
     batched = invoke(stamped, {"batch": "two"}, alice)
     with CaptureQueriesContext(connection) as in_batches:
         pump(sources=False)
@@ -283,7 +283,7 @@ def test_a_stamp_refused_inside_a_batch_fails_the_run_at_that_row(stamped, alice
         if ctx.record["parent"].get("company_name") == "Company 5":
             raise HookRejection("item 5 is frozen", code="FROZEN", field="parent.status")
 
-    setting_set("PROCESS_SLICE_BATCH_ROWS", 1000)
+    setting_set("processes.slice_batch_rows", 1000)
     _items(alice, 10)
     unregister = hook_register(slot="before_save", record_type="migration_item", hook=refuse)
     try:
@@ -312,7 +312,7 @@ def test_a_stamp_refused_inside_a_batch_fails_the_run_at_that_row(stamped, alice
 def test_a_stamp_of_a_record_gone_stops_the_batch_and_fails_as_one_row_does(stamped, alice):
     from records.boundary import record_delete
 
-    setting_set("PROCESS_SLICE_BATCH_ROWS", 1000)
+    setting_set("processes.slice_batch_rows", 1000)
     items = _items(alice, 6)
     run = invoke(stamped, {"batch": "2026-10"}, alice)
     # The outstanding read has listed every row; row 3's record is gone before it is stamped.

@@ -175,7 +175,7 @@ def test_a_derived_runtime_ceiling_says_it_was_derived_and_from_what(admin_user,
     """Before: "processes.max_run_ms (400 ms)" while that setting reads 0."""
     assert setting_get("processes.max_run_ms") == 0
     setting_set("processes.slice_cap", 2)
-    setting_set("PROCESS_SLICE_MAX_MS", 200)  # the derived ceiling: 2 × 200 ms
+    setting_set("processes.slice_max_ms", 200)  # the derived ceiling: 2 × 200 ms
     deploy(slow_chain("t:slow", steps=2, step_ms=600), by=admin_user)
     run = invoke("t:slow", {}, alice)
     pump()
@@ -184,7 +184,7 @@ def test_a_derived_runtime_ceiling_says_it_was_derived_and_from_what(admin_user,
         "committed",
         1,
         "stopped at the per-run runtime ceiling of 400 ms (processes.max_run_ms is 0, so it is "
-        "derived: processes.slice_cap 2 × PROCESS_SLICE_MAX_MS 200 ms)",
+        "derived: processes.slice_cap 2 × processes.slice_max_ms 200 ms)",
     )
     assert [(s["stepId"], s["disposition"]) for s in body["steps"]] == [("s0", "confirmed")]
 
@@ -196,10 +196,10 @@ def test_a_set_ceiling_is_named_by_its_setting_and_a_derived_write_ceiling_by_it
     assert ceilings_for(3).writes_named() == "processes.max_writes_per_run (7)"
     setting_set("processes.max_writes_per_run", 0)
     setting_set("processes.slice_cap", 4)
-    setting_set("PROCESS_SLICE_MAX_ROWS", 5)
+    setting_set("processes.slice_max_rows", 5)
     assert ceilings_for(3).writes_named() == (
         "of 60 writes (processes.max_writes_per_run is 0, so it is derived: "
-        "processes.slice_cap 4 × PROCESS_SLICE_MAX_ROWS 5 × 3 steps)"
+        "processes.slice_cap 4 × processes.slice_max_rows 5 × 3 steps)"
     )
 
 

@@ -230,7 +230,7 @@ def test_a_kill_among_deletes_deletes_each_record_once(admin_user, alice, tmp_pa
 def test_a_kill_among_migration_batches_creates_and_stamps_each_row_once(
     admin_user, alice, tmp_path
 ):
-    setting_set("PROCESS_SLICE_BATCH_ROWS", 6)
+    setting_set("processes.slice_batch_rows", 6)
     items = _items(alice, STEPS)
     deploy(MIGRATION, by=admin_user)
     run = run_invoke(process_id="t:kill-migrate", body={}, user=alice)

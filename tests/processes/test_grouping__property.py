@@ -5,7 +5,7 @@ hold or refuse, source verdicts that sometimes refuse, a rollback on failure —
 grouped (``processes.step_group_max`` > 1) and once with every step written alone (1), from the
 same fresh state. Records, write trail, ledger, outbound writes in order, what reached the source
 and the run's state must be the same, generated ids aside (``grouping_support.observed``). The
-same for ``eachRow`` migrations: batches of ``PROCESS_SLICE_BATCH_ROWS`` rows against row by row.
+same for ``eachRow`` migrations: batches of ``processes.slice_batch_rows`` rows against row by row.
 
 Grouping happens on PostgreSQL only; on SQLite both runs write each step alone, which still checks
 that one process run twice from one state ends the same. Bounded for CI: a fixed number of
@@ -306,7 +306,7 @@ def test_grouped_and_one_by_one_runs_leave_the_same_state(case, hooks, admin_use
         assert grouped[part] == alone[part], f"{part} differs for:\n{case.source}\n{case.instance}"
 
 
-# -- migrations: a slice's rows written in batches (PROCESS_SLICE_BATCH_ROWS) or row by row ------
+# -- migrations: a slice's rows written in batches (processes.slice_batch_rows) or row by row ------
 
 MIGRATION_EXAMPLES = 10
 MIGRATION_PID = "p:generated-migration"
@@ -318,8 +318,8 @@ ROW_NOTES = st.sampled_from(["ok"] * 12 + ["refuse", "undeclared", "skip", "skip
 class Migration:
     source: str
     notes: tuple[str, ...]  # one migration_item row each
-    batch_rows: int  # PROCESS_SLICE_BATCH_ROWS of the batched run
-    slice_rows: int  # PROCESS_SLICE_MAX_ROWS of both runs
+    batch_rows: int  # processes.slice_batch_rows of the batched run
+    slice_rows: int  # processes.slice_max_rows of both runs
 
 
 @st.composite
@@ -367,8 +367,8 @@ def migrations(draw) -> Migration:
 
 def _migrate_once(case: Migration, batch_rows: int, alice) -> dict:
     wipe()
-    setting_set("PROCESS_SLICE_MAX_ROWS", case.slice_rows)
-    setting_set("PROCESS_SLICE_BATCH_ROWS", batch_rows)
+    setting_set("processes.slice_max_rows", case.slice_rows)
+    setting_set("processes.slice_batch_rows", batch_rows)
     # A row nothing stamps (refused, declined, no stamp step) is offered again by every slice:
     # the slice cap ends such a run, committed with what is outstanding.
     setting_set("processes.slice_cap", 4)

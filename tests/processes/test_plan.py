@@ -240,7 +240,7 @@ def test_a_migration_plans_its_first_rows_and_says_how_many_are_left(admin_user,
     before = _kept()
     plan = _plan(alice_api, "t:migrate", rows=5).json()
     assert _kept() == before
-    assert setting_get("PROCESS_SLICE_MAX_ROWS") == 500  # the plan's 5 was never stored
+    assert setting_get("processes.slice_max_rows") == 500  # the plan's 5 was never stored
     assert [(s["stepId"], s["key"]) for s in plan["steps"]][:4] == [
         ("create", "L000"),
         ("mark", "L000"),

@@ -194,7 +194,7 @@ def test_the_next_slice_runs_the_version_deployed_meanwhile(admin_user, alice_ap
     # Version 1 never excludes a row and a slice takes one of the two, so the run goes on slice
     # after slice (re-offering L-1) until version 2, which has nothing outstanding, is picked up.
     deploy(VERSIONED % ("v1", "'legacy_customer?select=id,company_name&order=id'"), by=admin_user)
-    setting_set("PROCESS_SLICE_MAX_ROWS", 1)
+    setting_set("processes.slice_max_rows", 1)
     setting_set("processes.slice_cap", 100_000)
     setting_set("processes.max_run_ms", 3_600_000)
     with QCluster(workers=2, log_path=tmp_path / "q.log"):
@@ -231,7 +231,7 @@ def test_a_one_millisecond_slice_still_moves_a_row_each_slice(admin_user, alice_
         )
         assert res.status_code == 201, res.content
     deploy((FIXTURES / "migrate-customers-tracked.ts").read_text(), by=admin_user)
-    setting_set("PROCESS_SLICE_MAX_MS", 1)
+    setting_set("processes.slice_max_ms", 1)
     setting_set("processes.max_run_ms", 600_000)  # the run's ceiling is not what this is about
     with QCluster(workers=2, log_path=tmp_path / "q.log"):
         run_id = _invoke(alice_api, "acme:migrate-customers-tracked", {"batch": "2026-10"})
@@ -288,7 +288,7 @@ def test_an_ai_step_is_asked_once_per_run_and_row_across_slices(
     settings,
 ):
     _legacy_rows(alice_api, 3)
-    setting_set("PROCESS_SLICE_MAX_ROWS", 2)
+    setting_set("processes.slice_max_rows", 2)
     setting_set("processes.slice_cap", 2)
     deploy(TAG_LEGACY, by=admin_user)
     provider = {

@@ -118,7 +118,7 @@ def test_records_a_batched_migration_creates_in_the_state_start_one_run_each(
         "on-approved.ts",
     )
     deploy_as(BATCHED, by=admin_user)
-    setting_set("PROCESS_SLICE_BATCH_ROWS", 4)
+    setting_set("processes.slice_batch_rows", 4)
     _items(alice, 6)
     migration = invoke("t:batched", {}, alice)
     pump(sources=False)

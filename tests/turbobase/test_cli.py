@@ -144,21 +144,21 @@ def test_a_group_without_its_verb_shows_help(capsys):
 def test_settings_list_get_set_unset(instance, capsys):
     code, out, _ = cli(capsys, "settings", "list")
     assert code == 0
-    assert "PROCESS_SLICE_MAX_ROWS = 500\n" in out
-    code, out, _ = cli(capsys, "settings", "set", "PROCESS_SLICE_MAX_ROWS", "50")
-    assert (code, out) == (0, "PROCESS_SLICE_MAX_ROWS = 50 (default 500)\n")
-    code, out, _ = cli(capsys, "settings", "get", "PROCESS_SLICE_MAX_ROWS")
+    assert "processes.slice_max_rows = 500\n" in out
+    code, out, _ = cli(capsys, "settings", "set", "processes.slice_max_rows", "50")
+    assert (code, out) == (0, "processes.slice_max_rows = 50 (default 500)\n")
+    code, out, _ = cli(capsys, "settings", "get", "processes.slice_max_rows")
     assert code == 0
     assert out.splitlines()[:2] == [
-        "PROCESS_SLICE_MAX_ROWS = 50 (default 500)",
+        "processes.slice_max_rows = 50 (default 500)",
         "Rows one migration slice works through before it queues the next. [integer, 1–2147483647]",
     ]
     assert out.splitlines()[2].startswith("changed ") and out.splitlines()[2].endswith(" by ops")
-    code, out, err = cli(capsys, "settings", "set", "PROCESS_SLICE_MAX_ROWS", "0")
+    code, out, err = cli(capsys, "settings", "set", "processes.slice_max_rows", "0")
     assert (code, out) == (1, "")
-    assert "400 invalid_setting" in err and "PROCESS_SLICE_MAX_ROWS must be between 1" in err
-    code, out, _ = cli(capsys, "settings", "unset", "PROCESS_SLICE_MAX_ROWS")
-    assert (code, out) == (0, "PROCESS_SLICE_MAX_ROWS = 500\n")
+    assert "400 invalid_setting" in err and "processes.slice_max_rows must be between 1" in err
+    code, out, _ = cli(capsys, "settings", "unset", "processes.slice_max_rows")
+    assert (code, out) == (0, "processes.slice_max_rows = 500\n")
 
 
 def test_settings_set_sends_true_false_and_digits_as_json_and_refuses_other_text(instance, capsys):
@@ -167,18 +167,18 @@ def test_settings_set_sends_true_false_and_digits_as_json_and_refuses_other_text
     code, out, _ = cli(capsys, "settings", "set", "processes.enabled", "false")
     assert (code, out) == (0, "processes.enabled = false (default true)\n")
     for text in ("off", "on", "1_0", "1,000", "1e3", "+5", " 5", "True"):
-        code, out, err = cli(capsys, "settings", "set", "PROCESS_SLICE_MAX_ROWS", text)
+        code, out, err = cli(capsys, "settings", "set", "processes.slice_max_rows", text)
         assert (code, out, err) == (
             1,
             "",
-            f"turbobase: PROCESS_SLICE_MAX_ROWS: {text!r} is neither a whole number nor "
+            f"turbobase: processes.slice_max_rows: {text!r} is neither a whole number nor "
             "true/false\n",
         )
     # Typed, but the wrong type for the setting: the instance refuses it by its key.
     code, out, err = cli(capsys, "settings", "set", "processes.enabled", "1")
     assert (code, out) == (1, "")
     assert "400 invalid_setting" in err and "processes.enabled must be true or false, not 1" in err
-    code, out, err = cli(capsys, "settings", "set", "PROCESS_SLICE_MAX_ROWS", "true")
+    code, out, err = cli(capsys, "settings", "set", "processes.slice_max_rows", "true")
     assert (code, out) == (1, "")
-    assert "PROCESS_SLICE_MAX_ROWS must be a whole number (a JSON integer), not true" in err
+    assert "processes.slice_max_rows must be a whole number (a JSON integer), not true" in err
     assert dict(InstanceSetting.objects.values_list("key", "value")) == {"processes.enabled": 0}

@@ -468,14 +468,14 @@ def test_settings_fit_the_schema(admin):
     client = api(admin)
     listed = assert_documented(client.get("/v1/settings"), "get", "/v1/settings")["settings"]
     assert {row["type"] for row in listed} >= {"integer", "boolean"}
-    change = {"PROCESS_SLICE_MAX_ROWS": 50, "processes.enabled": None}
+    change = {"processes.slice_max_rows": 50, "processes.enabled": None}
     assert_documented(client.patch("/v1/settings", change, format="json"), "patch", "/v1/settings")
     assert_documented(
         client.patch("/v1/settings", {"nope": 1}, format="json"), "patch", "/v1/settings"
     )
     assert_documented(api(make_user("alice")).get("/v1/settings"), "get", "/v1/settings")  # 403
     body = schema()["paths"]["/v1/settings"]["patch"]["requestBody"]["content"]["application/json"]
-    assert body["schema"]["properties"]["PROCESS_SLICE_MAX_ROWS"]["minimum"] == 1
+    assert body["schema"]["properties"]["processes.slice_max_rows"]["minimum"] == 1
 
 
 def test_processes_invoke_watch_and_steer_fit_the_schema(admin):

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from processes.codes import ProcessError
 from turbobase.cli.base import CliError, emit
 from turbobase.cli.client import Client
 
@@ -288,7 +289,7 @@ def processes_invoke(args: argparse.Namespace, client: Client) -> int:
         return 0
     client.timeout = max(client.timeout, SYNC_TIMEOUT_S)
     answer = client.post(path, body, params={"mode": "sync"})
-    if answer.get("error") == "sync_budget_exceeded":
+    if answer.get("error") == ProcessError.SYNC_BUDGET_EXCEEDED:
         emit(
             args,
             answer,

@@ -7,7 +7,8 @@ the audit trail.
 The instance takes JSON values strictly typed (``"10"`` is not 10), so ``set`` turns its text into
 JSON here, strictly too: ``true``/``false`` is a boolean, ASCII digits with an optional leading
 minus a number; anything else (``1_000``, ``1,000``, ``1e3``, ``on``) is refused before it is sent.
-The instance then checks the setting's type and bounds and names the key it refuses.
+The instance then checks the setting's type and bounds and names the key it refuses. An old name
+(``PROCESS_SLICE_MAX_ROWS``, kept for one release) works everywhere and answers the new one.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import json
 import re
 from typing import Any
 
+from guardrails.setting_keys import setting_key_resolve
 from turbobase.cli.base import CliError, emit
 from turbobase.cli.client import Client
 
@@ -52,8 +54,10 @@ def _line(row: dict[str, Any]) -> str:
 
 
 def _one(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
+    """The row of ``key``; an old name (``PROCESS_SLICE_MAX_ROWS``) finds its new one's row."""
+    wanted = setting_key_resolve(key) or key
     for row in rows:
-        if row["key"] == key:
+        if row["key"] == wanted:
             return row
     raise CliError(f"{key!r} is not an instance setting (turbobase settings list shows them)")
 
