@@ -86,6 +86,7 @@ class ProcessError(StrEnum):
     PROCESS_RUN_NOT_RESUMABLE = "process_run_not_resumable"
     PROCESS_RUN_NOT_RETRYABLE = "process_run_not_retryable"
     PROCESS_RUN_NOT_ROLLBACKABLE = "process_run_not_rollbackable"
+    PROCESS_RUN_NOT_REDRIVABLE = "process_run_not_redrivable"
     ILLEGAL_TRANSITION = "illegal_transition"
     INVALID_INPUT = "invalid_input"
     INPUT_SCHEMA_UNUSABLE = "input_schema_unusable"

@@ -98,7 +98,7 @@ class RunNotRetryable(RunStateConflict):
 class RunNotRedrivable(RunStateConflict):
     """Only a failed run whose steps were not rolled back is redriven."""
 
-    error = "process_run_not_redrivable"
+    error = ProcessError.PROCESS_RUN_NOT_REDRIVABLE
     code = ProcessCode.PROCESS_RUN_NOT_REDRIVABLE
 
 

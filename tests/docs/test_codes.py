@@ -23,6 +23,7 @@ ERROR_VALUE = re.compile(r'"error":\s*"([a-z][a-z0-9_]+)"')
 # Variables the docs name that belong to other programs, not to Turbobase's source.
 OUTSIDE = {
     "FORWARDED_ALLOW_IPS",  # gunicorn's own: trust a TLS proxy's X-Forwarded-Proto
+    "ITIMER_REAL",  # the OS interval timer django-q2 uses (docs/sandbox.md)
     "permission_denied",  # DRF's own code, answered for a session's missing CSRF token
 }
 
