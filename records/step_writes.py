@@ -158,11 +158,10 @@ class GroupCommitted:
 
 
 def create_groupable(record_type: str) -> bool:
-    """Whether a write of ``record_type`` made now can be grouped (``record_create_ready``,
-    ``group_commit``): on PostgreSQL, outside any transaction, a type the catalog knows. Its
-    ``before_save`` hooks run when it is made ready; a connected type's outbound write is
-    written with it; a watched type's watchers run in the group's transaction
-    (``group_commit``)."""
+    """Whether a write of ``record_type`` made now can be grouped: on PostgreSQL, outside any
+    transaction, a type the catalog knows. Its ``before_save`` hooks run when it is made ready; a
+    connected type's outbound write is written with it; a watched type's watchers are told in
+    the group's transaction (``group_commit``)."""
     conn = connections[router.db_for_write(Record)]
     if conn.vendor != "postgresql" or conn.in_atomic_block:
         return False
@@ -353,11 +352,9 @@ def group_commit(writes: list[GroupReady], gate: StepGate, *, cut: bool) -> Grou
 def _group_written(
     writes: list[GroupReady], gate: StepGate, rows: list[GroupRows], *, cut: bool
 ) -> GroupInserted:
-    """The group's statement, and the watchers of its creates and updates told of each write.
-    A watcher's rows (a triggered run's) must commit with the write and roll back with it, as
-    they do for a write made alone: when a type of the group is watched, the statement and the
-    watchers share one transaction (two statements more, BEGIN and COMMIT); otherwise the
-    statement autocommits alone and no watcher is there to tell."""
+    """The group's statement and, when a type of it is watched, its watchers told of each create
+    and update in the same transaction (BEGIN and COMMIT more): a watcher's rows (a triggered
+    run's) commit and roll back with the write, as with a write made alone."""
     watched = any(record_watched(name) for name in {w.record.record_type for w in writes})
     if not watched:
         return group_insert(gate, rows, cut=cut)
@@ -371,8 +368,7 @@ def _group_written(
 
 
 def _caller_row(write: GroupReady) -> models.Model:
-    if write.row is None:
-        raise AssertionError("a grouped write is committed with its caller's row")
+    assert write.row is not None, "a grouped write is committed with its caller's row"
     return write.row
 
 
