@@ -6,8 +6,10 @@ checked and built here first (``record_create_ready``: payload, entitlement, gua
 ``before_save`` hooks — the same checks as ``record_create``, a refusal raised at once) into a
 ``CreateReady``: its record, its ``allowed`` trail row, a connected type's outbound write state,
 and the caller's row that must commit with it (the step's ledger row). ``group_commit`` then
-writes a group — the caller's lease proof, and every row of every create in it — in one
-autocommitted statement (``records.sql_writes.group_insert``): all of them or none.
+writes a group — the caller's lease proof, and every row of every write in it — in one
+autocommitted statement (``records.sql_writes.group_insert``): all of them or none. When a type of
+the group is watched, that statement and the watchers' rows (a record trigger's run) share one
+transaction instead, as a write made alone shares its own with them.
 
 The caller proves its lease through ``StepGate``, a protocol this room declares: it answers a
 typed ``LeaseProof`` (which row it holds, by which owner token, which columns to set on it, which
@@ -21,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from django.db import IntegrityError, connections, models, router
+from django.db import IntegrityError, connections, models, router, transaction
 from django.utils import timezone
 
 from guardrails.models import RuleAction
@@ -41,7 +43,7 @@ from records.models import (
     WriteTrail,
 )
 from records.policies import write_entitlement_check
-from records.sql_writes import GroupMoved, GroupRows, group_insert
+from records.sql_writes import GroupInserted, GroupMoved, GroupRows, group_insert
 from records.trail import Actor, trail_row
 from records.units import WriteUnit, refusing, unit_current
 from records.watches import record_watched, record_written
@@ -156,19 +158,18 @@ class GroupCommitted:
 
 
 def create_groupable(record_type: str) -> bool:
-    """Whether a create of ``record_type`` made now can be grouped (``record_create_ready``,
-    ``group_commit``): on PostgreSQL, outside any transaction, a type no watcher watches (a
-    watcher's rows join the write's transaction; a group's statement has none). Its
-    ``before_save`` hooks run when it is made ready; a connected type's outbound write is
-    written with it."""
+    """Whether a write of ``record_type`` made now can be grouped: on PostgreSQL, outside any
+    transaction, a type the catalog knows. Its ``before_save`` hooks run when it is made ready; a
+    connected type's outbound write is written with it; a watched type's watchers are told in
+    the group's transaction (``group_commit``)."""
     conn = connections[router.db_for_write(Record)]
     if conn.vendor != "postgresql" or conn.in_atomic_block:
         return False
     try:
-        rt = record_type_get(record_type)
-    except NotFound:  # the create itself refuses it, by name
+        record_type_get(record_type)
+    except NotFound:  # the write itself refuses it, by name
         return False
-    return not record_watched(rt.name)
+    return True
 
 
 @door_opened
@@ -331,7 +332,7 @@ def group_commit(writes: list[GroupReady], gate: StepGate, *, cut: bool) -> Grou
         for w in writes
     ]
     try:
-        done = group_insert(gate, rows, cut=cut)
+        done = _group_written(writes, gate, rows, cut=cut)
     except IntegrityError as exc:
         if getattr(getattr(exc.__cause__, "diag", None), "constraint_name", "") != _KEY_UNIQUE:
             raise
@@ -342,18 +343,32 @@ def group_commit(writes: list[GroupReady], gate: StepGate, *, cut: bool) -> Grou
     for write in writes[: done.written]:
         if isinstance(write, DeleteReady):  # committed: its after_delete hooks run now
             after_delete_schedule(write.actor, write.record.record_type, write.snapshot)
-            continue
-        before = write.before if isinstance(write, UpdateReady) else None
-        record_written(write.actor, write.record, before=before)
     connected = {w.record.record_type for w in writes[: done.written] if w.state is not None}
     for record_type in sorted(connected):  # the statement committed: the drains may send
         outbound_wake(record_type)
     return GroupCommitted(done.proved, done.written)
 
 
+def _group_written(
+    writes: list[GroupReady], gate: StepGate, rows: list[GroupRows], *, cut: bool
+) -> GroupInserted:
+    """The group's statement and, when a type of it is watched, its watchers told of each create
+    and update in the same transaction (BEGIN and COMMIT more): a watcher's rows (a triggered
+    run's) commit and roll back with the write, as with a write made alone."""
+    watched = any(record_watched(name) for name in {w.record.record_type for w in writes})
+    if not watched:
+        return group_insert(gate, rows, cut=cut)
+    with transaction.atomic(using=router.db_for_write(Record)):
+        done = group_insert(gate, rows, cut=cut)
+        for write in writes[: done.written]:
+            if isinstance(write, CreateReady | UpdateReady):
+                before = write.before if isinstance(write, UpdateReady) else None
+                record_written(write.actor, write.record, before=before)
+    return done
+
+
 def _caller_row(write: GroupReady) -> models.Model:
-    if write.row is None:
-        raise AssertionError("a grouped write is committed with its caller's row")
+    assert write.row is not None, "a grouped write is committed with its caller's row"
     return write.row
 
 

@@ -4,12 +4,12 @@ what is written when; the runner's pass is a plain loop over steps that hands ea
 ``StepScope`` (``steps.step_execute``).
 
 **The group.** A chain's create — or update, or delete of an app-owned record, by ``pgRowId`` —
-that can be grouped (``records.step_writes.create_groupable``: PostgreSQL, no watcher on the
-type) is checked and built at once (``record_create_ready``, ``record_update_ready``,
-``record_delete_ready``: the boundary's checks and hooks, per record; the steps in
-``engine.grouped_steps``) but not written: its rows join the delivery's group, and the
-walk goes on with the outcome the step will have (a create's record id is chosen before the
-write). The group is written — the lease proof and every row of every step in it — by one
+that can be grouped (``records.step_writes.create_groupable``: PostgreSQL, outside a
+transaction; a connected, hooked or watched type too) is checked and built at once
+(``record_create_ready``, ``record_update_ready``, ``record_delete_ready``: the boundary's checks
+and hooks, per record; the steps in ``engine.grouped_steps``) but not written: its rows join
+the delivery's group, and the walk goes on with the outcome the step will have (a create's
+record id is chosen before the write). The group is written — the lease proof and every row of every step in it — by one
 autocommitted statement (``group_commit``): at the setting ``processes.step_group_max`` steps (1:
 every step alone), once ``RIDE_GROUP_MS`` have passed since its first step, and always before
 anything else touches the database for the run — a step that is not grouped, a refusal, a

@@ -37,14 +37,17 @@ class SliceBatches:
         for the source: rows batch (``records.batch_writes``)."""
         return all(_batches(planned) for planned in self.plan)
 
-    def rows_fitting(self, elapsed_ms: float, finished: int) -> int:
+    def rows_fitting(self, elapsed_ms: float, finished: int, pace_ms: float | None = None) -> int:
         """How many more rows the slice's wall clock leaves room for at the rate it has gone so
-        far (the budget is checked before a batch, as before a row: a batch must not overrun it
-        by much more than a row does)."""
-        if not finished:
+        far — before its first row, at ``pace_ms`` a row (the previous slice's), else one row
+        (the budget is checked before a batch, as before a row: a batch must not overrun it by
+        much more than a row does)."""
+        if finished:
+            pace_ms = max(elapsed_ms, 0.001) / finished
+        elif pace_ms is None:
             return 1
         left_ms = self.runner.ceilings.slice_max_ms - elapsed_ms
-        return max(1, int(left_ms * finished / max(elapsed_ms, 0.001)))
+        return max(1, int(left_ms / max(pace_ms, 0.001)))
 
     def batch(
         self,

@@ -4,6 +4,7 @@ ledger rows commit together or not at all; a row the batch cannot take runs alon
 from __future__ import annotations
 
 import pytest
+from django.db import connection
 
 from guardrails.settings import setting_set
 from processes.engine.runner import run_deliver
@@ -375,3 +376,42 @@ def test_the_batch_update_is_refused_outside_the_records_door(alice):
     with pytest.raises(DoorClosed):
         rows_update(Record, [record], ["fields"])
     assert Record.reads.get(pk=record.pk).fields == {"legacy_id": "L1"}
+
+
+def _transactions_by_slice(run: ProcessRun) -> dict[int, int]:
+    """How many transactions wrote each slice's ledger rows (PostgreSQL's ``xmin``)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT visit, count(DISTINCT xmin::text) FROM process_run_step"
+            " WHERE run_id = %s GROUP BY visit ORDER BY visit",
+            [run.pk],
+        )
+        return dict(cursor.fetchall())
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="counts PostgreSQL transactions")
+def test_a_later_slice_starts_at_the_previous_slices_pace_not_one_row(stamped, alice):
+    """The first slice's batches grow 1, 2, 4 … rows; the next slices know a row's time in the
+    slice before and take their rows in one batch (within the slice's wall clock)."""
+    setting_set("PROCESS_SLICE_MAX_ROWS", 10)
+    setting_set("PROCESS_SLICE_BATCH_ROWS", 1000)
+    _items(alice, 30)
+    run = invoke(stamped, {"batch": "2026-10"}, alice)
+    pump(sources=False)
+    run.refresh_from_db()
+    assert (run.state, run.outstanding, run.slices, run.writes) == ("committed", 0, 3, 60)
+    assert _transactions_by_slice(run) == {1: 4, 2: 1, 3: 1}  # 1 + 2 + 4 + 3 rows; 10; 10
+
+
+def test_a_slice_s_first_batch_fits_its_wall_clock_at_the_previous_pace():
+    from types import SimpleNamespace
+
+    from processes.engine.migration_batch import SliceBatches
+
+    runner = SimpleNamespace(run=None, ceilings=SimpleNamespace(slice_max_ms=1_000))
+    batches = SliceBatches(runner, [], "id")  # type: ignore[arg-type]
+    assert batches.rows_fitting(0, 0) == 1  # no pace known: one row first
+    assert batches.rows_fitting(0, 0, pace_ms=4.0) == 250
+    assert batches.rows_fitting(600, 0, pace_ms=4.0) == 100
+    assert batches.rows_fitting(500, 100, pace_ms=4.0) == 100  # its own pace, once it has one
