@@ -72,3 +72,6 @@ class ProcessCode(StrEnum):
     # A run cancelled because it had not finished within processes.run_timeout_ms (its failure
     # code; lower case, as the setting's issue spells it).
     RUN_TIMEOUT = "run_timeout"
+    # A local test run (``turbobase ext test processes/…``): a fixtures, events, verdicts or
+    # expected-ledger file that does not fit the catalog or its own shape (the field is named).
+    LOCAL_TEST_FILE_INVALID = "LOCAL_TEST_FILE_INVALID"

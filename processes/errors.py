@@ -182,3 +182,10 @@ class FourEyes(Forbidden):
     """A bulk action over the approval threshold needs another administrator's approval."""
 
     error = "four_eyes"
+
+
+class LocalTestFileInvalid(InvalidRequest):
+    """A local test's fixtures, events, verdicts or test file does not fit; nothing ran."""
+
+    error = "local_test_file_invalid"
+    code = ProcessCode.LOCAL_TEST_FILE_INVALID
