@@ -104,8 +104,9 @@ def local_run_read(run: ProcessRun, definition: dict[str, Any]) -> LocalRun:
                 message=row.refusal_message,
             )
         )
-    ids = [line.pg_row_id for line in ledger if line.pg_row_id]
-    records = [
+    ids = list(dict.fromkeys(line.pg_row_id for line in ledger if line.pg_row_id))
+    found = {str(r.pg_row_id): r for r in Record.reads.filter(pk__in=ids)}
+    records = [  # in the order the ledger first names them
         {
             "recordType": record.record_type,
             "pgRowId": str(record.pg_row_id),
@@ -114,7 +115,7 @@ def local_run_read(run: ProcessRun, definition: dict[str, Any]) -> LocalRun:
             "parent": record.fields,
             "lines": record.lines,
         }
-        for record in Record.reads.filter(pk__in=ids).order_by("created_at", "pg_row_id")
+        for record in (found[i] for i in ids if i in found)
     ]
     held = [
         {
@@ -141,12 +142,22 @@ def local_run_read(run: ProcessRun, definition: dict[str, Any]) -> LocalRun:
 def ledger_table(result: LocalRun) -> str:
     """The run as a person reads it: a ledger table, the records, the held deletes, the state."""
     header = ("step", "kind", "outcome", "record", "code")
+    # A step that did not wait for the source has no external id on its row: the record's own.
+    minted = {r["pgRowId"]: r["externalId"] for r in result.records}
     rows = [
         (
             line.step,
             line.kind,
             line.outcome,
-            " ".join(filter(None, (line.record_type, line.external_id or line.pg_row_id))),
+            " ".join(
+                filter(
+                    None,
+                    (
+                        line.record_type,
+                        line.external_id or minted.get(line.pg_row_id or "") or line.pg_row_id,
+                    ),
+                )
+            ),
             " ".join(filter(None, (line.code, f"({line.field})" if line.field else ""))),
         )
         for line in result.ledger
@@ -169,6 +180,7 @@ def ledger_table(result: LocalRun) -> str:
         for h in result.held_deletes
     ]
     waiting = f", waiting: {result.waiting}" if result.waiting else ""
+    waiting += f", {result.outstanding} step(s) outstanding" if result.outstanding else ""
     out.append(
         f"state: {result.state}{waiting} (virtual time {_span(result.virtual_seconds)}, "
         f"wall {result.wall_seconds:.2f}s)"

@@ -417,7 +417,7 @@ def ext_test(args: argparse.Namespace, client: Client) -> int:
     from extensions.siblings import SiblingImportRefused
     from extensions.transpile import TranspileError
 
-    if is_process_file(args.file):
+    if args.sample is None and is_process_file(args.file):
         return process_test(args)
     if args.sample is None:
         raise CliError("a hook is tested on a sample: give --sample", exit_code=2)
