@@ -56,7 +56,7 @@ def project_hooks(process_file: Path) -> tuple[tuple[str, dict[str, str]], ...]:
     """The hooks of the project the process file is in (``hooks/`` beside ``processes/``)."""
     from extensions.project import CONFIG_NAME, extension_files, module_entries
 
-    folder = process_file.resolve().parent
+    folder = process_file.absolute().parent  # a symlinked process belongs to the project it is in
     root = next(
         (p for p in (folder, *folder.parents) if (p / CONFIG_NAME).is_file()), folder.parent
     )

@@ -45,8 +45,8 @@ class VirtualClock:
 def clock_installed(clock: VirtualClock) -> Iterator[VirtualClock]:
     """Make ``timezone.now()`` answer ``clock`` inside the block, in every module that reads it."""
     real = timezone.now
-    timezone.now = clock.now  # type: ignore[assignment]  # the seam, see the module docstring
+    timezone.now = clock.now  # the seam, see the module docstring
     try:
         yield clock
     finally:
-        timezone.now = real  # type: ignore[assignment]
+        timezone.now = real

@@ -9,7 +9,8 @@
 - **events** ``[{"at": "3d", "name": "order.paid", "data": {...}, "key": "...", "as": user}]``:
   sent at their virtual time after the run starts (``at`` absent: at once).
 - **verdicts** ``{recordType: verdict | {"create"|"update"|"delete": verdict}}``, a verdict being
-  ``"never"``, ``"confirm"``, ``{"confirm": "PO-9001"}`` or ``{"refuse": CODE, "field", "message"}``:
+  ``"never"``, ``"confirm"``, ``{"confirm": "PO-9001"}``, ``{"unavailable": 3}`` (three attempts
+  fail, then the sandbox's answer) or ``{"refuse": CODE, "field", "message"}``:
   how the connected system answers that type's writes (unnamed types: as the sandbox source does).
 
 Each problem raises ``LocalTestFileInvalid`` naming the file's field (``fixtures.records.
@@ -64,8 +65,9 @@ class ScriptedEvent:
 
 @dataclass(frozen=True)
 class Verdict:
-    kind: str  # "never", "confirm" or "refuse"
+    kind: str  # "never", "confirm", "unavailable" or "refuse"
     external_id: str | None = None
+    failures: int = 0  # "unavailable": how many attempts fail before the source answers
     code: str = ""
     field: str = ""
     message: str = ""
@@ -240,6 +242,14 @@ def _verdict(spec: Any, where: str) -> Verdict:
                 field=f"{where}.confirm",
             )
         return Verdict("confirm", external_id=None if external_id is True else external_id)
+    if isinstance(spec, dict) and "unavailable" in spec:
+        failures = spec["unavailable"]
+        if not isinstance(failures, int) or isinstance(failures, bool) or not 0 < failures <= 100:
+            raise LocalTestFileInvalid(
+                f"{where}.unavailable must be how many attempts fail (1 to 100)",
+                field=f"{where}.unavailable",
+            )
+        return Verdict("unavailable", failures=failures)
     if isinstance(spec, dict) and isinstance(spec.get("refuse"), str) and spec["refuse"]:
         return Verdict(
             "refuse",
@@ -248,5 +258,7 @@ def _verdict(spec: Any, where: str) -> Verdict:
             message=str(spec.get("message") or f"the source refused ({spec['refuse']})"),
         )
     raise LocalTestFileInvalid(
-        f'{where} must be "never", "confirm", {{"confirm": id}} or {{"refuse": code}}', field=where
+        f'{where} must be "never", "confirm", {{"confirm": id}}, {{"unavailable": n}} '
+        'or {"refuse": code}',
+        field=where,
     )

@@ -2,7 +2,8 @@
 
 A local run must never reach a real system, so while it goes every source of the catalog is
 served by ``VerdictAdapter``: a record type the verdicts file names is confirmed (with the id it
-gives), refused (with its code) or never answered; any other type is answered as the built-in
+gives), refused (with its code), answered "unavailable" a number of times before it is
+confirmed (the outbound retry backoff between, skipped), or never answered; any other type is answered as the built-in
 ``sandbox`` source answers (ids minted per prefix, mandatory fields, atomic transaction writes).
 """
 
@@ -20,13 +21,14 @@ from django.test.utils import override_settings
 from processes.local_test.files import Verdict
 from records.catalog import catalog_reset
 from sources.adapters import adapter_register
-from sources.adapters.base import OutboundWrite, Outcome, confirmed, refused
+from sources.adapters.base import OutboundWrite, Outcome, confirmed, refused, transient
 from sources.adapters.sandbox import SandboxAdapter
 
 ADAPTER_NAME = "local_test_verdicts"
 
 # The verdicts of the local run going in this process (one at a time: the clock is global too).
 _verdicts: dict[tuple[str, str], Verdict] = {}
+_failed: dict[tuple[str, str], int] = {}  # transient failures answered so far, per type/operation
 
 
 def verdict_for(record_type: str, operation: str) -> Verdict | None:
@@ -52,6 +54,12 @@ class VerdictAdapter(SandboxAdapter):
         verdict = verdict_for(write.record_type.name, write.operation)
         if verdict is None:
             return None
+        if verdict.kind == "unavailable":
+            key = (write.record_type.name, write.operation)
+            _failed[key] = _failed.get(key, 0) + 1
+            if _failed[key] <= verdict.failures:  # then answered as the sandbox answers
+                return transient(f"{self.source_name} is temporarily unavailable (HTTP 503)")
+            return None
         if verdict.kind == "refuse":
             return refused(verdict.code, verdict.field or None, verdict.message)
         if verdict.kind == "confirm" and verdict.external_id:
@@ -65,6 +73,7 @@ adapter_register(ADAPTER_NAME, VerdictAdapter)
 def verdicts_use(verdicts: dict[tuple[str, str], Verdict]) -> None:
     """From now on the sources answer ``verdicts`` (the fixtures were confirmed before)."""
     _verdicts.clear()
+    _failed.clear()
     _verdicts.update(verdicts)
 
 
@@ -79,7 +88,9 @@ def sources_answered_locally() -> Iterator[None]:
         catalog.write_text(json.dumps(raw), encoding="utf-8")
         _verdicts.clear()
         try:
-            with override_settings(TURBOBASE_CATALOG=str(catalog)):
+            # No retry is waited for inside a drain: each goes back to the loop, which jumps the
+            # clock to it (a 1 s backoff is waited for in real time on an instance).
+            with override_settings(TURBOBASE_CATALOG=str(catalog), SOURCES_INLINE_RETRY_SECONDS=0):
                 catalog_reset()
                 yield
         finally:

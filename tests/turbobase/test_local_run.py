@@ -145,6 +145,16 @@ def test_await_source_never_answered_stays_waiting_until_its_budget_ends(db, tmp
     assert result.wall_seconds < 1.0
 
 
+def test_retry_backoffs_of_an_unavailable_source_pass_at_once(db, tmp_path):
+    path = process_file(tmp_path, PO_AND_BILL)
+    result = run_process(path, verdicts={"purchaseOrder": {"unavailable": 3}})
+    assert steps(result) == [("po", "create", "confirmed"), ("bill", "create", "confirmed")]
+    assert RecordWriteState.reads.get(record_type="purchaseOrder").attempts == 3  # failed ones
+    assert result.virtual_seconds == 1 + 2 + 4  # the backoff after each failed attempt
+    # An instance's drain waits out the 1 s and 2 s backoffs in real time; here none is waited.
+    assert result.wall_seconds < 3.0
+
+
 def test_a_held_delete_is_reported(db, tmp_path):
     path = process_file(tmp_path, DROP_INVOICE)
     fixtures = {

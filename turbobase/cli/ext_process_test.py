@@ -136,7 +136,7 @@ def process_test(args: argparse.Namespace) -> int:
     except InvalidRequest as exc:
         field = f" [{exc.field}]" if exc.field and exc.field not in exc.message else ""
         raise CliError(f"{args.file}: {exc.message}{field}", exit_code=2) from None
-    expect = spec.get("expect") if isinstance(spec.get("expect"), dict) else {}
+    expect: dict[str, Any] = spec["expect"] if isinstance(spec.get("expect"), dict) else {}
     diff = expectation_diff(expect, result) if expect else []
     data = {**result.as_dict(), "expected": bool(expect), "matches": not diff}
     emit(args, data, result.table())
