@@ -1,9 +1,9 @@
 """What a local test is given, read and checked before anything runs.
 
 - **fixtures** ``{"users": {name: {"groups": [...], "admin": bool}}, "records": {recordType:
-  [{"parent": {...}, "lines": [...]}]}, "tasks": {stepId: {"output": any} | {"reject": reason},
-  "by"?: user}}``: the users that exist, the records that exist before the run (owned by the
-  ``--as`` user), and how each task step's person decides.
+  [{"parent": {...}, "lines": [...], "as"?: user}]}, "tasks": {stepId: {"output": any} | {"reject": reason},
+  "by"?: user}}``: the users that exist, the records that exist before the run (written by, and
+  owned by, their ``as`` user, else the ``--as`` user), and how each task step's person decides.
   ``"settings": {key: value}`` sets instance settings first, as ``PATCH /v1/settings`` does
   (a delete cap, ``processes.max_run_ms``), checked by the settings registry.
 - **events** ``[{"at": "3d", "name": "order.paid", "data": {...}, "key": "...", "as": user}]``:
@@ -37,6 +37,7 @@ class FixtureRecord:
     record_type: str
     parent: dict[str, Any]
     lines: list[Any] | None
+    owner: str | None = None  # who writes it (its owner, for row-level access); default ``--as``
 
 
 @dataclass(frozen=True)
@@ -131,6 +132,15 @@ def _fixture_record(record_type: str, row: Any, where: str) -> FixtureRecord:
             field=f"fixtures.records.{record_type}",
         ) from None
     row = _object(row, where)
+    unknown = sorted(set(row) - {"parent", "lines", "as"})
+    if unknown:
+        raise LocalTestFileInvalid(
+            f"{where}.{unknown[0]}: a fixture record has parent, lines and as",
+            field=f"{where}.{unknown[0]}",
+        )
+    owner = row.get("as")
+    if owner is not None and (not isinstance(owner, str) or not owner):
+        raise LocalTestFileInvalid(f"{where}.as must be a user name", field=f"{where}.as")
     parent = _object(row.get("parent", {}), f"{where}.parent")
     lines = row.get("lines")
     if lines is not None and not isinstance(lines, list):
@@ -140,7 +150,7 @@ def _fixture_record(record_type: str, row: Any, where: str) -> FixtureRecord:
         _fields_check(
             record_type, _object(line, f"{where}.lines[{n}]"), rt.line_fields, f"{where}.lines[{n}]"
         )
-    return FixtureRecord(record_type, parent, lines)
+    return FixtureRecord(record_type, parent, lines, owner)
 
 
 def _fields_check(

@@ -61,6 +61,7 @@ def _people(test: LocalTest) -> User:
     names: dict[str, dict[str, Any]] = {test.as_user: {}, DEPLOYER: {"admin": True}}
     names.update({e.sender: {} for e in test.events if e.sender})
     names.update({a.by: {} for a in test.fixtures.tasks.values() if a.by})
+    names.update({r.owner: {} for r in test.fixtures.records if r.owner})
     names.update(test.fixtures.users)
     return users_ensure(names)[test.as_user]
 
@@ -77,13 +78,15 @@ def _settings_write(test: LocalTest, by: User) -> None:
 
 
 def _fixtures_write(test: LocalTest, user: User) -> None:
-    """The records that exist before the run, through the boundary, as the ``--as`` user."""
+    """The records that exist before the run, through the boundary, each as its ``as`` user
+    (its owner, for row-level access), else as the ``--as`` user."""
     for n, record in enumerate(test.fixtures.records):
+        writer = User.objects.get(username=record.owner) if record.owner else user
         where = f"fixtures.records.{record.record_type}"
         try:
             with commit_hooks_run():
                 record_create(
-                    actor=Actor(user=user),
+                    actor=Actor(user=writer),
                     record_type=record.record_type,
                     parent=record.parent,
                     lines=record.lines,

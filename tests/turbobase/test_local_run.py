@@ -155,6 +155,38 @@ def test_retry_backoffs_of_an_unavailable_source_pass_at_once(db, tmp_path):
     assert result.wall_seconds < 3.0
 
 
+COUNT_CUSTOMERS = """import { defineProcess } from '@turbobase/extensions';
+export default defineProcess({
+  id: 't:count-customers',
+  input: { type: 'object' },
+  steps: [
+    { id: 'note', recordType: 'salesOrder', build: async (ctx) => {
+        const rows = await ctx.query('legacy_customer?select=company_name&order=company_name');
+        return { parent: { memo: rows.map((r) => r.company_name).join(',') } };
+      } },
+  ],
+});
+"""
+
+
+def test_the_run_reads_and_writes_as_the_as_user(db, tmp_path):
+    """legacy_customer is read by its owner only: each user's run sees that user's rows."""
+    path = process_file(tmp_path, COUNT_CUSTOMERS)
+    fixtures = {
+        "records": {
+            "legacy_customer": [
+                {"parent": {"company_name": "Mine"}},
+                {"parent": {"company_name": "Bobs"}, "as": "bob"},
+            ]
+        }
+    }
+    mine = run_process(path, fixtures=fixtures, as_user="alice")
+    assert mine.records[0]["parent"] == {"memo": "Mine"}
+    run = ProcessRun.objects.get(pk=mine.run_id)
+    assert run.invoked_by.get_username() == "alice"
+    assert Record.reads.get(pk=mine.records[0]["pgRowId"]).owner.get_username() == "alice"
+
+
 def test_a_held_delete_is_reported(db, tmp_path):
     path = process_file(tmp_path, DROP_INVOICE)
     fixtures = {
