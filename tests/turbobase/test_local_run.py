@@ -155,6 +155,38 @@ def test_retry_backoffs_of_an_unavailable_source_pass_at_once(db, tmp_path):
     assert result.wall_seconds < 3.0
 
 
+ROLL_BACK = """import { defineProcess } from '@turbobase/extensions';
+export default defineProcess({
+  id: 't:roll-back',
+  input: { type: 'object' },
+  steps: [
+    { id: 'a', recordType: 'salesOrder', build: () => ({ parent: { memo: 'a' } }) },
+    { id: 'b', recordType: 'salesOrder', build: () => ({ parent: { memo: 'b' } }) },
+    { id: 'po', recordType: 'purchaseOrder', awaitSource: true,
+      build: () => ({ parent: { entity_id: 'V-1' } }) },
+  ],
+  onFailure: 'rollback',
+});
+"""
+
+
+def test_a_rollback_waits_out_its_delete_window_at_once(db, tmp_path):
+    """One rollback delete an hour: the run's later deletes wait for the window, skipped here."""
+    path = process_file(tmp_path, ROLL_BACK)
+    settings = {
+        "guardrails.max_rollback_deletes_per_hour": 1,
+        "processes.delete_wait_budget_ms": 3 * 3_600_000,
+    }
+    result = run_process(
+        path, verdicts={"purchaseOrder": {"refuse": "NOPE"}}, fixtures={"settings": settings}
+    )
+    assert result.state == "rolled_back"
+    assert [line.outcome for line in result.ledger] == ["rolled_back"] * 3
+    assert [r["syncState"] for r in result.records] == ["deleted"] * 3
+    assert result.virtual_seconds >= 3600  # at least one window waited for
+    assert result.wall_seconds < 10
+
+
 COUNT_CUSTOMERS = """import { defineProcess } from '@turbobase/extensions';
 export default defineProcess({
   id: 't:count-customers',
