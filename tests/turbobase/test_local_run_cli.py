@@ -99,6 +99,7 @@ def test_the_scaffold_and_its_test_file_pass(db, capsys, project):
     code, out, err = cli(capsys, "ext", "test", "processes/purchase-order-then-vendor-bill.ts")
     assert (code, err) == (0, "")
     assert "state: committed" in out
+    assert out.endswith("processes/purchase-order-then-vendor-bill.test.json: as expected\n")
 
 
 def test_a_ledger_not_the_one_the_test_file_expects_exits_1_with_a_diff(db, capsys, project):
@@ -135,7 +136,11 @@ def test_a_hook_still_needs_a_sample(capsys, project):
     )
     code, _, err = cli(capsys, "ext", "test", str(hook))
     assert code == 2
-    assert "--sample" in err
+    assert (
+        err == f"turbobase: {hook} is not a process: a hook is tested on a sample, give --sample\n"
+    )
+    code, _, err = cli(capsys, "ext", "test", "processes/missing.ts")
+    assert (code, err) == (2, "turbobase: processes/missing.ts: no such file\n")
 
 
 def test_the_console_script_runs_on_a_fresh_in_memory_database(tmp_path):

@@ -35,6 +35,7 @@ from turbobase.cli.ext_process_test import (
     process_test,
     process_test_arguments,
     process_test_write,
+    sample_missing,
 )
 from turbobase.cli.project import project_find
 
@@ -420,7 +421,7 @@ def ext_test(args: argparse.Namespace, client: Client) -> int:
     if args.sample is None and is_process_file(args.file):
         return process_test(args)
     if args.sample is None:
-        raise CliError("a hook is tested on a sample: give --sample", exit_code=2)
+        raise sample_missing(args.file)
     samples = _samples(args.sample)
     entry, files = extension_files(args.file)
     results: list[dict[str, Any]] = []

@@ -55,6 +55,15 @@ def is_process_file(path: str) -> bool:
     return found is not None and found.group(1) == "Process"
 
 
+def sample_missing(path: str) -> CliError:
+    """``ext test`` on a hook (or on nothing) without ``--sample``: what to do, exit 2."""
+    if not Path(path).is_file():
+        return CliError(f"{path}: no such file", exit_code=2)
+    return CliError(
+        f"{path} is not a process: a hook is tested on a sample, give --sample", exit_code=2
+    )
+
+
 def test_file_for(path: str | Path) -> Path:
     """``processes/po.ts`` → ``processes/po.test.json``."""
     file = Path(path)
@@ -139,7 +148,8 @@ def process_test(args: argparse.Namespace) -> int:
     expect: dict[str, Any] = spec["expect"] if isinstance(spec.get("expect"), dict) else {}
     diff = expectation_diff(expect, result) if expect else []
     data = {**result.as_dict(), "expected": bool(expect), "matches": not diff}
-    emit(args, data, result.table())
+    checked = f"\n{test_file_for(args.file)}: as expected" if expect and not diff else ""
+    emit(args, data, result.table() + checked)
     if diff:
         print(f"{test_file_for(args.file)}: the run is not the one expected", file=sys.stderr)
         print("\n".join(diff), file=sys.stderr)
