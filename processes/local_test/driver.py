@@ -166,20 +166,22 @@ class LocalDriver:
         """The earliest due time after now: what the clock jumps to when nothing moves."""
         now = self.clock.now()
         going = ProcessRun.objects.filter(state=RunState.RUNNING)
-        times = list(going.aggregate(Min("wake_at"), Min("wait_deadline")).values())
-        times += [
-            going.filter(lease_until__gt=now).aggregate(Min("lease_until"))["lease_until__min"],
+        ahead = [
+            *(
+                going.filter(**{f"{column}__gt": now}).aggregate(at=Min(column))["at"]
+                for column in ("wake_at", "wait_deadline", "lease_until")
+            ),
             HumanTask.objects.filter(state=TaskState.OPEN, expires_at__gt=now).aggregate(
-                Min("expires_at")
-            )["expires_at__min"],
+                at=Min("expires_at")
+            )["at"],
             RecordWriteState.reads.filter(status=WriteStatus.PENDING, next_attempt_at__gt=now)
             .exclude(record_type__in=self.never)
-            .aggregate(Min("next_attempt_at"))["next_attempt_at__min"],
+            .aggregate(at=Min("next_attempt_at"))["at"],
         ]
         if self.events:
-            times.append(self.started + self.events[0].at)
-        ahead = [t for t in times if t is not None and t > now]
-        return min(ahead) if ahead else None
+            ahead.append(self.started + self.events[0].at)
+        times = [t for t in ahead if t is not None and t > now]
+        return min(times) if times else None
 
 
 def users_ensure(names: dict[str, dict[str, Any]]) -> dict[str, User]:
