@@ -74,6 +74,9 @@ class ProcessCode(StrEnum):
     # A run cancelled because it had not finished within processes.run_timeout_ms (its failure
     # code; lower case, as the setting's issue spells it).
     RUN_TIMEOUT = "run_timeout"
+    # A local test run (``turbobase ext test processes/…``): a fixtures, events, verdicts or
+    # expected-ledger file that does not fit the catalog or its own shape (the field is named).
+    LOCAL_TEST_FILE_INVALID = "LOCAL_TEST_FILE_INVALID"
 
 
 class ProcessError(StrEnum):
@@ -106,3 +109,4 @@ class ProcessError(StrEnum):
     HISTORY_PURGE_RUNNING = "history_purge_running"
     HISTORY_ARCHIVE_UNWRITABLE = "history_archive_unwritable"
     QUERY_REFUSED = "query_refused"
+    LOCAL_TEST_FILE_INVALID = "local_test_file_invalid"

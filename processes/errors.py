@@ -195,3 +195,10 @@ class FourEyes(Forbidden):
     """A bulk action over the approval threshold needs another administrator's approval."""
 
     error = ProcessError.FOUR_EYES
+
+
+class LocalTestFileInvalid(InvalidRequest):
+    """A local test's fixtures, events, verdicts or test file does not fit; nothing ran."""
+
+    error = ProcessError.LOCAL_TEST_FILE_INVALID
+    code = ProcessCode.LOCAL_TEST_FILE_INVALID

@@ -118,7 +118,8 @@ def test_ext_new_process_scaffolds_a_file_that_lints_clean(project, capsys):
     assert code == 0
     assert (
         out
-        == "wrote processes/purchase-order-then-vendor-bill.ts (app:purchase-order-then-vendor-bill)\n"
+        == "wrote processes/purchase-order-then-vendor-bill.ts (app:purchase-order-then-vendor-bill) "
+        "and processes/purchase-order-then-vendor-bill.test.json\n"
     )
     source = (project / "processes" / "purchase-order-then-vendor-bill.ts").read_text()
     assert "onFailure: 'rollback'" in source
@@ -143,7 +144,10 @@ def test_ext_new_writes_into_the_project_found_upwards(project, capsys, monkeypa
     (project / "docs").mkdir()
     monkeypatch.chdir(project / "docs")
     code, out, _ = cli(capsys, "ext", "new", "process", "--record", "customer")
-    assert (code, out) == (0, "wrote ../processes/customer.ts (app:customer)\n")
+    assert (code, out) == (
+        0,
+        "wrote ../processes/customer.ts (app:customer) and ../processes/customer.test.json\n",
+    )
     assert (project / "processes" / "customer.ts").is_file()
     assert not (project / "docs" / "processes").exists()
 

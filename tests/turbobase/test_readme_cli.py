@@ -157,7 +157,8 @@ def test_readme_cli_examples_run_as_written(live: Instance, tmp_path):
             ),
         )
     ) == (
-        "wrote processes/purchase-order-then-vendor-bill.ts (app:purchase-order-then-vendor-bill)\n"
+        "wrote processes/purchase-order-then-vendor-bill.ts (app:purchase-order-then-vendor-bill) "
+        "and processes/purchase-order-then-vendor-bill.test.json\n"
     )
     ok(
         run(

@@ -29,6 +29,14 @@ from extensions.project import (
 )
 from turbobase.cli.base import CliError, emit
 from turbobase.cli.client import Client
+from turbobase.cli.ext_process_test import (
+    is_process_file,
+    missing_test_warning,
+    process_test,
+    process_test_arguments,
+    process_test_write,
+    sample_missing,
+)
 from turbobase.cli.project import project_find
 
 NO_RUN = "extension default export has no run() function"
@@ -86,14 +94,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     lint.add_argument("--ci", action="store_true", help="exit non-zero on a warning too")
     lint.set_defaults(handler=ext_lint)
 
-    test = verbs.add_parser("test", help="run a hook's run() here, in the sandbox, on a sample")
+    test = verbs.add_parser(
+        "test",
+        help="run a hook's run() on a sample, or a process end to end with time skipped, here",
+    )
     test.add_argument("file", metavar="FILE")
     test.add_argument(
         "--sample",
-        required=True,
         metavar="JSON",
-        help="a record ({parent, lines?}), a list of them, or @file.json",
+        help="a hook: a record ({parent, lines?}), a list of them, or @file.json",
     )
+    process_test_arguments(test)
     test.set_defaults(handler=ext_test)
 
     deploy = verbs.add_parser(
@@ -242,10 +253,17 @@ def ext_new_process(args: argparse.Namespace, client: Client) -> int:
         ),
         encoding="utf-8",
     )
+    steps = [_kebab(args.record), *([_kebab(args.then)] if args.then else [])]
+    test_file = process_test_write(target, steps=steps, force=args.force)
+    also = f" and {test_file.as_posix()}" if test_file else ""
     emit(
         args,
-        {"file": target.as_posix(), "id": process_id},
-        f"wrote {target.as_posix()} ({process_id})",
+        {
+            "file": target.as_posix(),
+            "id": process_id,
+            "testFile": test_file and test_file.as_posix(),
+        },
+        f"wrote {target.as_posix()} ({process_id}){also}",
     )
     return 0
 
@@ -321,19 +339,20 @@ def ext_lint(args: argparse.Namespace, client: Client) -> int:
             print(f"error {_offline_failure(path, exc)}", file=sys.stderr)
             results.append({"file": path, "error": str(exc)})
             continue
-        for warning in report.warnings:
+        warnings = [*report.warnings, *missing_test_warning(path, report.kind)]
+        for warning in warnings:
             warned = True
             print(f"warning {path}: {warning.rule}: {warning.message}")
         if report.kind is None and not args.json:
             print(f"skipped {path}: no defineProcess/defineHook default export (a sibling module)")
-        elif not report.warnings and not args.json:
+        elif not warnings and not args.json:
             print(f"ok {path} ({report.kind} {report.defined_id})")
         results.append(
             {
                 "file": path,
                 "kind": report.kind,
                 "id": report.defined_id,
-                "warnings": [w.as_dict() for w in report.warnings],
+                "warnings": [w.as_dict() for w in warnings],
             }
         )
     if args.json:
@@ -399,6 +418,10 @@ def ext_test(args: argparse.Namespace, client: Client) -> int:
     from extensions.siblings import SiblingImportRefused
     from extensions.transpile import TranspileError
 
+    if args.sample is None and is_process_file(args.file):
+        return process_test(args)
+    if args.sample is None:
+        raise sample_missing(args.file)
     samples = _samples(args.sample)
     entry, files = extension_files(args.file)
     results: list[dict[str, Any]] = []
