@@ -183,14 +183,13 @@ def _failed_set_aside(run: ProcessRun, number: int) -> ProcessRunStep | None:
 
 
 def _requeue(run: ProcessRun, *, chosen: int, number: int) -> None:
-    """Queued again, as a fresh delivery: its clock restarts (``started_at`` is set by the claim,
-    so the per-run runtime ceiling counts from the redrive, not from the first start)."""
+    """Queued again, as a fresh delivery. ``started_at`` is kept: as for a resume (seed: "the
+    clock stays the run's"), a redrive cannot buy a run more than the maximum runtime."""
     ProcessRun.objects.filter(pk=run.pk, state__in=states_from(RunMove.REDRIVE)).update(
         state=MOVES[RunMove.REDRIVE].target,
         pending_reason=PendingReason.QUEUED,
         reason=None,
         finished_at=None,
-        started_at=None,
         failed_sequence=None,
         transient_attempts=0,
         module_version=chosen,

@@ -137,6 +137,17 @@ def test_redrive_carries_the_same_run_on_from_the_failed_step(alice, alice_api, 
     assert event.after == {"moduleVersion": 1, "redrive": 1, "changedSince": []}
 
 
+def test_a_redrive_keeps_the_runs_clock(alice_api, failed, refusing):
+    # As a resume does: a redrive cannot buy a run more than the maximum runtime.
+    first_start = failed.started_at
+    assert first_start is not None
+    refusing()
+    assert alice_api.post(f"/v1/processes/runs/{failed.run_id}/redrive").status_code == 202
+    drain_runs()
+    run = ProcessRun.objects.get(pk=failed.pk)
+    assert (run.state, run.started_at) == ("committed", first_start)
+
+
 def test_a_run_that_fails_again_can_be_redriven_again(alice, alice_api, failed, refusing):
     url = f"/v1/processes/runs/{failed.run_id}/redrive"
     assert alice_api.post(url).status_code == 202  # no body: the current version
