@@ -121,6 +121,13 @@ RULES = [
     ),
     (
         "post",
+        "v1/processes/runs/<str:run_id>/redrive",
+        f"/v1/processes/runs/{RUN}/redrive",
+        None,
+        DEPLOY,
+    ),
+    (
+        "post",
         "v1/processes/runs/<str:run_id>/redirect",
         f"/v1/processes/runs/{RUN}/redirect",
         None,

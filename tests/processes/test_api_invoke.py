@@ -247,6 +247,7 @@ def test_sync_answers_200_with_the_settled_run_and_its_steps(alice_api, two_note
                 "rowKey": "",
                 "slice": 1,
                 "refusal": None,
+                "superseded": 0,
             },
             {
                 "sequence": 2,
@@ -258,6 +259,7 @@ def test_sync_answers_200_with_the_settled_run_and_its_steps(alice_api, two_note
                 "rowKey": "",
                 "slice": 1,
                 "refusal": None,
+                "superseded": 0,
             },
         ],
     }
