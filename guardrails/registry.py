@@ -414,7 +414,12 @@ REGISTRY: dict[str, SettingSpec] = {spec.key: spec for spec in SETTINGS}
 
 def setting_spec(key: str) -> SettingSpec:
     """The declaration of ``key``; an unknown key is refused by name."""
-    try:
-        return REGISTRY[key]
-    except KeyError:
-        raise SettingInvalid(f"{key!r} is not an instance setting", field=key, key=key) from None
+    spec = REGISTRY.get(key)
+    if spec is None:
+        # Here, not at the top: guardrails.patterns declares its specs with this module's classes.
+        from guardrails.patterns import pattern_spec
+
+        spec = pattern_spec(key)
+    if spec is None:
+        raise SettingInvalid(f"{key!r} is not an instance setting", field=key, key=key)
+    return spec

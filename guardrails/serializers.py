@@ -11,6 +11,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from guardrails.patterns import PATTERNS
 from guardrails.registry import SETTINGS, SettingGroup, SettingSpec, SettingType
 
 INTEGER_OR_BOOLEAN = {"oneOf": [{"type": "integer"}, {"type": "boolean"}]}
@@ -59,4 +60,11 @@ SETTINGS_PATCH = {
     "minProperties": 1,
     "additionalProperties": False,
     "properties": {spec.key: _value_schema(spec) for spec in SETTINGS},
+    # One key per connected source (sources.<name>.max_per_second …), declared by pattern.
+    "patternProperties": {
+        "^" + spec.key.replace(".", "\\.").replace("<name>", "[A-Za-z0-9_][A-Za-z0-9_-]*") + "$": (
+            _value_schema(spec)
+        )
+        for spec in PATTERNS
+    },
 }

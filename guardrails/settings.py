@@ -18,8 +18,8 @@ from django.db import transaction
 
 from guardrails.cache import TableCache
 from guardrails.models import InstanceSetting
+from guardrails.patterns import pattern_spec, pattern_specs
 from guardrails.registry import (
-    REGISTRY,
     SETTINGS,
     SettingInvalid,
     SettingSpec,
@@ -59,15 +59,19 @@ def settings_overridden(values: dict[str, int]) -> Iterator[None]:
 
 def setting_get(key: str) -> int:
     """The value in force: a database row, else a Django setting of the same name, else the default."""
-    if key not in DEFAULTS:
-        raise KeyError(f"unknown instance setting {key!r}")  # a programming error, not input
+    default = DEFAULTS.get(key)
+    if default is None:
+        spec = pattern_spec(key)  # sources.<name>.max_per_second and the like
+        if spec is None:
+            raise KeyError(f"unknown instance setting {key!r}")  # a programming error, not input
+        default = spec.default
     overrides = _overrides.get()
     if overrides is not None and key in overrides:
         return overrides[key]
     row = _rows.get().get(key)
     if row is not None:
         return int(row)
-    return int(getattr(django_settings, key.replace(".", "_").upper(), DEFAULTS[key]))
+    return int(getattr(django_settings, key.replace(".", "_").upper(), default))
 
 
 def settings_cache_clear(*args: object, **kwargs: object) -> None:
@@ -114,11 +118,17 @@ def _shown(spec: SettingSpec, value: int) -> int | bool:
     return bool(value) if spec.type is SettingType.BOOLEAN else value
 
 
+def settings_all() -> list[SettingSpec]:
+    """Every setting to show: the fixed ones, then each pattern's keys (per known or stored name)."""
+    return [*SETTINGS, *pattern_specs(_rows.get())]
+
+
 def settings_list() -> list[dict[str, Any]]:
     """Every instance setting with the value in force, its declaration and its last change."""
-    changes = audit_latest(action=SETTING_CHANGED, targets=list(REGISTRY))
+    specs = settings_all()
+    changes = audit_latest(action=SETTING_CHANGED, targets=[spec.key for spec in specs])
     rows = []
-    for spec in SETTINGS:
+    for spec in specs:
         change = changes.get(spec.key)
         rows.append(
             {

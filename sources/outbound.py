@@ -28,7 +28,7 @@ import logging
 import os
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError
@@ -52,6 +52,7 @@ from sources.codes import SourceCode
 from sources.conf import outbound_conf
 from sources.errors import AdapterNotFound
 from sources.lanes import lane_acquire, lane_is_held, lane_release, lane_renew
+from sources.pacing import pace_due, pace_recovered, pace_release, pace_slow_down, pace_take
 from sources.wakeups import outbound_enqueue, outbound_schedule_retry
 
 logger = logging.getLogger(__name__)
@@ -133,9 +134,61 @@ def _drain_held(record_type: str, token: str, report: DrainReport) -> None:
         if not lane_renew(record_type=record_type, token=token, seconds=conf.lane_lease_seconds):
             logger.warning("lost the %s lane (lease ran out); stopping this drain", record_type)
             return
-        outcome = outbound_send(state=head)
+        outcome = _send_paced(head, token, report)
+        if outcome is None:
+            return  # the source is paced further off than we wait in a worker
+        if outcome is _AGAIN:
+            continue
         outbound_outcome_apply(state=head, outcome=outcome)
         report.sent.append((head.pk, outcome.kind))
+
+
+_AGAIN = transient("paced: look at the head of line again")
+
+
+def _send_paced(head: RecordWriteState, token: str, report: DrainReport) -> Outcome | None:
+    """Send ``head`` once its source's pacing lets it (``sources.pacing``).
+
+    None: the source will not take it for longer than a worker waits (``report.retry_at`` says
+    until when); ``_AGAIN``: it waited a little, and the caller starts over from the head of line.
+    """
+    conf = outbound_conf()
+    source = head.source_system
+    holder = f"{token}:{head.pk}"
+    ticket = pace_take(
+        source=source,
+        holder=holder,
+        lease_seconds=conf.lane_lease_seconds,
+        horizon_s=conf.inline_retry_seconds,
+    )
+    if ticket.wait_until is not None:
+        wait = (ticket.wait_until - timezone.now()).total_seconds()
+        if wait > conf.inline_retry_seconds:
+            report.retry_at = ticket.wait_until
+            return None
+        time.sleep(max(wait, 0.0))
+        return _AGAIN
+    start_at = ticket.start_at or timezone.now()
+    time.sleep(max((start_at - timezone.now()).total_seconds(), 0.0))  # our rate slot
+    try:
+        outcome = outbound_send(state=head)
+    finally:
+        pace_release(holder=holder)
+    if outcome.slow_down:
+        until = pace_slow_down(
+            source=source, retry_after=outcome.retry_after, reason=outcome.message
+        )
+        return replace(outcome, retry_after=(until - timezone.now()).total_seconds())
+    pace_recovered(source=source)
+    return outcome
+
+
+def outbound_due_at(head: RecordWriteState) -> datetime | None:
+    """When ``head`` may be sent: its own retry time or its source's pacing, whichever is later;
+    None if it may go now."""
+    later = [at for at in (head.next_attempt_at, pace_due(head.source_system)) if at is not None]
+    due = max(later) if later else None
+    return due if due is not None and due > timezone.now() else None
 
 
 def _look_again(record_type: str) -> None:
@@ -143,10 +196,11 @@ def _look_again(record_type: str) -> None:
     head = outbound_head(record_type=record_type)
     if head is None:
         return
-    if head.next_attempt_at is None or head.next_attempt_at <= timezone.now():
+    due = outbound_due_at(head)
+    if due is None:
         outbound_enqueue(record_type=record_type)
     else:
-        outbound_schedule_retry(record_type=record_type, at=head.next_attempt_at)
+        outbound_schedule_retry(record_type=record_type, at=due)
 
 
 def outbound_send(*, state: RecordWriteState) -> Outcome:
@@ -219,7 +273,12 @@ def outbound_outcome_apply(*, state: RecordWriteState, outcome: Outcome) -> None
         return  # decided meanwhile (a lease that ran out mid-send): the first verdict stands
     if outcome.kind == VerdictKind.TRANSIENT:
         attempts = state.attempts + 1
-        delay = outbound_backoff(attempts=attempts)
+        # Slowed down: wait exactly as long as the source (sources.pacing) is held back.
+        delay = (
+            max(outcome.retry_after, 0.0)
+            if outcome.slow_down and outcome.retry_after is not None
+            else outbound_backoff(attempts=attempts)
+        )
         message = outcome.message
         if attempts >= setting_get("sources.max_attempts"):
             message = (
@@ -260,7 +319,6 @@ def outbound_sweep() -> list[str]:
 
     Catches lost wake-ups and drains that died holding a lane (once its lease has run out).
     """
-    now = timezone.now()
     heads = (
         RecordWriteState.reads.filter(status=WriteStatus.PENDING)
         .values("record_type")
@@ -268,8 +326,10 @@ def outbound_sweep() -> list[str]:
     )
     woken = []
     for row in heads:
-        head = RecordWriteState.reads.only("next_attempt_at").get(pk=row["head_id"])
-        if head.next_attempt_at is not None and head.next_attempt_at > now:
+        head = RecordWriteState.reads.only("next_attempt_at", "source_system").get(
+            pk=row["head_id"]
+        )
+        if outbound_due_at(head) is not None:
             continue
         if lane_is_held(record_type=row["record_type"]):
             continue

@@ -30,13 +30,12 @@ from django.template.response import TemplateResponse
 from guardrails.instance_settings.models import WriteGuardrail
 from guardrails.models import InstanceSetting
 from guardrails.registry import (
-    SETTINGS,
     SettingGroup,
     SettingInvalid,
     SettingSpec,
     SettingType,
 )
-from guardrails.settings import setting_clear, setting_get, setting_set
+from guardrails.settings import setting_clear, setting_get, setting_set, settings_all
 
 UNITS = {SettingType.MILLISECONDS: "ms", SettingType.BYTES: "bytes"}
 BOOLEAN_CHOICES = [("", "default"), ("on", "on"), ("off", "off")]
@@ -91,7 +90,9 @@ class SettingField(forms.CharField):
 class InstanceSettingsForm(forms.Form):
     def __init__(self, *args: Any, overrides: dict[str, int], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        for spec in SETTINGS:
+        # Per-source settings (sources.<name>.…) come after the fixed ones, one row per source.
+        self.specs = settings_all()
+        for spec in self.specs:
             self.fields[_field_name(spec.key)] = SettingField(
                 spec, initial=_shown(spec, overrides.get(spec.key))
             )
@@ -101,7 +102,7 @@ class InstanceSettingsForm(forms.Form):
         changed = set(self.changed_data)
         return {
             spec.key: self.cleaned_data[_field_name(spec.key)]
-            for spec in SETTINGS
+            for spec in self.specs
             if _field_name(spec.key) in changed
         }
 
@@ -171,7 +172,7 @@ class WriteGuardrailAdmin(admin.ModelAdmin):
                     "field": form[_field_name(spec.key)],
                     "bounds": "" if spec.type is SettingType.BOOLEAN else f"{spec.min}–{spec.max}",
                 }
-                for spec in SETTINGS
+                for spec in form.specs
                 if spec.group is group
             ]
             if rows:
