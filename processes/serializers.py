@@ -7,6 +7,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from processes.engine.waits import source_wait_detail
 from processes.models import (
     LinkHow,
     PendingReason,
@@ -63,6 +64,13 @@ class SliceSerializer(serializers.ModelSerializer):
         fields = ("slice", "moduleVersion", "startedAt", "finishedAt")
 
 
+class PendingDetailOut(serializers.Serializer):
+    """Why an ``awaitingSource`` run waits: the source, and until when it is paced (or null)."""
+
+    source = serializers.CharField()
+    pacedUntil = serializers.DateTimeField(allow_null=True)
+
+
 class LinkOut(serializers.Serializer):
     """One link between runs made by steering: ``{runId, how: 'retry' | 'redirect'}``."""
 
@@ -80,6 +88,8 @@ class RunSerializer(serializers.ModelSerializer):
     # failed on a transient error is tried again; null otherwise.
     wakeAt = serializers.SerializerMethodField()
     retryAt = serializers.SerializerMethodField()
+    # awaitingSource only: {source, pacedUntil} — which source, and until when it is paced.
+    pendingDetail = serializers.SerializerMethodField()
     invokedBy = serializers.SerializerMethodField()
     schedule = serializers.SerializerMethodField()
     startedAt = serializers.DateTimeField(source="started_at", allow_null=True)
@@ -105,6 +115,7 @@ class RunSerializer(serializers.ModelSerializer):
             "pendingReason",
             "wakeAt",
             "retryAt",
+            "pendingDetail",
             "invokedBy",
             "schedule",
             "startedAt",
@@ -132,6 +143,12 @@ class RunSerializer(serializers.ModelSerializer):
 
     def get_retryAt(self, run: ProcessRun) -> str | None:
         return self._due(run, PendingReason.RETRYING)
+
+    @extend_schema_field(PendingDetailOut(allow_null=True))
+    def get_pendingDetail(self, run: ProcessRun) -> dict[str, str | None] | None:
+        if run.is_terminal or run.pending_reason != PendingReason.AWAITING_SOURCE:
+            return None
+        return source_wait_detail(run.pk)
 
     @extend_schema_field(LinkOut(allow_null=True))
     def get_linkedFrom(self, run: ProcessRun) -> dict[str, str] | None:

@@ -28,7 +28,7 @@ import logging
 import os
 import time
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError
@@ -52,7 +52,14 @@ from sources.codes import SourceCode
 from sources.conf import outbound_conf
 from sources.errors import AdapterNotFound
 from sources.lanes import lane_acquire, lane_is_held, lane_release, lane_renew
-from sources.pacing import pace_due, pace_recovered, pace_release, pace_slow_down, pace_take
+from sources.pacing import (
+    pace_due,
+    pace_recovered,
+    pace_release,
+    pace_slow_down,
+    pace_take,
+    paced_until,
+)
 from sources.wakeups import outbound_enqueue, outbound_schedule_retry
 
 logger = logging.getLogger(__name__)
@@ -175,11 +182,9 @@ def _send_paced(head: RecordWriteState, token: str, report: DrainReport) -> Outc
     finally:
         pace_release(holder=holder)
     if outcome.slow_down:
-        until = pace_slow_down(
-            source=source, retry_after=outcome.retry_after, reason=outcome.message
-        )
-        return replace(outcome, retry_after=(until - timezone.now()).total_seconds())
-    pace_recovered(source=source)
+        pace_slow_down(source=source, retry_after=outcome.retry_after, reason=outcome.message)
+    else:
+        pace_recovered(source=source)
     return outcome
 
 
@@ -273,12 +278,11 @@ def outbound_outcome_apply(*, state: RecordWriteState, outcome: Outcome) -> None
         return  # decided meanwhile (a lease that ran out mid-send): the first verdict stands
     if outcome.kind == VerdictKind.TRANSIENT:
         attempts = state.attempts + 1
-        # Slowed down: wait exactly as long as the source (sources.pacing) is held back.
-        delay = (
-            max(outcome.retry_after, 0.0)
-            if outcome.slow_down and outcome.retry_after is not None
-            else outbound_backoff(attempts=attempts)
-        )
+        delay = outbound_backoff(attempts=attempts)
+        # Slowed down: due exactly when its source's backoff ends (sources.pacing), not before.
+        next_attempt_at = (
+            paced_until(state.source_system) if outcome.slow_down else None
+        ) or timezone.now() + timedelta(seconds=delay)
         message = outcome.message
         if attempts >= setting_get("sources.max_attempts"):
             message = (
@@ -287,7 +291,7 @@ def outbound_outcome_apply(*, state: RecordWriteState, outcome: Outcome) -> None
         verdict_transient(
             write_state_id=state.pk,
             message=message,
-            next_attempt_at=timezone.now() + timedelta(seconds=delay),
+            next_attempt_at=next_attempt_at,
         )
         return
     verdict = Verdict(

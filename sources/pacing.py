@@ -34,6 +34,7 @@ from sources.conf import outbound_conf
 from sources.models import SourceInFlight, SourcePace
 
 BUSY_RECHECK_S = 0.05  # every place in flight is taken: look again this soon
+RETRY_AFTER_MAX_S = 3600.0  # a source asking for longer is asked again after an hour
 
 
 @dataclass(frozen=True)
@@ -117,8 +118,12 @@ def pace_slow_down(*, source: str, retry_after: float | None, reason: str) -> da
     with transaction.atomic():
         pace = _locked(source)
         pace.backoffs += 1
-        delay = retry_after if retry_after is not None else backoff_seconds(pace.backoffs)
-        until = timezone.now() + timedelta(seconds=min(delay, outbound_conf().retry_cap_seconds))
+        delay = (
+            min(retry_after, RETRY_AFTER_MAX_S)
+            if retry_after is not None
+            else backoff_seconds(pace.backoffs)
+        )
+        until = timezone.now() + timedelta(seconds=delay)
         # Two lanes slowed down at once keep the later of their two waits.
         pace.paced_until = max(until, pace.paced_until) if pace.paced_until else until
         pace.last_reason = reason[:255]
