@@ -54,17 +54,22 @@ def _value_schema(spec: SettingSpec) -> dict[str, Any]:
     }
 
 
+def _pattern_schema() -> dict[str, Any]:
+    """Any other key is a per-source setting (OpenAPI 3.0 has no ``patternProperties``)."""
+    return {
+        "type": "integer",
+        "minimum": 1,
+        "nullable": True,
+        "description": "Per connected source: "
+        + "; ".join(f"{spec.key} — {spec.description}" for spec in PATTERNS)
+        + " (null: no limit). Any other key is refused.",
+    }
+
+
 # ``{key: value | null}``: only the keys to change; all are checked before any is applied.
 SETTINGS_PATCH = {
     "type": "object",
     "minProperties": 1,
-    "additionalProperties": False,
     "properties": {spec.key: _value_schema(spec) for spec in SETTINGS},
-    # One key per connected source (sources.<name>.max_per_second …), declared by pattern.
-    "patternProperties": {
-        "^" + spec.key.replace(".", "\\.").replace("<name>", "[A-Za-z0-9_][A-Za-z0-9_-]*") + "$": (
-            _value_schema(spec)
-        )
-        for spec in PATTERNS
-    },
+    "additionalProperties": _pattern_schema(),
 }
