@@ -267,3 +267,18 @@ def test_retry_after_reads_seconds_and_http_dates():
     assert retry_after_seconds("Thu, 03 Dec 2026 08:00:30 GMT", now=now) == 30.0
     assert retry_after_seconds("Thu, 03 Dec 2026 07:00:00 GMT", now=now) == 0.0
     assert retry_after_seconds("soon") is None and retry_after_seconds(None) is None
+
+
+def test_a_limit_changed_in_another_process_is_in_force_within_seconds(erp):
+    from guardrails.models import InstanceSetting
+    from sources.pacing import pace_limits
+
+    assert pace_limits("netsuite").max_per_second is None  # read once: now it is cached
+    # As another process's PATCH lands: a row written without this process's cache hearing of it.
+    InstanceSetting.objects.bulk_create(
+        [InstanceSetting(key="sources.netsuite.max_per_second", value=3)]
+    )
+    began = time.monotonic()
+    while pace_limits("netsuite").max_per_second != 3:
+        assert time.monotonic() - began < 5, "the new limit was not read within 5 s"
+        time.sleep(0.05)
