@@ -200,8 +200,11 @@ def test_max_per_second_spaces_the_writes_by_the_servers_clock(erp, alice_actor,
 
     arrived = [at for at, *_ in erp.received]
     assert erp.sent_keys() == [f"turbobase-write-{s.pk}" for s in states]  # in order, once each
-    assert arrived[-1] - arrived[0] >= (len(arrived) - 1) / 4 - 0.02
-    assert all(b - a >= 0.25 - 0.02 for a, b in zip(arrived, arrived[1:], strict=False))
+    # Slots start 1/rate apart; what happens between a slot and the request reaching the server
+    # (a first request's lazy imports, loopback jitter) can eat a few tens of milliseconds.
+    jitter = 0.06
+    assert arrived[-1] - arrived[0] >= (len(arrived) - 1) / 4 - jitter
+    assert all(b - a >= 0.25 - jitter for a, b in zip(arrived, arrived[1:], strict=False))
     row = _sources(admin_api)["netsuite"]
     assert (row["maxPerSecond"], row["maxInFlight"], row["backlog"]) == (4, None, 0)
 
