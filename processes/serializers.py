@@ -67,7 +67,8 @@ class SliceSerializer(serializers.ModelSerializer):
 class PendingDetailOut(serializers.Serializer):
     """Why an ``awaitingSource`` run waits: the source, and until when it is paced (or null)."""
 
-    source = serializers.CharField()
+    # The metaclass takes declared fields off the class, so this does not shadow Field.source.
+    source = serializers.CharField()  # type: ignore[assignment]
     pacedUntil = serializers.DateTimeField(allow_null=True)
 
 

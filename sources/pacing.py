@@ -150,7 +150,9 @@ def paced_until(source: str) -> datetime | None:
 
 def pace_due(source: str) -> datetime | None:
     """The earliest a write to ``source`` may go (its backoff, else its next rate slot), if later than now."""
-    row = SourcePace.objects.filter(source=source).values("paced_until", "next_slot_at").first()
+    row = (
+        SourcePace.objects.filter(source=source).values_list("paced_until", "next_slot_at").first()
+    )
     now = timezone.now()
-    later = [at for at in (row or {}).values() if at is not None and at > now]
+    later = [at for at in (row or ()) if at is not None and at > now]
     return max(later) if later else None

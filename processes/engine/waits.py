@@ -93,6 +93,8 @@ def source_wait_detail(run_pk: Any) -> dict[str, str | None] | None:
         .values_list("write_state_id", flat=True)
         .first()
     )
+    if write_state_id is None:
+        return None
     state = (
         RecordWriteState.reads.filter(pk=write_state_id)
         .values("source_system", "next_attempt_at", "status")
