@@ -46,6 +46,7 @@ from processes.models import (
     RunState,
     SkipReason,
 )
+from processes.planning import is_planning, planned_outcome
 from records.trail import Actor
 
 logger = logging.getLogger("turbobase.processes.engine")
@@ -369,6 +370,7 @@ class ChainRunner(Parking):
             if (
                 ledger_row.awaiting_verdict
                 and verdict_take(ledger_row).status == VerdictWait.PENDING
+                and not is_planning()  # a plan goes on: the minted id is a placeholder
             ):
                 return Walk(WalkStatus.WAIT_SOURCE, position, planned, row=ledger_row)
             if ledger_row.disposition == Disposition.FAILED and not (
@@ -376,5 +378,9 @@ class ChainRunner(Parking):
                 and planned.definition.get("onRefused") == OnRefused.CONTINUE
             ):
                 return Walk(WalkStatus.FAILED, position, planned, row=ledger_row)
-            steps[planned.step_id] = step_outcome(ledger_row)
+            steps[planned.step_id] = planned_outcome(
+                step_outcome(ledger_row),
+                step_id=planned.step_id,
+                record_type=ledger_row.record_type,
+            )
         return Walk(WalkStatus.DONE, len(plan))
