@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings as django_settings
+from django.db import connections
 
 from guardrails.settings import setting_set
 from records.boundary import record_create
@@ -54,14 +55,23 @@ class PacedErp:
     received: list[tuple[float, str, int]] = field(default_factory=list)  # (time, key, status)
     created: Counter = field(default_factory=Counter)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    delay: float = 0.0  # how long each answer takes
+    active: int = 0
+    most_active: int = 0  # the most requests it was handling at once
 
     def answer(self, key: str) -> tuple[int, dict[str, str], dict]:
         with self.lock:
+            self.active += 1
+            self.most_active = max(self.most_active, self.active)
             status, headers = self.scripted.pop(0) if self.scripted else (201, {})
             self.received.append((time.time(), key, status))
             if status < 300:
                 self.created[key] += 1
-            return status, headers, {"externalId": f"SO-{len(self.received)}"}
+            answer = {"externalId": f"SO-{len(self.received)}"}
+        time.sleep(self.delay)
+        with self.lock:
+            self.active -= 1
+        return status, headers, answer
 
     def sent_keys(self, status: int | None = None) -> list[str]:
         return [key for _, key, got in self.received if status is None or got == status]
@@ -285,3 +295,45 @@ def test_a_limit_changed_in_another_process_is_in_force_within_seconds(erp):
     while pace_limits("netsuite").max_per_second != 3:
         assert time.monotonic() - began < 5, "the new limit was not read within 5 s"
         time.sleep(0.05)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_lanes_of_one_source_share_its_limits_across_connections(erp, alice_actor):
+    """Two record types drain at once, each on its own thread and database connection (as two
+    workers would): the source's in-flight cap and rate hold across both."""
+    erp.delay = 0.4  # longer than a rate slot (0.2 s): without the cap, sends would overlap
+    setting_set("sources.netsuite.max_in_flight", 1)
+    setting_set("sources.netsuite.max_per_second", 5)
+    orders = [_order(alice_actor, f"o{n}") for n in range(3)]
+    customers = [
+        RecordWriteState.reads.get(
+            record=record_create(
+                actor=alice_actor, record_type="customer", parent={"company_name": f"C{n}"}
+            ).record
+        )
+        for n in range(3)
+    ]
+    errors: list[BaseException] = []
+
+    def lane(record_type: str) -> None:
+        try:
+            while RecordWriteState.reads.filter(record_type=record_type, status="pending").exists():
+                outbound_drain(record_type=record_type)
+        except BaseException as exc:  # noqa: BLE001 — surfaced below: a lane's fault fails the test
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=lane, args=(t,)) for t in ("salesOrder", "customer")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert errors == []
+    assert erp.most_active == 1  # never two writes to the source in flight at once
+    arrived = sorted(at for at, *_ in erp.received)
+    assert len(arrived) == 6 and set(erp.created.values()) == {1}
+    assert arrived[-1] - arrived[0] >= 5 / 5 - 0.06
+    for states in (orders, customers):  # each type still in its own commit order
+        keys = [f"turbobase-write-{s.pk}" for s in states]
+        assert [k for k in erp.sent_keys() if k in keys] == keys
