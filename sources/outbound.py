@@ -191,7 +191,9 @@ def _send_paced(head: RecordWriteState, token: str, report: DrainReport) -> Outc
 def outbound_due_at(head: RecordWriteState) -> datetime | None:
     """When ``head`` may be sent: its own retry time or its source's pacing, whichever is later;
     None if it may go now."""
-    later = [at for at in (head.next_attempt_at, pace_due(head.source_system)) if at is not None]
+    # A rate slot a drain would wait for in the worker is not worth a schedule (which may run late).
+    paced = pace_due(head.source_system, horizon_s=outbound_conf().inline_retry_seconds)
+    later = [at for at in (head.next_attempt_at, paced) if at is not None]
     due = max(later) if later else None
     return due if due is not None and due > timezone.now() else None
 

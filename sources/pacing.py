@@ -148,11 +148,16 @@ def paced_until(source: str) -> datetime | None:
     return until if until is not None and until > timezone.now() else None
 
 
-def pace_due(source: str) -> datetime | None:
-    """The earliest a write to ``source`` may go (its backoff, else its next rate slot), if later than now."""
+def pace_due(source: str, *, horizon_s: float = 0.0) -> datetime | None:
+    """The earliest a write to ``source`` may go — its backoff, else its next rate slot — if that
+    is later than now; a rate slot within ``horizon_s`` counts as now (a drain waits for it)."""
     row = (
         SourcePace.objects.filter(source=source).values_list("paced_until", "next_slot_at").first()
     )
+    if row is None:
+        return None
     now = timezone.now()
-    later = [at for at in (row or ()) if at is not None and at > now]
-    return max(later) if later else None
+    backoff, slot = row
+    if backoff is not None and backoff > now:
+        return backoff
+    return slot if slot is not None and slot > now + timedelta(seconds=horizon_s) else None

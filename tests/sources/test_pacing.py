@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings as django_settings
 from django.db import connections
+from django_q.models import Schedule
 
 from guardrails.settings import setting_set
 from records.boundary import record_create
@@ -147,6 +148,15 @@ def test_a_429_with_retry_after_backs_the_source_off_keeps_order_and_sends_each_
     outbound_drain(record_type="salesOrder")  # nothing overtakes the backed-off write
     outbound_drain(record_type="customer")  # nor does another type of the same source
     assert len(erp.received) == 1
+    # Neither lane holds a worker meanwhile: each is scheduled for when the backoff ends.
+    backoff_ends = SourcePace.objects.get(source="netsuite").paced_until
+    assert {
+        name: Schedule.objects.get(name=name).next_run
+        for name in ("system.sources.retry.salesOrder", "system.sources.retry.customer")
+    } == {
+        "system.sources.retry.salesOrder": backoff_ends,
+        "system.sources.retry.customer": backoff_ends,
+    }
 
     body = alice_api.get(f"/v1/processes/runs/{run.run_id}").json()["run"]
     assert (body["state"], body["pendingReason"]) == ("running", "awaitingSource")
