@@ -4,37 +4,46 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('sources', '0003_sandbox_idempotency_key'),
+        ("sources", "0003_sandbox_idempotency_key"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='SourceInFlight',
+            name="SourceInFlight",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('source', models.CharField(db_index=True, max_length=64)),
-                ('holder', models.CharField(max_length=64, unique=True)),
-                ('lease_until', models.DateTimeField()),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("source", models.CharField(db_index=True, max_length=64)),
+                ("holder", models.CharField(max_length=64, unique=True)),
+                ("lease_until", models.DateTimeField()),
             ],
             options={
-                'db_table': 'source_in_flight',
+                "db_table": "source_in_flight",
             },
         ),
         migrations.CreateModel(
-            name='SourcePace',
+            name="SourcePace",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('source', models.CharField(max_length=64, unique=True)),
-                ('next_slot_at', models.DateTimeField(blank=True, null=True)),
-                ('paced_until', models.DateTimeField(blank=True, null=True)),
-                ('backoffs', models.PositiveIntegerField(default=0)),
-                ('last_reason', models.CharField(blank=True, default='', max_length=255)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("source", models.CharField(max_length=64, unique=True)),
+                ("next_slot_at", models.DateTimeField(blank=True, null=True)),
+                ("paced_until", models.DateTimeField(blank=True, null=True)),
+                ("backoffs", models.PositiveIntegerField(default=0)),
+                ("last_reason", models.CharField(blank=True, default="", max_length=255)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'db_table': 'source_pace',
+                "db_table": "source_pace",
             },
         ),
     ]
