@@ -413,13 +413,10 @@ REGISTRY: dict[str, SettingSpec] = {spec.key: spec for spec in SETTINGS}
 
 
 def setting_spec(key: str) -> SettingSpec:
-    """The declaration of ``key``; an unknown key is refused by name."""
-    spec = REGISTRY.get(key)
-    if spec is None:
-        # Here, not at the top: guardrails.patterns declares its specs with this module's classes.
-        from guardrails.patterns import pattern_spec
+    """The declaration of ``key`` (fixed, else a pattern's); an unknown key is refused by name."""
+    from guardrails.patterns import pattern_spec  # here: it declares with this module's classes
 
-        spec = pattern_spec(key)
+    spec = REGISTRY.get(key) or pattern_spec(key)
     if spec is None:
         raise SettingInvalid(f"{key!r} is not an instance setting", field=key, key=key)
     return spec

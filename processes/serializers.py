@@ -7,7 +7,6 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from processes.engine.waits import source_wait_detail
 from processes.models import (
     LinkHow,
     PendingReason,
@@ -18,6 +17,7 @@ from processes.models import (
     RunState,
     RunSummarized,
 )
+from processes.pending_detail import PendingDetailOut, pending_detail
 
 
 class RefusalSerializer(serializers.Serializer):
@@ -62,14 +62,6 @@ class SliceSerializer(serializers.ModelSerializer):
     class Meta:
         model = ProcessRunSlice
         fields = ("slice", "moduleVersion", "startedAt", "finishedAt")
-
-
-class PendingDetailOut(serializers.Serializer):
-    """Why an ``awaitingSource`` run waits: the source, and until when it is paced (or null)."""
-
-    # The metaclass takes declared fields off the class, so this does not shadow Field.source.
-    source = serializers.CharField()  # type: ignore[assignment]
-    pacedUntil = serializers.DateTimeField(allow_null=True)
 
 
 class LinkOut(serializers.Serializer):
@@ -147,9 +139,7 @@ class RunSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(PendingDetailOut(allow_null=True))
     def get_pendingDetail(self, run: ProcessRun) -> dict[str, str | None] | None:
-        if run.is_terminal or run.pending_reason != PendingReason.AWAITING_SOURCE:
-            return None
-        return source_wait_detail(run.pk)
+        return pending_detail(run)
 
     @extend_schema_field(LinkOut(allow_null=True))
     def get_linkedFrom(self, run: ProcessRun) -> dict[str, str] | None:
