@@ -28,6 +28,7 @@ import logging
 import os
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -176,9 +177,12 @@ def _send_paced(head: RecordWriteState, token: str, report: DrainReport) -> Outc
         time.sleep(max(wait, 0.0))
         return _AGAIN
     start_at = ticket.start_at or timezone.now()
-    time.sleep(max((start_at - timezone.now()).total_seconds(), 0.0))  # our rate slot
+
+    def at_slot() -> None:  # right before the request: reading the record does not eat the gap
+        time.sleep(max((start_at - timezone.now()).total_seconds(), 0.0))
+
     try:
-        outcome = outbound_send(state=head)
+        outcome = outbound_send(state=head, before_send=at_slot)
     finally:
         pace_release(holder=holder)
     if outcome.slow_down:
@@ -210,8 +214,11 @@ def _look_again(record_type: str) -> None:
         outbound_schedule_retry(record_type=record_type, at=due)
 
 
-def outbound_send(*, state: RecordWriteState) -> Outcome:
-    """Hand one write to its source's adapter and bring back the answer (never raises for the source)."""
+def outbound_send(
+    *, state: RecordWriteState, before_send: Callable[[], None] | None = None
+) -> Outcome:
+    """Hand one write to its source's adapter and bring back the answer (never raises for the
+    source). ``before_send`` runs just before the adapter is called (the pacing's rate slot)."""
     record = Record.reads.filter(pk=state.record_id).first()
     if record is None:  # removed meanwhile, and its write states with it: nothing to apply to
         return transient("the record no longer exists")
@@ -237,6 +244,8 @@ def outbound_send(*, state: RecordWriteState) -> Outcome:
         parent=dict(state.payload.get("parent") or {}),
         lines=list(state.payload.get("lines") or []),
     )
+    if before_send is not None:
+        before_send()
     outcome = adapter.send(write)
     if (
         state.operation == WriteOperation.UPDATE
