@@ -7,6 +7,7 @@ old names included); what a declaration is and how it checks a value is ``guardr
 
 from __future__ import annotations
 
+from guardrails.patterns import pattern_spec
 from guardrails.setting_keys import SettingKey, setting_key_resolve
 from guardrails.setting_spec import (
     SettingGroup,
@@ -326,13 +327,14 @@ SETTINGS: tuple[SettingSpec, ...] = (
     ),
 )
 
-REGISTRY: dict[SettingKey, SettingSpec] = {spec.key: spec for spec in SETTINGS}
+REGISTRY: dict[SettingKey, SettingSpec] = {SettingKey(spec.key): spec for spec in SETTINGS}
 
 
 def setting_spec(key: str) -> SettingSpec:
-    """The declaration of ``key`` (a ``SettingKey``, or an old name: its new one's declaration);
-    an unknown key is refused by name."""
+    """The declaration of ``key`` (a ``SettingKey``, an old name: its new one's declaration, else a
+    pattern's concrete key); an unknown key is refused by name."""
     resolved = setting_key_resolve(key)
-    if resolved is None:
+    spec = REGISTRY[resolved] if resolved is not None else pattern_spec(key)
+    if spec is None:
         raise SettingInvalid(f"{key!r} is not an instance setting", field=key, key=key)
-    return REGISTRY[resolved]
+    return spec

@@ -11,6 +11,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from guardrails.patterns import PATTERNS
 from guardrails.registry import REGISTRY, SETTINGS, SettingGroup, SettingSpec, SettingType
 from guardrails.setting_keys import SETTING_ALIASES
 
@@ -54,11 +55,22 @@ def _value_schema(spec: SettingSpec) -> dict[str, Any]:
     }
 
 
+def _pattern_schema() -> dict[str, Any]:
+    """Any other key is a per-source setting (OpenAPI 3.0 has no ``patternProperties``)."""
+    return {
+        "type": "integer",
+        "minimum": 1,
+        "nullable": True,
+        "description": "Per connected source: "
+        + "; ".join(f"{spec.key} — {spec.description}" for spec in PATTERNS)
+        + " (null: no limit). Any other key is refused.",
+    }
+
+
 # ``{key: value | null}``: only the keys to change; all are checked before any is applied.
 SETTINGS_PATCH = {
     "type": "object",
     "minProperties": 1,
-    "additionalProperties": False,
     "properties": {
         **{str(spec.key): _value_schema(spec) for spec in SETTINGS},
         # Old names, accepted for one release: each changes its new one.
@@ -71,4 +83,5 @@ SETTINGS_PATCH = {
             for old, new in SETTING_ALIASES.items()
         },
     },
+    "additionalProperties": _pattern_schema(),
 }

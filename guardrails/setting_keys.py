@@ -73,6 +73,6 @@ def setting_key_resolve(name: str) -> SettingKey | None:
         return None
 
 
-def setting_aliases_of(key: SettingKey) -> tuple[str, ...]:
+def setting_aliases_of(key: str) -> tuple[str, ...]:
     """The old names of ``key`` (none for most settings)."""
-    return tuple(old for old, new in SETTING_ALIASES.items() if new is key)
+    return tuple(old for old, new in SETTING_ALIASES.items() if new == key)

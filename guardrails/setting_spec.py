@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from guardrails.codes import GuardrailCode, GuardrailError
-from guardrails.setting_keys import SettingKey
 from kernel.errors import InvalidRequest
 
 _INT_MAX = 2**31 - 1  # every value fits a 32-bit integer column and a JavaScript number
@@ -50,7 +49,7 @@ class SettingInvalid(InvalidRequest):
 
 @dataclass(frozen=True)
 class SettingSpec:
-    key: SettingKey
+    key: str  # a SettingKey in the registry; a pattern's concrete key (guardrails.patterns)
     type: SettingType
     default: int
     group: SettingGroup

@@ -1,6 +1,7 @@
 """Instance settings in force: a database override, else a Django setting, else the registry's default.
 
-Every function here takes a ``SettingKey``; an old name (``guardrails.setting_keys.SETTING_ALIASES``)
+Every function here takes a ``SettingKey`` (or a pattern's concrete key, ``guardrails.patterns``:
+``sources.<name>.max_per_second``); an old name (``guardrails.setting_keys.SETTING_ALIASES``)
 is read and written as its new one, and what is stored, audited and listed is the new name.
 
 What settings exist, their types and bounds live in ``guardrails.registry``; this module reads and
@@ -20,8 +21,8 @@ from django.db import transaction
 
 from guardrails.cache import TableCache
 from guardrails.models import InstanceSetting
+from guardrails.patterns import pattern_specs
 from guardrails.registry import (
-    REGISTRY,
     SETTINGS,
     SettingInvalid,
     SettingSpec,
@@ -39,17 +40,17 @@ _rows = TableCache(
 )
 
 # The shipped defaults, derived from the one registry (guardrails.registry).
-DEFAULTS: dict[SettingKey, int] = {spec.key: spec.default for spec in SETTINGS}
+DEFAULTS: dict[str, int] = {spec.key: spec.default for spec in SETTINGS}
 
 
 # Values this thread reads instead of the stored ones, for a while (``settings_overridden``).
-_overrides: ContextVar[dict[SettingKey, int] | None] = ContextVar(
+_overrides: ContextVar[dict[str, int] | None] = ContextVar(
     "guardrails_setting_overrides", default=None
 )
 
 
 @contextmanager
-def settings_overridden(values: dict[SettingKey, int]) -> Iterator[None]:
+def settings_overridden(values: dict[str, int]) -> Iterator[None]:
     """Read ``values`` for these settings in this thread (and nowhere else) meanwhile: a plan's
     smaller migration slice, never a stored change another worker could see."""
     specs = [(setting_spec(key), value) for key, value in values.items()]
@@ -61,30 +62,32 @@ def settings_overridden(values: dict[SettingKey, int]) -> Iterator[None]:
         _overrides.reset(token)
 
 
-def setting_get(key: SettingKey) -> int:
+def setting_get(key: str) -> int:
     """The value in force: a database row, else a Django setting of the same name, else the default."""
-    if key not in DEFAULTS:
+    default = DEFAULTS.get(key)
+    if default is None:
         try:
-            key = setting_spec(key).key  # an old name reads its new one
+            spec = setting_spec(key)  # an old name reads its new one; a pattern's key its own
         except SettingInvalid:
             raise KeyError(f"unknown instance setting {key!r}") from None  # a programming error
+        key, default = spec.key, spec.default
     overrides = _overrides.get()
     if overrides is not None and key in overrides:
         return overrides[key]
     row = _rows.get().get(key)
     if row is not None:
         return int(row)
-    return _deployed(key)
+    return _deployed(key, default)
 
 
-def _deployed(key: SettingKey) -> int:
+def _deployed(key: str, default: int) -> int:
     """The Django setting for ``key``: ``PROCESSES_SLICE_MAX_ROWS`` for ``processes.slice_max_rows``,
     else one of its old names (``PROCESS_SLICE_MAX_ROWS``), else the registry's default."""
     for name in (key.replace(".", "_").upper(), *setting_aliases_of(key)):
         value = deployment_named(name)
         if value is not None:
             return int(value)
-    return DEFAULTS[key]
+    return default
 
 
 def settings_cache_clear(*args: object, **kwargs: object) -> None:
@@ -100,7 +103,7 @@ def _override(key: str) -> int | None:
 
 
 @transaction.atomic
-def setting_set(key: SettingKey, value: int, *, by: Any = None) -> int:
+def setting_set(key: str, value: int, *, by: Any = None) -> int:
     """Store an override, in its stored form (an int; 0 or 1 for a boolean), after checking it
     against the registry (``SettingInvalid`` names the key; text is refused, not converted).
 
@@ -118,7 +121,7 @@ def setting_set(key: SettingKey, value: int, *, by: Any = None) -> int:
 
 
 @transaction.atomic
-def setting_clear(key: SettingKey, *, by: Any = None) -> None:
+def setting_clear(key: str, *, by: Any = None) -> None:
     """Drop the override: the Django setting of that name, else the default, is in force again."""
     key = setting_spec(key).key
     before = _override(key)
@@ -132,11 +135,17 @@ def _shown(spec: SettingSpec, value: int) -> int | bool:
     return bool(value) if spec.type is SettingType.BOOLEAN else value
 
 
+def settings_all() -> list[SettingSpec]:
+    """Every setting to show: the fixed ones, then each pattern's keys (per known or stored name)."""
+    return [*SETTINGS, *pattern_specs(_rows.get())]
+
+
 def settings_list() -> list[dict[str, Any]]:
     """Every instance setting with the value in force, its declaration and its last change."""
-    changes = audit_latest(action=SETTING_CHANGED, targets=list(REGISTRY))
+    specs = settings_all()
+    changes = audit_latest(action=SETTING_CHANGED, targets=[spec.key for spec in specs])
     rows = []
-    for spec in SETTINGS:
+    for spec in specs:
         change = changes.get(spec.key)
         rows.append(
             {
@@ -163,7 +172,7 @@ def settings_patch(changes: Any, *, by: Any) -> list[dict[str, Any]]:
     ``"off"`` is refused, never converted."""
     if not isinstance(changes, dict) or not changes:
         raise SettingInvalid("the body must be a JSON object of {key: value | null}", field="body")
-    parsed: dict[SettingKey, int | None] = {}
+    parsed: dict[str, int | None] = {}
     for name, value in changes.items():
         spec = setting_spec(name)  # an old name changes its new one
         if spec.key in parsed:

@@ -8,9 +8,12 @@ nothing is sent (every send leaves after a commit, which never comes). The answe
 what the run wrote just before the rollback.
 
 What cannot be known before writing is listed in ``unknowns``, never guessed: a source's verdict
-and the id it mints (an awaitSource step parks the run there), an event not yet sent, a person's
-answer to a task, a sleep, an AI provider's answer (never asked while planning). The steps from
-there on are unknown too, each naming the step it waits behind. A migration plans its first
+and the id it mints, an event not yet sent, a person's answer to a task, a sleep, an AI
+provider's answer (never asked while planning). An awaitSource step does not stop the plan: the
+steps after it are planned, and a record built with the id the source would mint shows
+``{"$unknown": "<stepId>.externalId"}`` there (``processes.planning``). The other waits do stop
+it: the steps from there on are unknown too, each naming the step it waits behind. A delete that
+meets a full delete window is shown with ``"guardrail": {"decision": "window", …}``. A migration plans its first
 ``rows`` rows (default 20) and reports how many the engine still counted outstanding.
 """
 
@@ -31,7 +34,14 @@ from processes.engine.plan import plan_build
 from processes.engine.runner import ChainRunner
 from processes.invoke import run_invoke
 from processes.models import PendingReason, ProcessRun, ProcessRunStep
-from processes.planning import PlannedWrite, PlanStops, planning
+from processes.planning import (
+    PlannedWindow,
+    PlannedWrite,
+    PlanSeen,
+    PlanStops,
+    placeholders_shown,
+    planning,
+)
 from records.codes import RefusalCode
 
 PLAN_ROWS = 20
@@ -71,17 +81,19 @@ def run_plan(*, process_id: str, body: Any, user: User, rows: int = PLAN_ROWS) -
     try:
         with (
             transaction.atomic(),
-            planning() as written,
+            planning() as (written, seen),
             settings_overridden({SettingKey.PROCESSES_SLICE_MAX_ROWS: rows}),
         ):
-            raise _Discard(_planned(process_id, body, user, written))
+            raise _Discard(_planned(process_id, body, user, written, seen))
     except _Discard as discarded:
         return discarded.answer
     finally:
         settings_cache_clear()  # nothing read inside the rolled-back transaction is kept
 
 
-def _planned(process_id: str, body: Any, user: User, written: list[PlannedWrite]) -> dict[str, Any]:
+def _planned(
+    process_id: str, body: Any, user: User, written: list[PlannedWrite], seen: PlanSeen
+) -> dict[str, Any]:
     module = process_module_get(process_id)
     run = run_invoke(process_id=process_id, body=body, user=user, module=module, send=False)
     claimed = run_claim(str(run.pk), run.delivery)
@@ -97,7 +109,7 @@ def _planned(process_id: str, body: Any, user: User, written: list[PlannedWrite]
         runner.close()
     run.refresh_from_db()
     ledger = list(run.ledger.order_by("sequence", "pk"))
-    steps = _steps(run, ledger, written)
+    steps = _steps(run, ledger, written, seen)
     answer: dict[str, Any] = {
         "processId": process_id,
         "version": module.version,
@@ -107,7 +119,8 @@ def _planned(process_id: str, body: Any, user: User, written: list[PlannedWrite]
             for row in ledger
             if row.refusal is not None and row.refusal_code not in NOTICES
         ],
-        "unknowns": _unknowns(run, module.definition, ledger, stopped),
+        "unknowns": _source_unknowns(ledger, seen)
+        + _unknowns(run, module.definition, ledger, stopped),
     }
     if module.definition.get("eachRow") is not None:
         answer["rowsOutstanding"] = run.outstanding
@@ -115,24 +128,49 @@ def _planned(process_id: str, body: Any, user: User, written: list[PlannedWrite]
 
 
 def _steps(
-    run: ProcessRun, ledger: list[ProcessRunStep], written: list[PlannedWrite]
+    run: ProcessRun, ledger: list[ProcessRunStep], written: list[PlannedWrite], seen: PlanSeen
 ) -> list[dict[str, Any]]:
     """Each ledger row as a planned step, with what its write put in its record (the writes
-    are matched to the rows by step and record, in order)."""
+    are matched to the rows by step and record, in order), then a delete that waits for a full
+    delete window (it wrote no row)."""
     by_write: dict[tuple[str, Any], list[PlannedWrite]] = {}
     for write in written:
         by_write.setdefault((write.step, write.pg_row_id), []).append(write)
     held = set(
         HeldDelete.objects.filter(process_run_id=str(run.pk)).values_list("pg_row_id", flat=True)
     )
+    windows = {window.step: window for window in seen.windows}
     steps = []
     for row in ledger:
         writes = by_write.get((row.step_id, row.pg_row_id))
-        steps.append(_step(row, writes.pop(0) if writes else None, row.pg_row_id in held))
+        step = _step(row, writes.pop(0) if writes else None, row.pg_row_id in held, seen)
+        window = windows.pop(row.step_id, None)
+        if window is not None:  # the window would not free within the wait budget: not reached
+            step["guardrail"] = _window(window)
+        steps.append(step)
+    for window in windows.values():
+        steps.append(
+            {
+                "stepId": window.step,
+                "kind": "delete",
+                "recordType": window.record_type,
+                "action": "wait",
+                "record": None,
+                "key": None,
+                "guardrail": _window(window),
+                "hook": None,
+            }
+        )
     return steps
 
 
-def _step(row: ProcessRunStep, write: PlannedWrite | None, is_held: bool) -> dict[str, Any]:
+def _window(window: PlannedWindow) -> dict[str, Any]:
+    return {"rule": window.cap, "decision": "window", "message": window.message}
+
+
+def _step(
+    row: ProcessRunStep, write: PlannedWrite | None, is_held: bool, seen: PlanSeen
+) -> dict[str, Any]:
     if row.awaiting_verdict:
         action = "wait"
     elif row.skip_reason:
@@ -143,10 +181,10 @@ def _step(row: ProcessRunStep, write: PlannedWrite | None, is_held: bool) -> dic
         action = "skip"
     shown = None
     if write is not None and action in ("create", "update", "wait"):
-        shown = {
-            "parent": write.fields,
-            **({"lines": write.lines} if write.lines is not None else {}),
-        }
+        shown = placeholders_shown(
+            {"parent": write.fields, **({"lines": write.lines} if write.lines is not None else {})},
+            seen,
+        )
     return {
         "stepId": row.step_id,
         "kind": row.action,
@@ -177,6 +215,18 @@ def _hook(row: ProcessRunStep) -> dict[str, Any] | None:
     if code is None or (code not in HOOK_CODES and code in KNOWN_CODES):
         return None
     return {"decision": "refuse", "code": row.refusal_code, "message": row.refusal_message}
+
+
+def _source_unknowns(ledger: list[ProcessRunStep], seen: PlanSeen) -> list[dict[str, str]]:
+    """A verdict an awaitSource step waits for, and an id a later step's record uses."""
+    unknowns = []
+    for row in ledger:
+        label = f"{row.step_id}.externalId"
+        if row.awaiting_verdict:
+            unknowns.append({"stepId": row.step_id, "why": WAITING[PendingReason.AWAITING_SOURCE]})
+        elif label in seen.shown:
+            unknowns.append({"stepId": row.step_id, "why": f"the id the source mints ({label})"})
+    return unknowns
 
 
 def _unknowns(

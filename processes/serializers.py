@@ -17,6 +17,7 @@ from processes.models import (
     RunMode,
     RunState,
 )
+from processes.pending_detail import PendingDetailOut, pending_detail
 from processes.run_rows import RunSummarized
 
 
@@ -84,6 +85,8 @@ class RunSerializer(serializers.ModelSerializer):
     # failed on a transient error is tried again; null otherwise.
     wakeAt = serializers.SerializerMethodField()
     retryAt = serializers.SerializerMethodField()
+    # awaitingSource only: {source, pacedUntil} — which source, and until when it is paced.
+    pendingDetail = serializers.SerializerMethodField()
     invokedBy = serializers.SerializerMethodField()
     schedule = serializers.SerializerMethodField()
     startedAt = serializers.DateTimeField(source="started_at", allow_null=True)
@@ -109,6 +112,7 @@ class RunSerializer(serializers.ModelSerializer):
             "pendingReason",
             "wakeAt",
             "retryAt",
+            "pendingDetail",
             "invokedBy",
             "schedule",
             "startedAt",
@@ -137,6 +141,10 @@ class RunSerializer(serializers.ModelSerializer):
 
     def get_retryAt(self, run: ProcessRun) -> str | None:
         return self._due(run, PendingReason.RETRYING)
+
+    @extend_schema_field(PendingDetailOut(allow_null=True))
+    def get_pendingDetail(self, run: ProcessRun) -> dict[str, str | None] | None:
+        return pending_detail(run)
 
     @extend_schema_field(LinkOut(allow_null=True))
     def get_linkedFrom(self, run: ProcessRun) -> dict[str, str] | None:
@@ -220,28 +228,6 @@ def run_brief(run: ProcessRun, failure: dict[str, Any] | None) -> dict[str, Any]
         if run.finished_at
         else None,
     }
-
-
-def cancel_answer(run: ProcessRun) -> dict[str, Any]:
-    """``POST /v1/processes/runs/:runId/cancel``: a run told to stop reads ``cancelled`` now — the
-    cancel is decided — though a working one stops at its next boundary; an ended run, its state."""
-    return {
-        "runId": str(run.run_id),
-        "state": RunState.CANCELLED if run.cancel_requested else run.state,
-    }
-
-
-def retry_answer(new: ProcessRun) -> dict[str, Any]:
-    """``POST .../retry`` and ``.../redirect``: the new run, and the old one it came from."""
-    key = "retryOf" if new.linked_how == LinkHow.RETRY else "redirectOf"
-    return {"runId": str(new.run_id), key: str(new.linked_from_id)}
-
-
-def steering_answer(run: ProcessRun, *, is_queued: bool | None = None) -> dict[str, Any]:
-    body: dict[str, Any] = {"runId": str(run.run_id), "state": run.state}
-    if is_queued is not None:
-        body["queued"] = is_queued
-    return body
 
 
 # --- the other bodies, for the schema ---------------------------------------------------------
@@ -374,25 +360,3 @@ class SyncBudgetExceededOut(RunQueuedOut):
 
     error = serializers.ChoiceField(choices=("sync_budget_exceeded",))
     message = serializers.CharField()
-
-
-class CancelledOut(serializers.Serializer):
-    cancelled = serializers.IntegerField(help_text="How many queued runs were cancelled.")
-
-
-class RetryOut(serializers.Serializer):
-    runId = serializers.UUIDField(help_text="The new run.")
-    retryOf = serializers.UUIDField(help_text="The run it retries.")
-
-
-class RedirectOut(serializers.Serializer):
-    runId = serializers.UUIDField(help_text="The new run.")
-    redirectOf = serializers.UUIDField(
-        help_text="The run it replaces, cancelled unless it had ended."
-    )
-
-
-class SteeringOut(serializers.Serializer):
-    runId = serializers.UUIDField()
-    state = serializers.ChoiceField(choices=RunState.choices)
-    queued = serializers.BooleanField(required=False, help_text="Rollback and resume only.")

@@ -1,10 +1,11 @@
-"""Connected sources in the admin: the sandbox's script (demos), the lanes and the send log (read-only)."""
+"""Connected sources in the admin: the sandbox's script (demos); the lanes, the pacing and the send
+log (read-only)."""
 
 from __future__ import annotations
 
 from django.contrib import admin
 
-from sources.models import SandboxScript, SandboxSend, SourceLane
+from sources.models import SandboxScript, SandboxSend, SourceLane, SourcePace
 
 
 @admin.register(SandboxScript)
@@ -32,6 +33,20 @@ class _ReadOnlyAdmin(admin.ModelAdmin):
 @admin.register(SourceLane)
 class SourceLaneAdmin(_ReadOnlyAdmin):
     list_display = ("record_type", "holder", "lease_until", "updated_at")
+
+
+@admin.register(SourcePace)
+class SourcePaceAdmin(_ReadOnlyAdmin):
+    """Each source's backoff and next rate slot (its limits are instance settings)."""
+
+    list_display = (
+        "source",
+        "paced_until",
+        "backoffs",
+        "last_reason",
+        "next_slot_at",
+        "updated_at",
+    )
 
 
 @admin.register(SandboxSend)

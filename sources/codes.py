@@ -23,3 +23,4 @@ class SourceError(StrEnum):
 
     SOURCE_UNAVAILABLE = "source_unavailable"
     ADAPTER_NOT_FOUND = "adapter_not_found"
+    SOURCE_SLOW_DOWN = "source_slow_down"

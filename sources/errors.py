@@ -19,6 +19,20 @@ class SourceUnavailable(TurbobaseError):
     retryable = True
 
 
+class SourceSlowDown(SourceUnavailable):
+    """The connected system asked us to slow down (429/503, maybe with Retry-After) or timed out.
+
+    Every write to that source waits (``sources.pacing``), not only this one: the source is
+    saying it is overloaded, and hammering it from another record type's lane would not help.
+    """
+
+    error = SourceError.SOURCE_SLOW_DOWN
+
+    def __init__(self, message: str | None = None, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after  # seconds the source asked for; None: our own backoff
+
+
 class SourceRefused(Refusal):
     """The connected system refused the write."""
 

@@ -24,6 +24,48 @@ class SourceLane(models.Model):
         return f"{self.record_type} lane ({self.holder or 'free'})"
 
 
+class SourcePace(models.Model):
+    """One row per connected source: its rate slot and its backoff, shared by every worker.
+
+    Every pacing decision first touches this row with an UPDATE (a row lock on PostgreSQL, the
+    write lock on SQLite), so two workers never both take the same slot. ``next_slot_at`` is the
+    earliest a next write may start (a token bucket of depth one: writes are spaced 1/rate
+    apart); ``paced_until`` is set when the source asked us to slow down (429/503 Retry-After,
+    a timeout) and holds back every write to it until then.
+    """
+
+    source = models.CharField(max_length=64, unique=True)
+    next_slot_at = models.DateTimeField(null=True, blank=True)
+    paced_until = models.DateTimeField(null=True, blank=True)
+    backoffs = models.PositiveIntegerField(default=0)  # slow-downs in a row (the exponent)
+    last_reason = models.CharField(max_length=255, blank=True, default="")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "source_pace"
+
+    def __str__(self) -> str:
+        return f"pace of {self.source}"
+
+
+class SourceInFlight(models.Model):
+    """A write handed to a source and not yet answered; counted for ``max_in_flight``.
+
+    A row per send rather than a counter, so a worker that dies mid-send frees its place when
+    its lease runs out instead of holding it forever.
+    """
+
+    source = models.CharField(max_length=64, db_index=True)
+    holder = models.CharField(max_length=64, unique=True)
+    lease_until = models.DateTimeField()
+
+    class Meta:
+        db_table = "source_in_flight"
+
+    def __str__(self) -> str:
+        return f"{self.holder} in flight to {self.source}"
+
+
 class SandboxScript(models.Model):
     """How the sandbox source misbehaves for one record type (tests and demos).
 

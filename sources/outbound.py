@@ -28,6 +28,7 @@ import logging
 import os
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -53,6 +54,14 @@ from sources.codes import SourceCode
 from sources.conf import outbound_conf
 from sources.errors import AdapterNotFound
 from sources.lanes import lane_acquire, lane_is_held, lane_release, lane_renew
+from sources.pacing import (
+    pace_due,
+    pace_recovered,
+    pace_release,
+    pace_slow_down,
+    pace_take,
+    paced_until,
+)
 from sources.wakeups import outbound_enqueue, outbound_schedule_retry
 
 logger = logging.getLogger(__name__)
@@ -134,9 +143,64 @@ def _drain_held(record_type: str, token: str, report: DrainReport) -> None:
         if not lane_renew(record_type=record_type, token=token, seconds=conf.lane_lease_seconds):
             logger.warning("lost the %s lane (lease ran out); stopping this drain", record_type)
             return
-        outcome = outbound_send(state=head)
+        outcome = _send_paced(head, token, report)
+        if outcome is None:
+            return  # the source is paced further off than we wait in a worker
+        if outcome is _AGAIN:
+            continue
         outbound_outcome_apply(state=head, outcome=outcome)
         report.sent.append((head.pk, outcome.kind))
+
+
+_AGAIN = transient("paced: look at the head of line again")
+
+
+def _send_paced(head: RecordWriteState, token: str, report: DrainReport) -> Outcome | None:
+    """Send ``head`` once its source's pacing lets it (``sources.pacing``).
+
+    None: the source will not take it for longer than a worker waits (``report.retry_at`` says
+    until when); ``_AGAIN``: it waited a little, and the caller starts over from the head of line.
+    """
+    conf = outbound_conf()
+    source = head.source_system
+    holder = f"{token}:{head.pk}"
+    ticket = pace_take(
+        source=source,
+        holder=holder,
+        lease_seconds=conf.lane_lease_seconds,
+        horizon_s=conf.inline_retry_seconds,
+    )
+    if ticket.wait_until is not None:
+        wait = (ticket.wait_until - timezone.now()).total_seconds()
+        if wait > conf.inline_retry_seconds:
+            report.retry_at = ticket.wait_until
+            return None
+        time.sleep(max(wait, 0.0))
+        return _AGAIN
+    start_at = ticket.start_at or timezone.now()
+
+    def at_slot() -> None:  # right before the request: reading the record does not eat the gap
+        time.sleep(max((start_at - timezone.now()).total_seconds(), 0.0))
+
+    try:
+        outcome = outbound_send(state=head, before_send=at_slot)
+    finally:
+        pace_release(holder=holder)
+    if outcome.slow_down:
+        pace_slow_down(source=source, retry_after=outcome.retry_after, reason=outcome.message)
+    else:
+        pace_recovered(source=source)
+    return outcome
+
+
+def outbound_due_at(head: RecordWriteState) -> datetime | None:
+    """When ``head`` may be sent: its own retry time or its source's pacing, whichever is later;
+    None if it may go now."""
+    # A rate slot a drain would wait for in the worker is not worth a schedule (which may run late).
+    paced = pace_due(head.source_system, horizon_s=outbound_conf().inline_retry_seconds)
+    later = [at for at in (head.next_attempt_at, paced) if at is not None]
+    due = max(later) if later else None
+    return due if due is not None and due > timezone.now() else None
 
 
 def _look_again(record_type: str) -> None:
@@ -144,14 +208,18 @@ def _look_again(record_type: str) -> None:
     head = outbound_head(record_type=record_type)
     if head is None:
         return
-    if head.next_attempt_at is None or head.next_attempt_at <= timezone.now():
+    due = outbound_due_at(head)
+    if due is None:
         outbound_enqueue(record_type=record_type)
     else:
-        outbound_schedule_retry(record_type=record_type, at=head.next_attempt_at)
+        outbound_schedule_retry(record_type=record_type, at=due)
 
 
-def outbound_send(*, state: RecordWriteState) -> Outcome:
-    """Hand one write to its source's adapter and bring back the answer (never raises for the source)."""
+def outbound_send(
+    *, state: RecordWriteState, before_send: Callable[[], None] | None = None
+) -> Outcome:
+    """Hand one write to its source's adapter and bring back the answer (never raises for the
+    source). ``before_send`` runs just before the adapter is called (the pacing's rate slot)."""
     record = Record.reads.filter(pk=state.record_id).first()
     if record is None:  # removed meanwhile, and its write states with it: nothing to apply to
         return transient("the record no longer exists")
@@ -177,6 +245,8 @@ def outbound_send(*, state: RecordWriteState) -> Outcome:
         parent=dict(state.payload.get("parent") or {}),
         lines=list(state.payload.get("lines") or []),
     )
+    if before_send is not None:
+        before_send()
     outcome = adapter.send(write)
     if (
         state.operation == WriteOperation.UPDATE
@@ -221,6 +291,10 @@ def outbound_outcome_apply(*, state: RecordWriteState, outcome: Outcome) -> None
     if outcome.kind == VerdictKind.TRANSIENT:
         attempts = state.attempts + 1
         delay = outbound_backoff(attempts=attempts)
+        # Slowed down: due exactly when its source's backoff ends (sources.pacing), not before.
+        next_attempt_at = (
+            paced_until(state.source_system) if outcome.slow_down else None
+        ) or timezone.now() + timedelta(seconds=delay)
         message = outcome.message
         if attempts >= setting_get(SettingKey.SOURCES_MAX_ATTEMPTS):
             message = (
@@ -229,7 +303,7 @@ def outbound_outcome_apply(*, state: RecordWriteState, outcome: Outcome) -> None
         verdict_transient(
             write_state_id=state.pk,
             message=message,
-            next_attempt_at=timezone.now() + timedelta(seconds=delay),
+            next_attempt_at=next_attempt_at,
         )
         return
     verdict = Verdict(
@@ -261,7 +335,6 @@ def outbound_sweep() -> list[str]:
 
     Catches lost wake-ups and drains that died holding a lane (once its lease has run out).
     """
-    now = timezone.now()
     heads = (
         RecordWriteState.reads.filter(status=WriteStatus.PENDING)
         .values("record_type")
@@ -269,8 +342,10 @@ def outbound_sweep() -> list[str]:
     )
     woken = []
     for row in heads:
-        head = RecordWriteState.reads.only("next_attempt_at").get(pk=row["head_id"])
-        if head.next_attempt_at is not None and head.next_attempt_at > now:
+        head = RecordWriteState.reads.only("next_attempt_at", "source_system").get(
+            pk=row["head_id"]
+        )
+        if outbound_due_at(head) is not None:
             continue
         if lane_is_held(record_type=row["record_type"]):
             continue

@@ -23,6 +23,7 @@ urlpatterns = [
     path("v1/", include("guardrails.urls")),
     path("v1/", include("records.held_deletes.urls")),
     path("v1/", include("extensions.urls")),
+    path("v1/", include("sources.urls")),
     path("v1/", include("processes.urls")),
     path("api/schema", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),

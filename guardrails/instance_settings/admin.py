@@ -30,14 +30,13 @@ from django.template.response import TemplateResponse
 from guardrails.instance_settings.models import WriteGuardrail
 from guardrails.models import InstanceSetting
 from guardrails.registry import (
-    SETTINGS,
     SettingGroup,
     SettingInvalid,
     SettingSpec,
     SettingType,
 )
 from guardrails.setting_keys import SETTING_ALIASES, SettingKey, setting_aliases_of
-from guardrails.settings import setting_clear, setting_get, setting_set
+from guardrails.settings import setting_clear, setting_get, setting_set, settings_all
 
 UNITS = {SettingType.MILLISECONDS: "ms", SettingType.BYTES: "bytes"}
 BOOLEAN_CHOICES = [("", "default"), ("on", "on"), ("off", "off")]
@@ -106,17 +105,19 @@ class InstanceSettingsForm(forms.Form):
         self, data: Any = None, *args: Any, overrides: dict[str, int], **kwargs: Any
     ) -> None:
         super().__init__(_old_names_renamed(data), *args, **kwargs)
-        for spec in SETTINGS:
+        # Per-source settings (sources.<name>.…) come after the fixed ones, one row per source.
+        self.specs = settings_all()
+        for spec in self.specs:
             self.fields[_field_name(spec.key)] = SettingField(
                 spec, initial=_shown(spec, overrides.get(spec.key))
             )
 
-    def changes(self) -> dict[SettingKey, int | None]:
+    def changes(self) -> dict[str, int | None]:
         """``{key: new override or None (back to the default)}`` for the fields the operator changed."""
         changed = set(self.changed_data)
         return {
             spec.key: self.cleaned_data[_field_name(spec.key)]
-            for spec in SETTINGS
+            for spec in self.specs
             if _field_name(spec.key) in changed
         }
 
@@ -187,7 +188,7 @@ class WriteGuardrailAdmin(admin.ModelAdmin):
                     "field": form[_field_name(spec.key)],
                     "bounds": "" if spec.type is SettingType.BOOLEAN else f"{spec.min}–{spec.max}",
                 }
-                for spec in SETTINGS
+                for spec in form.specs
                 if spec.group is group
             ]
             if rows:
@@ -196,7 +197,7 @@ class WriteGuardrailAdmin(admin.ModelAdmin):
 
     @staticmethod
     @transaction.atomic
-    def _save(changes: dict[SettingKey, int | None], *, by: Any) -> list[str]:
+    def _save(changes: dict[str, int | None], *, by: Any) -> list[str]:
         for key, value in changes.items():
             if value is None:
                 setting_clear(key, by=by)

@@ -33,6 +33,7 @@ from kernel.openapi import error_responses
 from kernel.scopes import DATA_READ, EXTENSIONS_DEPLOY
 from kernel.users import acting_user
 from processes import serializers as out
+from processes import steering_answers as steer_out
 from processes.api.filters import ProcessRunsFilter, RunFilter
 from processes.api.reads import (
     RUNS_PAGE,
@@ -224,7 +225,9 @@ class ProcessCancelView(APIView):
 
     required_scopes = {"post": EXTENSIONS_DEPLOY}
 
-    @extend_schema(request=None, responses={200: out.CancelledOut, **error_responses(401, 403)})
+    @extend_schema(
+        request=None, responses={200: steer_out.CancelledOut, **error_responses(401, 403)}
+    )
     def post(self, request: Request, process_id: str) -> Response:
         invoke_access_check(request)
         return Response(
@@ -280,10 +283,12 @@ class RunDetailView(APIView):
 class RunCancelView(APIView):
     required_scopes = {"post": EXTENSIONS_DEPLOY}
 
-    @extend_schema(request=None, responses={200: out.SteeringOut, **STEERING_ERRORS})
+    @extend_schema(request=None, responses={200: steer_out.SteeringOut, **STEERING_ERRORS})
     def post(self, request: Request, run_id: str) -> Response:
         invoke_access_check(request)
-        return Response(out.cancel_answer(run_cancel(user=acting_user(request), run_id=run_id)))
+        return Response(
+            steer_out.cancel_answer(run_cancel(user=acting_user(request), run_id=run_id))
+        )
 
 
 class RunRollbackView(APIView):
@@ -295,10 +300,10 @@ class RunRollbackView(APIView):
         request=None,
         responses={
             202: OpenApiResponse(
-                out.SteeringOut, description="The rollback is queued (queued: true)."
+                steer_out.SteeringOut, description="The rollback is queued (queued: true)."
             ),
             200: OpenApiResponse(
-                out.SteeringOut, description="Already rolled back (queued: false)."
+                steer_out.SteeringOut, description="Already rolled back (queued: false)."
             ),
             **STEERING_ERRORS,
         },
@@ -307,7 +312,7 @@ class RunRollbackView(APIView):
         invoke_access_check(request)
         run, is_queued = run_rollback(user=acting_user(request), run_id=run_id)
         return Response(
-            out.steering_answer(run, is_queued=is_queued), status=202 if is_queued else 200
+            steer_out.steering_answer(run, is_queued=is_queued), status=202 if is_queued else 200
         )
 
 
@@ -319,14 +324,14 @@ class RunResumeView(APIView):
     @extend_schema(
         request=None,
         responses={
-            202: OpenApiResponse(out.SteeringOut, description="The continuation is queued."),
+            202: OpenApiResponse(steer_out.SteeringOut, description="The continuation is queued."),
             **STEERING_ERRORS,
         },
     )
     def post(self, request: Request, run_id: str) -> Response:
         invoke_access_check(request)
         run = run_resume(user=acting_user(request), run_id=run_id)
-        return Response(out.steering_answer(run, is_queued=True), status=202)
+        return Response(steer_out.steering_answer(run, is_queued=True), status=202)
 
 
 class RunRetryView(APIView):
@@ -337,12 +342,12 @@ class RunRetryView(APIView):
 
     @extend_schema(
         request=None,
-        responses={202: out.RetryOut, **error_responses(400, 401, 403, 404, 409)},
+        responses={202: steer_out.RetryOut, **error_responses(400, 401, 403, 404, 409)},
     )
     def post(self, request: Request, run_id: str) -> Response:
         invoke_access_check(request)
         return Response(
-            out.retry_answer(run_retry(user=acting_user(request), run_id=run_id)), status=202
+            steer_out.retry_answer(run_retry(user=acting_user(request), run_id=run_id)), status=202
         )
 
 
@@ -354,12 +359,12 @@ class RunRedirectView(APIView):
 
     @extend_schema(
         request={"application/json": out.INVOKE_INPUT},
-        responses={202: out.RedirectOut, **error_responses(400, 401, 403, 404, 409)},
+        responses={202: steer_out.RedirectOut, **error_responses(400, 401, 403, 404, 409)},
     )
     def post(self, request: Request, run_id: str) -> Response:
         invoke_access_check(request)
         new = run_redirect(user=acting_user(request), run_id=run_id, body=request_input(request))
-        return Response(out.retry_answer(new), status=202)
+        return Response(steer_out.retry_answer(new), status=202)
 
 
 class QueueView(APIView):

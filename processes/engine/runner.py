@@ -48,6 +48,7 @@ from processes.models import (
     RunState,
     SkipReason,
 )
+from processes.planning import is_planning, planned_outcome
 from records.trail import Actor
 
 logger = logging.getLogger("turbobase.processes.engine")
@@ -114,6 +115,16 @@ def run_invoker(run: ProcessRun) -> User:
             f"run {run.run_id}: its invoker's account was deleted; nobody to act for"
         )
     return run.invoked_by
+
+
+# A step that waits hands the walk back with the same kind of wait.
+_STEP_WAITS = {
+    StepStatus.WAIT_WINDOW: WalkStatus.WAIT_WINDOW,
+    StepStatus.WAIT_ACTION: WalkStatus.WAIT_ACTION,
+    StepStatus.WAIT_INPUT: WalkStatus.WAIT_INPUT,
+    StepStatus.WAIT_TIME: WalkStatus.WAIT_TIME,
+    StepStatus.WAIT_RETRY: WalkStatus.WAIT_RETRY,
+}
 
 
 class ChainRunner(Parking):
@@ -355,20 +366,14 @@ class ChainRunner(Parking):
                     pg_row_id=sent.chosen.get(position),
                 )
                 result = step_execute(scope, planned, ctx, self.runtime())
-                if result.status == StepStatus.WAIT_WINDOW:
-                    return Walk(WalkStatus.WAIT_WINDOW, position, planned, result=result)
-                if result.status == StepStatus.WAIT_ACTION:
-                    return Walk(WalkStatus.WAIT_ACTION, position, planned, result=result)
-                if result.status == StepStatus.WAIT_INPUT:
-                    return Walk(WalkStatus.WAIT_INPUT, position, planned, result=result)
-                if result.status == StepStatus.WAIT_TIME:
-                    return Walk(WalkStatus.WAIT_TIME, position, planned, result=result)
-                if result.status == StepStatus.WAIT_RETRY:
-                    return Walk(WalkStatus.WAIT_RETRY, position, planned, result=result)
+                waiting = _STEP_WAITS.get(result.status)
+                if waiting is not None:
+                    return Walk(waiting, position, planned, result=result)
                 ledger_row = result.ledger_row
             if (
                 ledger_row.awaiting_verdict
                 and verdict_take(ledger_row).status == VerdictWait.PENDING
+                and not is_planning()  # a plan goes on: the minted id is a placeholder
             ):
                 return Walk(WalkStatus.WAIT_SOURCE, position, planned, row=ledger_row)
             if ledger_row.disposition == Disposition.FAILED and not (
@@ -376,5 +381,9 @@ class ChainRunner(Parking):
                 and planned.definition.get("onRefused") == OnRefused.CONTINUE
             ):
                 return Walk(WalkStatus.FAILED, position, planned, row=ledger_row)
-            steps[planned.step_id] = step_outcome(ledger_row)
+            steps[planned.step_id] = planned_outcome(
+                step_outcome(ledger_row),
+                step_id=planned.step_id,
+                record_type=ledger_row.record_type,
+            )
         return Walk(WalkStatus.DONE, len(plan))

@@ -38,6 +38,7 @@ from processes.engine.step_record import (
 from processes.engine.task_step import task_of, task_step_resume, task_step_start
 from processes.engine.wait_step import wait_of, wait_step_resume, wait_step_start
 from processes.models import Disposition, SkipReason
+from processes.planning import plan_window_note
 from records.boundary import (
     DeleteWindowWait,
     WriteResult,
@@ -241,6 +242,13 @@ def _delete(
             )
             return StepResult(StepStatus.DONE, row)
     except DeleteWindowWait as wait:  # nothing was written: the step waits for the window
+        plan_window_note(
+            step_id=planned.step_id,
+            record_type=planned.definition["recordType"],
+            cap=wait.cap,
+            retry_at=wait.retry_at,
+            message=wait.message,
+        )
         return StepResult(StepStatus.WAIT_WINDOW, cap=wait.cap, retry_at=wait.retry_at)
     except (Refusal, NotFound, TurbobaseError) as exc:
         return step_refused(scope, planned, unit, exc)

@@ -11,12 +11,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 
 from processes.engine.ledger import Refused
 from processes.engine.statuses import VerdictWait
 from processes.models import Disposition, ProcessRunStep
 from records.codes import RefusalCode
 from records.models import Record, RecordWriteState, WriteStatus
+from sources.pacing import pace_due
 
 
 @dataclass(frozen=True)
@@ -76,3 +78,37 @@ def verdict_pending(row: ProcessRunStep) -> bool:
     return RecordWriteState.reads.filter(
         pk=row.write_state_id, status__in=[WriteStatus.PENDING, WriteStatus.HELD]
     ).exists()
+
+
+def source_wait_detail(run_pk: Any) -> dict[str, str | None] | None:
+    """What an ``awaitingSource`` run waits on: ``{"source", "pacedUntil"}``, worked out when read.
+
+    ``pacedUntil`` is when its write may next be sent — the source backing off (429/503
+    Retry-After, a timeout) or its rate, or the write's own retry — and null while it may go now.
+    """
+    write_state_id = (
+        ProcessRunStep.objects.filter(run_id=run_pk, awaiting_verdict=True)
+        .exclude(write_state_id=None)
+        .order_by("-sequence")
+        .values_list("write_state_id", flat=True)
+        .first()
+    )
+    if write_state_id is None:
+        return None
+    state = (
+        RecordWriteState.reads.filter(pk=write_state_id)
+        .values("source_system", "next_attempt_at", "status")
+        .first()
+    )
+    if state is None:
+        return None
+    now = timezone.now()
+    later = [
+        at
+        for at in (state["next_attempt_at"], pace_due(state["source_system"]))
+        if at is not None and at > now and state["status"] == WriteStatus.PENDING
+    ]
+    return {
+        "source": state["source_system"],
+        "pacedUntil": max(later).isoformat() if later else None,
+    }

@@ -22,7 +22,7 @@ from records.catalog import RecordType
 from records.codes import RefusalCode
 from records.models import WriteOperation
 from records.outcomes import VerdictKind
-from sources.errors import SourceRefused, SourceUnavailable
+from sources.errors import SourceRefused, SourceSlowDown, SourceUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +36,10 @@ class Outcome:
     code: str = ""
     field: str = ""
     message: str = ""
+    # A transient answer that asks the whole source to slow down (429/503, a timeout), and the
+    # seconds it asked for (Retry-After); see ``sources.pacing``.
+    slow_down: bool = False
+    retry_after: float | None = None
 
     @property
     def is_final(self) -> bool:
@@ -50,8 +54,12 @@ def refused(code: str, field: str | None, message: str) -> Outcome:
     return Outcome(VerdictKind.REFUSED, code=code, field=field or "", message=message)
 
 
-def transient(message: str) -> Outcome:
-    return Outcome(VerdictKind.TRANSIENT, message=message)
+def transient(
+    message: str, *, slow_down: bool = False, retry_after: float | None = None
+) -> Outcome:
+    return Outcome(
+        VerdictKind.TRANSIENT, message=message, slow_down=slow_down, retry_after=retry_after
+    )
 
 
 def settle_conflict(external_id: str | None, message: str) -> Outcome:
@@ -110,6 +118,8 @@ class SourceAdapter:
             return method(write)
         except SourceRefused as exc:
             return refused(str(exc.code), exc.field, exc.message)
+        except SourceSlowDown as exc:
+            return transient(exc.message, slow_down=True, retry_after=exc.retry_after)
         except SourceUnavailable as exc:
             return transient(exc.message)
         except NotImplementedError:

@@ -9,11 +9,14 @@ Catalog: ``"sources": {"erp": {"adapter": "http", "url": "http://127.0.0.1:8001"
 Every request carries ``Idempotency-Key`` (one per write) so a write re-sent after a crash can be
 recognised upstream. 2xx with ``{externalId}`` confirms (a delete may answer 204); 4xx with
 ``{code, field, message}`` refuses in the source's own words; 408, 429, 5xx, a timeout or a
-connection error is transient and retried.
+connection error is transient and retried. A 429 or 503 (with ``Retry-After`` in seconds or as
+an HTTP date, or without it) and a timeout also slow the whole source down (``sources.pacing``).
 """
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -22,10 +25,11 @@ import requests
 from records.codes import RefusalCode
 from sources.adapters.base import OutboundWrite, Outcome, SourceAdapter, confirmed
 from sources.codes import SourceCode
-from sources.errors import SourceRefused, SourceUnavailable
+from sources.errors import SourceRefused, SourceSlowDown, SourceUnavailable
 
 DEFAULT_TIMEOUT_SECONDS = 10.0
 RETRYABLE_STATUSES = frozenset({408, 425, 429})
+SLOW_DOWN_STATUSES = frozenset({429, 503})
 
 
 class HttpAdapter(SourceAdapter):
@@ -83,12 +87,16 @@ class HttpAdapter(SourceAdapter):
                 headers={"Idempotency-Key": write.idempotency_key, "Accept": "application/json"},
             )
         except requests.Timeout as exc:
-            raise SourceUnavailable(
-                f"{self.source_name} did not answer within {timeout:g}s"
-            ) from exc
+            raise SourceSlowDown(f"{self.source_name} did not answer within {timeout:g}s") from exc
         except requests.RequestException as exc:
             raise SourceUnavailable(f"{self.source_name} could not be reached: {exc}") from exc
         status = response.status_code
+        if status in SLOW_DOWN_STATUSES:
+            retry_after = retry_after_seconds(response.headers.get("Retry-After"))
+            asked = f" (Retry-After {retry_after:g}s)" if retry_after is not None else ""
+            raise SourceSlowDown(
+                f"{self.source_name} answered HTTP {status}{asked}", retry_after=retry_after
+            )
         if status >= 500 or status in RETRYABLE_STATUSES:
             raise SourceUnavailable(f"{self.source_name} answered HTTP {status}")
         answer = self._json(response)
@@ -116,3 +124,19 @@ class HttpAdapter(SourceAdapter):
         # A refusal in plain text still carries the source's sentence; a 2xx without a JSON
         # object confirms an update or delete, and leaves a create without its id (refused above).
         return {"message": response.text[:500]} if response.status_code >= 400 else {}
+
+
+def retry_after_seconds(header: str | None, *, now: datetime | None = None) -> float | None:
+    """``Retry-After`` as seconds from now (RFC 9110: delay-seconds or an HTTP date), or None."""
+    if not header:
+        return None
+    text = header.strip()
+    if text.isdigit():
+        return float(text)
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return None  # unreadable: our own backoff applies
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())

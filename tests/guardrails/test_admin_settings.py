@@ -42,7 +42,9 @@ def test_the_page_lists_every_setting_grouped_with_default_bounds_and_descriptio
     groups = res.context["groups"]
     assert [g["name"] for g in groups] == [str(g) for g in SettingGroup]
     listed = [row["key"] for g in groups for row in g["rows"]]
-    assert sorted(listed) == sorted(spec.key for spec in SETTINGS)
+    # Every fixed setting, then each per-source one for the catalog's source (guardrails.patterns).
+    per_source = ["sources.netsuite.max_in_flight", "sources.netsuite.max_per_second"]
+    assert sorted(listed) == sorted([spec.key for spec in SETTINGS] + per_source)
     rows = {row["key"]: row for g in groups for row in g["rows"]}
     first = rows["guardrails.max_deletes_per_min"]
     assert (first["default"], first["in_force"], first["is_overridden"], first["bounds"]) == (
@@ -174,3 +176,20 @@ def test_staff_who_may_only_view_cannot_save(db):
     assert res.status_code == 200 and 'name="_save"' not in res.content.decode()
     assert client.post(PAGE, {_name("guardrails.max_deletes_per_min"): "1"}).status_code == 403
     assert _overrides() == {}
+
+
+def _post(client: Client, key: str, value: str):
+    data = _shown_now(client)
+    data[_name(key)] = value
+    return client.post(PAGE, data)
+
+
+def test_a_per_source_limit_is_set_and_cleared_on_the_page(operator):
+    key = "sources.netsuite.max_per_second"
+    res = _post(operator, key, "0")
+    assert res.status_code == 200 and key not in _overrides()  # 0 is refused: unset means no limit
+    assert res.context["form"].errors[_name(key)] == [f"{key} must be between 1 and 100000"]
+    assert _post(operator, key, "7").status_code == 302
+    assert (_overrides()[key], setting_get(key)) == (7, 7)
+    _post(operator, key, "")
+    assert key not in _overrides() and setting_get(key) == 0

@@ -87,6 +87,7 @@ RULES = [
     ("delete", "v1/extensions/<str:module_id>", "/v1/extensions/acme:nothing", None, DEPLOY),
     ("get", "v1/settings", "/v1/settings", None, (READ, DEPLOY)),
     ("patch", "v1/settings", "/v1/settings", {"processes.slice_cap": 999}, DEPLOY),
+    ("get", "v1/sources", "/v1/sources", None, (READ, DEPLOY)),
     ("post", "v1/history/purge", "/v1/history/purge", {"dryRun": True}, DEPLOY),
     ("get", "v1/processes", "/v1/processes", None, READ),
     ("get", "v1/processes/queue", "/v1/processes/queue", None, READ),

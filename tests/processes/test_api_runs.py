@@ -44,6 +44,7 @@ def test_a_run_reads_in_exactly_the_seed_shape(alice_api, alice, two_notes):
             "pendingReason": None,
             "wakeAt": None,
             "retryAt": None,
+            "pendingDetail": None,
             "invokedBy": "alice",
             "schedule": None,
             "slices": 1,

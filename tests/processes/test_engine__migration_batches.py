@@ -394,8 +394,8 @@ def _transactions_by_slice(run: ProcessRun) -> dict[int, int]:
 def test_a_later_slice_starts_at_the_previous_slices_pace_not_one_row(stamped, alice):
     """The first slice's batches grow 1, 2, 4 … rows; the next slices know a row's time in the
     slice before and take their rows in one batch (within the slice's wall clock)."""
-    setting_set("PROCESS_SLICE_MAX_ROWS", 10)
-    setting_set("PROCESS_SLICE_BATCH_ROWS", 1000)
+    setting_set("processes.slice_max_rows", 10)
+    setting_set("processes.slice_batch_rows", 1000)
     _items(alice, 30)
     run = invoke(stamped, {"batch": "2026-10"}, alice)
     pump(sources=False)

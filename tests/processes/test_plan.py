@@ -9,6 +9,7 @@ from django_q.models import OrmQ
 
 from extensions.deploy import extension_deploy
 from guardrails.models import HeldDelete
+from guardrails.rules import rule_set
 from guardrails.settings import setting_get, setting_set
 from kernel.audit import AuditEvent
 from kernel.models import token_issue
@@ -166,6 +167,38 @@ def test_a_held_delete_shows_hold(admin_user, admin_api):
     assert (after["action"], plan["refusals"], plan["unknowns"]) == ("create", [], [])
 
 
+@pytest.mark.parametrize(
+    ("budget_ms", "action", "after"),
+    [(300_000, "wait", None), (0, "skip", "skip")],
+    ids=["waits-for-the-window", "window-frees-too-late"],
+)
+def test_a_delete_inside_a_full_delete_window_shows_window(
+    admin_user, admin_api, budget_ms, action, after
+):
+    customer = record_create(
+        actor=Actor(user=admin_user), record_type="customer", parent={"company_name": "Gone"}
+    ).record
+    rule_set(record_type="customer", action="delete", decision="allow")
+    setting_set("guardrails.max_deletes_per_min", 0)  # the minute's window is full
+    setting_set("processes.delete_wait_budget_ms", budget_ms)
+    deploy(DELETES, by=admin_user)
+    before = _kept()
+    plan = _plan(admin_api, "acme:purge", {"id": str(customer.pk)}).json()
+    assert _kept() == before
+    drop = plan["steps"][0]
+    assert (drop["stepId"], drop["kind"], drop["recordType"], drop["action"]) == (
+        "drop",
+        "delete",
+        "customer",
+        action,
+    )
+    assert drop["guardrail"]["rule"] == "guardrails.max_deletes_per_min"
+    assert drop["guardrail"]["decision"] == "window"
+    assert drop["guardrail"]["message"]
+    assert [s["action"] for s in plan["steps"][1:]] == ([after] if after else [])
+    assert Record.reads.filter(pk=customer.pk).exists()
+
+
 AWAITED = """\
 import { defineProcess } from '@turbobase/extensions';
 export default defineProcess({
@@ -181,22 +214,62 @@ export default defineProcess({
 """
 
 
-def test_a_sources_verdict_is_unknown_and_so_is_what_uses_it(admin_user, admin_api):
+def test_a_sources_verdict_is_unknown_and_a_later_step_shows_the_id_as_a_placeholder(
+    admin_user, admin_api
+):
     deploy(AWAITED, by=admin_user)
     before = _kept()
     plan = _plan(admin_api, "acme:awaited").json()
     assert _kept() == before
-    (po,) = plan["steps"]
+    po, bill = plan["steps"]
     assert (po["action"], po["record"]) == (
         "wait",
         {"parent": {"entity_id": "V-1", "memo": "m"}, "lines": []},
     )
+    assert (bill["action"], bill["record"]) == (
+        "create",
+        {
+            "parent": {"entity_id": "V-1", "created_from_id": {"$unknown": "po.externalId"}},
+            "lines": [],
+        },
+    )
     assert plan["unknowns"] == [
         {"stepId": "po", "why": "the source's verdict and the id it mints"},
-        {
-            "stepId": "bill",
-            "why": "after po, which waits for the source's verdict and the id it mints",
-        },
+    ]
+
+
+MINTED = """\
+import { defineProcess } from '@turbobase/extensions';
+export default defineProcess({
+  id: 'acme:minted',
+  input: { type: 'object' },
+  steps: [
+    { id: 'so', recordType: 'salesOrder', build: () => ({ parent: { memo: 'first' } }) },
+    { id: 'pair', recordType: 'salesOrder',
+      build: (ctx) => ({ parent: { memo: 'second', paired_with_id: ctx.steps.so.externalId,
+                                   pair_of: ctx.steps.so.pgRowId } }) },
+    { id: 'note', recordType: 'legacy_customer',
+      build: (ctx) => ({ parent: { company_name: 'n' } }) },
+  ],
+});
+"""
+
+
+def test_an_id_the_source_has_not_minted_is_a_placeholder_where_a_later_step_uses_it(
+    admin_user, admin_api
+):
+    deploy(MINTED, by=admin_user)
+    before = _kept()
+    plan = _plan(admin_api, "acme:minted").json()
+    assert _kept() == before
+    so, pair, note = plan["steps"]
+    assert [s["action"] for s in plan["steps"]] == ["create", "create", "create"]
+    parent = pair["record"]["parent"]
+    assert parent["paired_with_id"] == {"$unknown": "so.externalId"}
+    assert isinstance(parent["pair_of"], str)  # a pgRowId is known before writing
+    assert note["record"]["parent"] == {"company_name": "n"}
+    assert plan["unknowns"] == [
+        {"stepId": "so", "why": "the id the source mints (so.externalId)"},
     ]
 
 

@@ -15,6 +15,7 @@ from guardrails.rules import rule_set
 from records.boundary import record_create, record_delete, record_update
 from records.door import door_open
 from records.models import Record, RecordWriteState
+from sources.models import SourcePace
 from tests.sources.conftest import drain
 
 pytestmark = pytest.mark.django_db
@@ -117,6 +118,8 @@ def _make_due(state: RecordWriteState) -> None:
 
     with door_open():
         RecordWriteState.objects.filter(pk=state.pk).update(next_attempt_at=timezone.now())
+    # A 503 or a timeout also holds back the whole source (sources.pacing): its wait is over too.
+    SourcePace.objects.filter(source=state.source_system).update(paced_until=None)
 
 
 def test_2xx_with_external_id_confirms(erp, alice_actor):

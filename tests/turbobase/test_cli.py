@@ -182,3 +182,14 @@ def test_settings_set_sends_true_false_and_digits_as_json_and_refuses_other_text
     assert (code, out) == (1, "")
     assert "processes.slice_max_rows must be a whole number (a JSON integer), not true" in err
     assert dict(InstanceSetting.objects.values_list("key", "value")) == {"processes.enabled": 0}
+
+
+def test_a_per_source_limit_is_set_with_settings_and_shown_by_sources_list(instance, capsys):
+    code, out, _ = cli(capsys, "settings", "set", "sources.netsuite.max_per_second", "5")
+    assert (code, out) == (0, "sources.netsuite.max_per_second = 5 (default 0)\n")
+    code, out, err = cli(capsys, "settings", "set", "sources.netsuite.max_in_flight", "0")
+    assert code == 1 and "sources.netsuite.max_in_flight must be between 1 and 10000" in err
+    code, out, _ = cli(capsys, "sources", "list")
+    assert (code, out) == (0, "netsuite: 5/s, no limit; 0 in flight, 0 waiting\n")
+    code, out, _ = cli(capsys, "settings", "unset", "sources.netsuite.max_per_second")
+    assert (code, out) == (0, "sources.netsuite.max_per_second = 0\n")
