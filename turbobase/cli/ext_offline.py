@@ -1,0 +1,152 @@
+"""``turbobase ext lint`` and ``ext test``: offline checks of an extension's files on this machine.
+
+They fold, transpile and evaluate the author's files in the same sandbox child the instance uses
+and need no TURBOBASE_URL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from extensions.project import extension_files, text_read
+from turbobase.cli.base import CliError, emit
+from turbobase.cli.client import Client
+
+NO_RUN = "extension default export has no run() function"
+
+
+def _offline_failure(path: str, exc: Exception) -> str:
+    field = getattr(exc, "field", None)
+    code = getattr(exc, "code", None)
+    head = f"{path}: " + (f"{code}: " if code else "")
+    return head + (f"{exc} [{field}]" if field and field not in str(exc) else str(exc))
+
+
+def ext_lint(args: argparse.Namespace, client: Client) -> int:
+    from extensions.lint import BundleInvalid, lint_check
+    from extensions.sandbox import SandboxError
+    from extensions.siblings import SiblingImportRefused
+    from extensions.transpile import TranspileError
+
+    failed = warned = False
+    results = []
+    for path in args.files:
+        entry, files = extension_files(path)
+        try:
+            report = lint_check(entry=entry, files=files)
+        except (BundleInvalid, SiblingImportRefused, TranspileError, SandboxError) as exc:
+            failed = True
+            print(f"error {_offline_failure(path, exc)}", file=sys.stderr)
+            results.append({"file": path, "error": str(exc)})
+            continue
+        for warning in report.warnings:
+            warned = True
+            print(f"warning {path}: {warning.rule}: {warning.message}")
+        if report.kind is None and not args.json:
+            print(f"skipped {path}: no defineProcess/defineHook default export (a sibling module)")
+        elif not report.warnings and not args.json:
+            print(f"ok {path} ({report.kind} {report.defined_id})")
+        results.append(
+            {
+                "file": path,
+                "kind": report.kind,
+                "id": report.defined_id,
+                "warnings": [w.as_dict() for w in report.warnings],
+            }
+        )
+    if args.json:
+        emit(args, results, "")
+    return 1 if failed or (warned and args.ci) else 0
+
+
+def _samples(raw: str) -> list[Any]:
+    text = text_read(Path(raw[1:])) if raw.startswith("@") else raw
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise CliError(f"--sample is not JSON: {exc}") from exc
+    except RecursionError:  # nested past what Python's json reads: named, not a traceback
+        raise CliError("--sample is nested too deeply to read") from None
+    return value if isinstance(value, list) else [value]
+
+
+def _hook_context(definition: dict, sample: Any) -> dict[str, Any]:
+    sample = sample if isinstance(sample, dict) else {}
+    if isinstance(sample.get("record"), dict):  # a whole hook context
+        return {
+            "slot": definition.get("on"),
+            "recordType": definition.get("recordType"),
+            "operation": "create",
+            "changes": sample["record"].get("parent") or {},
+            **sample,
+        }
+    parent = sample.get("parent") if isinstance(sample.get("parent"), dict) else sample
+    return {
+        "slot": definition.get("on"),
+        "recordType": definition.get("recordType"),
+        "operation": "create",
+        "record": {
+            "pgRowId": None,
+            "externalId": None,
+            "parent": parent,
+            "lines": sample.get("lines") or [],
+        },
+        "changes": parent,
+    }
+
+
+def _verdict_line(result: Any) -> tuple[str, dict[str, Any]]:
+    reject = result.get("reject") if isinstance(result, dict) else None
+    if reject is None:
+        return "passed", {"outcome": "passed"}
+    if not isinstance(reject, dict) or not isinstance(reject.get("code"), str):
+        return "failed: the rejection has no code", {
+            "outcome": "failed",
+            "error": "rejection without a code",
+        }
+    field = f" ({reject['field']})" if reject.get("field") else ""
+    return (
+        f"rejected {reject['code']}{field}: {reject.get('message', '')}",
+        {"outcome": "rejected", "rejection": reject},
+    )
+
+
+def ext_test(args: argparse.Namespace, client: Client) -> int:
+    from extensions.lint import LINT_LIMITS, BundleInvalid, bundle_compile, bundle_load
+    from extensions.sandbox import Sandbox, SandboxError
+    from extensions.siblings import SiblingImportRefused
+    from extensions.transpile import TranspileError
+
+    samples = _samples(args.sample)
+    entry, files = extension_files(args.file)
+    results: list[dict[str, Any]] = []
+    lines: list[str] = []
+    try:
+        bundle = bundle_compile(entry=entry, files=files)
+        with Sandbox(limits=LINT_LIMITS) as sandbox:
+            loaded = bundle_load(sandbox, bundle)
+            definition = loaded.definition if isinstance(loaded.definition, dict) else {}
+            run = definition.get("run")
+            for sample in samples:
+                if loaded.kind != "hook" or not (isinstance(run, dict) and run.get("$fn")):
+                    lines.append(f"failed: {NO_RUN}")
+                    results.append({"outcome": "failed", "error": NO_RUN})
+                    continue
+                sandbox.new_run()
+                try:
+                    result = sandbox.call(["run"], [], ctx=_hook_context(definition, sample))
+                except SandboxError as exc:
+                    lines.append(f"failed: {exc.code}: {exc}")
+                    results.append({"outcome": "failed", "error": str(exc), "code": exc.code})
+                    continue
+                line, data = _verdict_line(result)
+                lines.append(line)
+                results.append(data)
+    except (BundleInvalid, SiblingImportRefused, TranspileError, SandboxError) as exc:
+        raise CliError(f"error {_offline_failure(args.file, exc)}") from exc
+    emit(args, results, "\n".join(lines))
+    return 1 if any(r["outcome"] == "failed" for r in results) else 0
