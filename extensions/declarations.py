@@ -81,7 +81,8 @@ def schema_ts(schema: Any, depth: int = 0) -> str:
 
 
 def _object_ts(schema: dict, depth: int) -> str:
-    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    raw = schema.get("properties")
+    properties: dict[str, Any] = raw if isinstance(raw, dict) else {}
     required = set(schema.get("required") or ())
     members = [
         f"{_key(name)}{'' if name in required else '?'}: {schema_ts(sub, depth + 1)}"
