@@ -57,39 +57,45 @@ def _key(name: str) -> str:
     return name if _IDENTIFIER.fullmatch(name) else json.dumps(name)
 
 
-def schema_ts(schema: Any, depth: int = 0) -> str:
-    """A JSON Schema as a TypeScript type; what the schema does not pin down reads as ``Json``."""
+def schema_ts(schema: Any, depth: int = 0, *, unknown: str = JSON_TS) -> str:
+    """A JSON Schema as a TypeScript type; what the schema does not pin down reads as ``unknown``
+    (``Json`` for a record's field; ``any`` for an input or a row, which the author narrows)."""
     if not isinstance(schema, dict) or depth > 8:
-        return JSON_TS
+        return unknown
     if "const" in schema:
         return json.dumps(schema["const"])
     if isinstance(schema.get("enum"), list) and schema["enum"]:
         return " | ".join(json.dumps(value) for value in schema["enum"])
     for keyword in ("anyOf", "oneOf"):
         if isinstance(schema.get(keyword), list) and schema[keyword]:
-            return " | ".join(f"({schema_ts(s, depth + 1)})" for s in schema[keyword])
+            return " | ".join(
+                f"({schema_ts(s, depth + 1, unknown=unknown)})" for s in schema[keyword]
+            )
     kind = schema.get("type")
     if isinstance(kind, list):
-        return " | ".join(schema_ts({**schema, "type": k}, depth + 1) for k in kind) or JSON_TS
+        return (
+            " | ".join(schema_ts({**schema, "type": k}, depth + 1, unknown=unknown) for k in kind)
+            or unknown
+        )
     if kind in _PRIMITIVES:
         return _PRIMITIVES[kind]
     if kind == "array":
-        return f"({schema_ts(schema.get('items'), depth + 1)})[]"
+        return f"({schema_ts(schema.get('items'), depth + 1, unknown=unknown)})[]"
     if kind == "object" or isinstance(schema.get("properties"), dict):
-        return _object_ts(schema, depth)
-    return JSON_TS
+        return _object_ts(schema, depth, unknown)
+    return unknown
 
 
-def _object_ts(schema: dict, depth: int) -> str:
+def _object_ts(schema: dict, depth: int, unknown: str) -> str:
     raw = schema.get("properties")
     properties: dict[str, Any] = raw if isinstance(raw, dict) else {}
     required = set(schema.get("required") or ())
     members = [
-        f"{_key(name)}{'' if name in required else '?'}: {schema_ts(sub, depth + 1)}"
+        f"{_key(name)}{'' if name in required else '?'}: {schema_ts(sub, depth + 1, unknown=unknown)}"
         for name, sub in properties.items()
     ]
     # Declared properties only, so a misspelt one is an error; an object that declares none is open.
-    return "{ " + "; ".join(members) + " }" if members else "{ [key: string]: Json }"
+    return "{ " + "; ".join(members) + " }" if members else f"{{ [key: string]: {unknown} }}"
 
 
 def _pascal(name: str) -> str:
@@ -149,9 +155,9 @@ def _writes_map(shapes: Sequence[RecordTypeShape]) -> list[str]:
 def _row_ts(process: ProcessShape) -> str:
     if process.row is None:
         return "undefined"
-    members = [f"{_key(c)}: {schema_ts(s)}" for c, s in process.row.items()]
+    members = [f"{_key(c)}: {schema_ts(s, unknown='any')}" for c, s in process.row.items()]
     if process.row_is_open or not members:
-        members.append("[column: string]: Json")
+        members.append("[column: string]: any")
     return "{ " + "; ".join(members) + " }"
 
 
@@ -159,7 +165,7 @@ def _processes_map(processes: Sequence[ProcessShape]) -> list[str]:
     lines = ["export interface ProcessTypes {"]
     for process in processes:
         lines.append(
-            f"  {json.dumps(process.id)}: {{ input: {schema_ts(process.input)}; "
+            f"  {json.dumps(process.id)}: {{ input: {schema_ts(process.input, unknown='any')}; "
             f"row: {_row_ts(process)} }};"
         )
     return [*lines, "}"]

@@ -364,6 +364,15 @@ SETTINGS: tuple[SettingSpec, ...] = (
         min=1,
     ),
     SettingSpec(
+        "extensions.deploy_typecheck",
+        _T.BOOLEAN,
+        1,
+        _G.SWITCHES,
+        "Type-check a process at deploy against the catalog's record types and the deployed "
+        "processes: on refuses a type error with 422 EXTENSION_TYPE_ERROR.",
+        max=1,
+    ),
+    SettingSpec(
         "history.retain_days",
         _T.INTEGER,
         90,

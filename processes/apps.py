@@ -13,11 +13,12 @@ class ProcessesConfig(AppConfig):
         import processes.rest_resources  # noqa: F401  (registers process_run, process_run_step)
         import processes.schedules.admin  # noqa: F401  (admin autodiscovery reads only admin.py)
         from extensions.bundle_parts import bundle_part_register
-        from extensions.kinds import kind_register
+        from extensions.kinds import kind_register, typecheck_register
         from extensions.signals import extension_deployed, extension_removing
         from extensions.store import store_forget_connect
         from kernel.system_schedules import system_schedule_declare
         from processes.api.reads import triggers_provider_register
+        from processes.authoring_types import deploy_declarations
         from processes.contract import process_contract_check
         from processes.engine.wakeups import on_source_verdict
         from processes.events.service import event_starter_register
@@ -37,6 +38,7 @@ class ProcessesConfig(AppConfig):
 
         observe_connect()  # runs started and finished (/metrics), a run's trace
         kind_register("process", process_contract_check)
+        typecheck_register("process", deploy_declarations)  # the deploy's type check
         watcher_provider_register(plan_watcher)
         lineage_runs_describer(lineage_runs_describe)
         extension_deployed.connect(process_sync_from_module, dispatch_uid="processes.sync")
