@@ -98,6 +98,12 @@ def _object_ts(schema: dict, depth: int, unknown: str) -> str:
     return "{ " + "; ".join(members) + " }" if members else f"{{ [key: string]: {unknown} }}"
 
 
+def _nullable(schema: Any) -> str:
+    """An optional field's type: a build may also send null for it (no value)."""
+    text = schema_ts(schema)
+    return text if text == JSON_TS else f"{text} | null"
+
+
 def _pascal(name: str) -> str:
     parts = re.split(r"[^A-Za-z0-9]+", name)
     return "".join(p[:1].upper() + p[1:] for p in parts if p) or "Record"
@@ -114,7 +120,7 @@ def _write_interface(name: str, shape: RecordTypeShape, fields: Mapping[str, Any
     if fields is None:
         return "\n".join([*doc, f"export interface {name} {{ [field: string]: Json }}"])
     members = [
-        f"  {_key(f)}{'' if f in shape.required else '?'}: {schema_ts(s)};"
+        f"  {_key(f)}: {schema_ts(s)};" if f in shape.required else f"  {_key(f)}?: {_nullable(s)};"
         for f, s in fields.items()
         if f not in protected
     ]

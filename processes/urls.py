@@ -8,6 +8,7 @@ from processes.api.history import HistoryPurgeView
 from processes.api.plan import ProcessPlanView
 from processes.api.run_search import RunSearchView
 from processes.api.tasks import TaskCompleteView, TaskListView, TaskRejectView
+from processes.api.types import ProcessTypesView
 from processes.api.views import (
     ProcessCancelView,
     ProcessInvokeView,
@@ -30,6 +31,7 @@ urlpatterns = [
     path("tasks/<str:task_id>/reject", TaskRejectView.as_view(), name="task-reject"),
     path("processes", ProcessListView.as_view(), name="process-list"),
     path("processes/queue", QueueView.as_view(), name="process-queue"),
+    path("processes/types", ProcessTypesView.as_view(), name="process-types"),
     path("processes/runs", RunSearchView.as_view(), name="process-runs-search"),
     path("processes/runs/bulk", BulkView.as_view(), name="process-runs-bulk"),
     path("processes/runs/bulk/<str:bulk_id>", BulkDetailView.as_view(), name="process-bulk"),

@@ -9,7 +9,8 @@ An extension's files are the file named and every ``.ts``/``.js`` file below its
 in the siblings the entry imports and refuses any import outside that directory.
 
 This module only builds the parsers, one small registrar per verb; the handlers live with their
-concept: ``ext_new`` (scaffolds), ``ext_offline`` (lint, test), ``ext_deploy`` (deploy, plan, remove).
+concept: ``ext_new`` (scaffolds), ``ext_offline`` (lint, test), ``ext_deploy`` (deploy, plan,
+remove), ``ext_types`` (the declarations file and lint's type check).
 """
 
 from __future__ import annotations
@@ -19,12 +20,15 @@ import argparse
 from turbobase.cli.ext_deploy import ext_deploy, ext_plan, ext_remove
 from turbobase.cli.ext_new import ext_new_hook, ext_new_process
 from turbobase.cli.ext_offline import ext_lint, ext_test
+from turbobase.cli.ext_types import ext_types
 
 Verbs = argparse._SubParsersAction
 
 
 def register(subparsers: Verbs) -> None:
-    ext = subparsers.add_parser("ext", help="extensions: new, lint, test, deploy, plan, remove")
+    ext = subparsers.add_parser(
+        "ext", help="extensions: new, lint, test, deploy, plan, remove, types"
+    )
     ext.set_defaults(group_parser=ext)
     verbs = ext.add_subparsers(dest="ext_command", metavar="VERB")
     for registrar in (
@@ -34,6 +38,7 @@ def register(subparsers: Verbs) -> None:
         _register_deploy,
         _register_plan,
         _register_remove,
+        _register_types,
     ):
         registrar(verbs)
 
@@ -83,7 +88,9 @@ def _register_new(verbs: Verbs) -> None:
 
 def _register_lint(verbs: Verbs) -> None:
     lint = verbs.add_parser(
-        "lint", help="offline checks (the id-literal trap); exits 1 on an error"
+        "lint",
+        help="offline checks (the id-literal trap; a process's types against the "
+        "turbobase-env.d.ts beside it); exits 1 on an error",
     )
     lint.add_argument("files", nargs="+", metavar="FILE")
     lint.add_argument("--ci", action="store_true", help="exit non-zero on a warning too")
@@ -146,3 +153,15 @@ def _register_remove(verbs: Verbs) -> None:
     remove = verbs.add_parser("remove", help="stop serving one deployed extension")
     remove.add_argument("id")
     remove.set_defaults(handler=ext_remove)
+
+
+def _register_types(verbs: Verbs) -> None:
+    types = verbs.add_parser(
+        "types",
+        help="write turbobase-env.d.ts (the instance's record types and deployed processes) "
+        "beside the project's processes, for editors and ext lint",
+    )
+    types.add_argument(
+        "--dir", help="where to write it (default: processes/ of the project, as for ext new)"
+    )
+    types.set_defaults(handler=ext_types)

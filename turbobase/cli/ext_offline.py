@@ -27,40 +27,53 @@ def _offline_failure(path: str, exc: Exception) -> str:
 
 
 def ext_lint(args: argparse.Namespace, client: Client) -> int:
+    failed = warned = False
+    results = []
+    for path in args.files:
+        result = _lint_one(path, quiet=args.json)
+        failed = failed or "error" in result or bool(result.get("typeErrors"))
+        warned = warned or bool(result.get("warnings"))
+        results.append(result)
+    if args.json:
+        emit(args, results, "")
+    return 1 if failed or (warned and args.ci) else 0
+
+
+def _lint_one(path: str, *, quiet: bool) -> dict[str, Any]:
+    """One file's lint: the bundle's checks, then (a process) its types against the declarations."""
     from extensions.lint import BundleInvalid, lint_check
     from extensions.sandbox import SandboxError
     from extensions.siblings import SiblingImportRefused
     from extensions.transpile import TranspileError
+    from turbobase.cli.ext_types import lint_types
 
-    failed = warned = False
-    results = []
-    for path in args.files:
-        entry, files = extension_files(path)
-        try:
-            report = lint_check(entry=entry, files=files)
-        except (BundleInvalid, SiblingImportRefused, TranspileError, SandboxError) as exc:
-            failed = True
-            print(f"error {_offline_failure(path, exc)}", file=sys.stderr)
-            results.append({"file": path, "error": str(exc)})
-            continue
-        for warning in report.warnings:
-            warned = True
-            print(f"warning {path}: {warning.rule}: {warning.message}")
-        if report.kind is None and not args.json:
+    entry, files = extension_files(path)
+    try:
+        report = lint_check(entry=entry, files=files)
+        problems = lint_types(path, entry, files) if report.kind == "process" else []
+    except (BundleInvalid, SiblingImportRefused, TranspileError, SandboxError) as exc:
+        print(f"error {_offline_failure(path, exc)}", file=sys.stderr)
+        return {"file": path, "error": str(exc)}
+    for warning in report.warnings:
+        print(f"warning {path}: {warning.rule}: {warning.message}")
+    for problem in problems or []:
+        print(f"error {problem}", file=sys.stderr)
+    if not quiet:
+        if problems is None:
+            print(
+                f"untyped {path}: no turbobase-env.d.ts beside it (turbobase ext types writes it)"
+            )
+        if report.kind is None:
             print(f"skipped {path}: no defineProcess/defineHook default export (a sibling module)")
-        elif not report.warnings and not args.json:
+        elif not report.warnings and not problems:
             print(f"ok {path} ({report.kind} {report.defined_id})")
-        results.append(
-            {
-                "file": path,
-                "kind": report.kind,
-                "id": report.defined_id,
-                "warnings": [w.as_dict() for w in report.warnings],
-            }
-        )
-    if args.json:
-        emit(args, results, "")
-    return 1 if failed or (warned and args.ci) else 0
+    return {
+        "file": path,
+        "kind": report.kind,
+        "id": report.defined_id,
+        "warnings": [w.as_dict() for w in report.warnings],
+        "typeErrors": [p.as_dict() for p in problems or []],
+    }
 
 
 def _samples(raw: str) -> list[Any]:
