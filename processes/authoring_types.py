@@ -49,8 +49,8 @@ def _select_columns(query: str) -> list[str] | None:
         if "(" in item:  # an embedded resource: not a column of this row's shape
             continue
         named = item.split("::")[0]  # a cast does not rename
-        alias, is_aliased, column = named.partition(":")
-        columns.append(alias if is_aliased else column.split("->")[0])
+        alias, is_aliased, _ = named.partition(":")
+        columns.append(alias if is_aliased else named.split("->")[0])
     return columns
 
 

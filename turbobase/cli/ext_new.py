@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 from extensions.project import CONFIG_NAME
+from extensions.typecheck import DECLARATIONS_NAME
 from turbobase.cli.base import CliError, emit
 from turbobase.cli.client import Client
 from turbobase.cli.project import project_find
@@ -50,6 +51,8 @@ def process_scaffold(*, record: str, then: str | None, on_failure: str, process_
         ]
     return "\n".join(
         [
+            # The declarations `turbobase ext types` writes: an editor completes field names.
+            f'/// <reference path="./{DECLARATIONS_NAME}" />',
             "import { defineProcess } from '@turbobase/extensions';",
             "",
             "export default defineProcess({",
