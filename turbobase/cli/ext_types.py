@@ -50,6 +50,10 @@ def lint_types(path: str, entry: str, files: dict[str, str]) -> list[TypeProblem
     if not declarations.is_file():
         return None
     problems = typecheck(files, declarations=text_read(declarations), entry=entry)
+    # Every file of the directory is in the program (a sibling's types count); each file's own
+    # errors are its own lint's to report.
     return [
-        TypeProblem(on_disk(path, p.file), p.line, p.column, p.ts_code, p.message) for p in problems
+        TypeProblem(on_disk(path, p.file), p.line, p.column, p.ts_code, p.message)
+        for p in problems
+        if p.file == entry
     ]
