@@ -3,10 +3,17 @@
   const files = v.files;
   const options = { noLib: true, strict: true, noEmit: true, target: ts.ScriptTarget.ES2022,
     module: ts.ModuleKind.CommonJS, moduleResolution: ts.ModuleResolutionKind.Node10, types: [] };
-  const parsed = {};
+  // The library and the declarations are the same text call after call: parsed once per child.
+  const parsed = (globalThis.__typecheckParsed = globalThis.__typecheckParsed || {});
+  const parse = (name, lang) => {
+    const known = parsed[name];
+    if (known && known.text === files[name]) return known;
+    const sf = ts.createSourceFile(name, files[name], lang, true);
+    if (v.authored.indexOf(name) < 0) parsed[name] = sf;
+    return sf;
+  };
   const host = {
-    getSourceFile: (name, lang) => files[name] === undefined ? undefined
-      : (parsed[name] = parsed[name] || ts.createSourceFile(name, files[name], lang, true)),
+    getSourceFile: (name, lang) => files[name] === undefined ? undefined : parse(name, lang),
     getDefaultLibFileName: () => v.lib,
     writeFile: () => {},
     getCurrentDirectory: () => '/',
@@ -76,7 +83,12 @@
   };
   const authored = program.getSourceFiles().filter((sf) => v.authored.indexOf(sf.fileName) >= 0);
   authored.forEach(visit);
-  for (const d of ts.getPreEmitDiagnostics(program)) {
+  // Only the author's files are checked: the declarations and the library are trusted.
+  const diagnostics = [];
+  for (const sf of authored) {
+    diagnostics.push(...program.getSyntacticDiagnostics(sf), ...program.getSemanticDiagnostics(sf));
+  }
+  for (const d of diagnostics) {
     if (!d.file || v.authored.indexOf(d.file.fileName) < 0) continue;
     const pos = d.file.getLineAndCharacterOfPosition(d.start || 0);
     // The span a finding of our own may explain: the object literal (the step) the error is in.
