@@ -234,3 +234,20 @@ def test_the_setting_off_skips_the_deploy_type_check(admin_api, admin_user):
     )
     assert answer.status_code == 201, answer.content
     assert ExtensionModule.objects.get(id="acme:typed").version == 1
+
+
+def test_the_scaffold_references_the_declarations_and_lints_clean_with_them(project, capsys):
+    code, _, _ = cli(
+        capsys, "ext", "new", "process", "--record", "purchaseOrder", "--then", "vendorBill"
+    )
+    source = (project / "processes" / "purchase-order-then-vendor-bill.ts").read_text()
+    assert code == 0
+    assert source.startswith('/// <reference path="./turbobase-env.d.ts" />\n')
+    code, out, err = cli(
+        capsys, "ext", "lint", "--ci", "processes/purchase-order-then-vendor-bill.ts"
+    )
+    assert (code, err) == (0, "")
+    assert out == (
+        "ok processes/purchase-order-then-vendor-bill.ts "
+        "(process app:purchase-order-then-vendor-bill)\n"
+    )
