@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from extensions.transpile import CompileBudget, _run
+from extensions.transpile import CompileBudget, compiler_eval
 
 DECLARATIONS_NAME = "turbobase-env.d.ts"
 # Not assignable, no such property, bad argument, excess property, misspelt property (x2).
@@ -74,10 +74,10 @@ def typecheck(
         where: declarations,
         _LIB_NAME: (_JS_DIR / "typecheck_lib.d.ts").read_text(encoding="utf-8"),
     }
-    found = _run(
+    found = compiler_eval(
         (_JS_DIR / "typecheck.js").read_text(encoding="utf-8"),
-        budget or CompileBudget(),
-        entry,
+        budget=budget or CompileBudget(),
+        file=entry,
         files=in_memory,
         authored=sorted(authored),
         declarations=where,
