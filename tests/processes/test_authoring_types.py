@@ -196,12 +196,21 @@ def test_lint_names_the_protected_field_and_a_missing_row_column(project, capsys
 def test_lint_passes_a_correct_process_and_the_seed_example(project, capsys):
     (project / "processes" / "typed.ts").write_text(TYPED)
     (project / "processes" / "move.ts").write_text(MIGRATION)
-    code, out, err = cli(capsys, "ext", "lint", "--ci", "processes/typed.ts", "processes/move.ts")
+    # Not deployed yet: its input and row are untyped, its build still checked.
+    fresh = MIGRATION.replace("acme:move", "acme:fresh").replace("ctx.row.", "ctx.row!.")
+    (project / "processes" / "fresh.ts").write_text(fresh)
+    seed = Path(__file__).parents[1] / "extensions/fixtures/processes/raise-po-and-bill.ts"
+    (project / "processes" / "raise-po-and-bill.ts").write_text(seed.read_text())
+    names = ["typed", "move", "fresh", "raise-po-and-bill"]
+    paths = [f"processes/{name}.ts" for name in names]
+    code, out, err = cli(capsys, "ext", "lint", "--ci", *paths)
     assert (code, err) == (0, "")
-    assert (
-        out
-        == "ok processes/typed.ts (process acme:typed)\nok processes/move.ts (process acme:move)\n"
-    )
+    assert out.splitlines() == [
+        "ok processes/typed.ts (process acme:typed)",
+        "ok processes/move.ts (process acme:move)",
+        "ok processes/fresh.ts (process acme:fresh)",
+        "ok processes/raise-po-and-bill.ts (process acme:raise-po-and-bill)",
+    ]
 
 
 def test_deploy_refuses_a_type_error_with_422_and_stores_nothing(admin_api):
