@@ -98,6 +98,14 @@ def _object_ts(schema: dict, depth: int, unknown: str) -> str:
     return "{ " + "; ".join(members) + " }" if members else f"{{ [key: string]: {unknown} }}"
 
 
+def _required_member(name: str, schema: Any) -> str:
+    """A required field: documented, not enforced here — a build without it is refused at write
+    time, as ever (a hook may complete it, and a process may mean to fail there)."""
+    return (
+        f"  /** Required: a write without it is refused. */\n  {_key(name)}?: {schema_ts(schema)};"
+    )
+
+
 def _nullable(schema: Any) -> str:
     """An optional field's type: a build may also send null for it (no value)."""
     text = schema_ts(schema)
@@ -120,7 +128,7 @@ def _write_interface(name: str, shape: RecordTypeShape, fields: Mapping[str, Any
     if fields is None:
         return "\n".join([*doc, f"export interface {name} {{ [field: string]: Json }}"])
     members = [
-        f"  {_key(f)}: {schema_ts(s)};" if f in shape.required else f"  {_key(f)}?: {_nullable(s)};"
+        _required_member(f, s) if f in shape.required else f"  {_key(f)}?: {_nullable(s)};"
         for f, s in fields.items()
         if f not in protected
     ]
@@ -133,7 +141,10 @@ def _record_ts(shape: RecordTypeShape) -> list[str]:
     update = RecordTypeShape(shape.name, shape.fields, required=(), protected=shape.protected)
     fields = dict(shape.fields) if shape.fields is not None else None
     read = [f"  readonly {_key(f)}?: Json;" for f in sorted(set(shape.protected))]
-    read += [f"  {_key(f)}?: {schema_ts(s)};" for f, s in (fields or {}).items()]
+    read += [
+        f"  {_key(f)}{'' if f in shape.required else '?'}: {schema_ts(s)};"
+        for f, s in (fields or {}).items()
+    ]
     if fields is None:
         read.append("  [field: string]: Json | undefined;")
     return [
