@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from extensions.project import extension_files, text_read
+from extensions.typecheck import DECLARATIONS_NAME
 from turbobase.cli.base import CliError, emit
 from turbobase.cli.client import Client
 
@@ -59,9 +60,10 @@ def _lint_one(path: str, *, quiet: bool) -> dict[str, Any]:
     for problem in problems or []:
         print(f"error {problem}", file=sys.stderr)
     if not quiet:
-        if problems is None:
+        if problems is None and DECLARATIONS_NAME in files[entry]:  # it expects them
             print(
-                f"untyped {path}: no turbobase-env.d.ts beside it (turbobase ext types writes it)"
+                f"untyped {path}: no {DECLARATIONS_NAME} beside it (turbobase ext types writes it)",
+                file=sys.stderr,
             )
         if report.kind is None:
             print(f"skipped {path}: no defineProcess/defineHook default export (a sibling module)")
