@@ -263,3 +263,16 @@ def test_the_scaffold_references_the_declarations_and_lints_clean_with_them(proj
         "ok processes/purchase-order-then-vendor-bill.ts "
         "(process app:purchase-order-then-vendor-bill)\n"
     )
+
+
+def test_lint_without_the_declarations_names_the_command(tmp_path, monkeypatch, capsys):
+    (tmp_path / "turbobase.config.json").write_text("{}")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TURBOBASE_URL", raising=False)
+    cli(capsys, "ext", "new", "process", "--record", "purchaseOrder")
+    code, out, err = cli(capsys, "ext", "lint", "processes/purchase-order.ts")
+    assert (code, out) == (0, "ok processes/purchase-order.ts (process app:purchase-order)\n")
+    assert err == (
+        "untyped processes/purchase-order.ts: no turbobase-env.d.ts beside it "
+        "(turbobase ext types writes it)\n"
+    )
