@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,10 +47,9 @@ class ProcessShape:
 
     id: str
     input: Any
-    row: Mapping[str, Any] | None = (
-        None  # column → JSON Schema (or None: any JSON); None: no eachRow
-    )
-    row_is_open: bool = field(default=False)  # ``select=*``: any column
+    # Column → JSON Schema (``{}``: not known); None for a process without ``eachRow``.
+    row: Mapping[str, Any] | None = None
+    row_is_open: bool = False  # ``select=*``: any column
 
 
 def _key(name: str) -> str:
