@@ -91,7 +91,7 @@ def _object_ts(schema: dict, depth: int, unknown: str) -> str:
     required = set(schema.get("required") or ())
     members = [
         f"{_key(name)}{'' if name in required else '?'}: {schema_ts(sub, depth + 1, unknown=unknown)}"
-        for name, sub in properties.items()
+        for name, sub in sorted(properties.items())  # PostgreSQL's jsonb keeps no key order
     ]
     # Declared properties only, so a misspelt one is an error; an object that declares none is open.
     return "{ " + "; ".join(members) + " }" if members else f"{{ [key: string]: {unknown} }}"

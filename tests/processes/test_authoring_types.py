@@ -124,7 +124,7 @@ def test_the_route_declares_record_types_and_deployed_processes(owner):
     assert "pg_row_id" not in block(text, "PurchaseOrderParentWrite")
     assert "    readonly pg_row_id?: Json;" in block(text, "PurchaseOrder")
     # Each process: ctx.input from its input schema, ctx.row from its outstanding select.
-    assert '"acme:typed": { input: { vendorId: string; amount: number }; row: undefined };' in text
+    assert '"acme:typed": { input: { amount: number; vendorId: string }; row: undefined };' in text
     assert (
         '"acme:move": { input: { [key: string]: any }; '
         "row: { pg_row_id: any; legacy_id: string; company_name: string } };" in text
@@ -154,7 +154,7 @@ def test_ext_types_writes_the_file_beside_the_processes(
     assert out == "wrote ../processes/turbobase-env.d.ts (record types and deployed processes)\n"
     written = (tmp_path / "processes" / "turbobase-env.d.ts").read_text()
     assert (
-        '"acme:typed": { input: { vendorId: string; amount: number }; row: undefined };' in written
+        '"acme:typed": { input: { amount: number; vendorId: string }; row: undefined };' in written
     )
     assert f"from {live_server.url}" in written.splitlines()[0]
 
