@@ -205,14 +205,10 @@ def test_lint_passes_a_correct_process_and_the_seed_example(project, capsys):
     seed = Path(__file__).parents[1] / "extensions/fixtures/processes/raise-po-and-bill.ts"
     (project / "processes" / "raise-po-and-bill.ts").write_text(seed.read_text())
     names = ["typed", "move", "fresh", "raise-po-and-bill"]
-    paths = [f"processes/{name}.ts" for name in names]
-    code, out, err = cli(capsys, "ext", "lint", "--ci", *paths)
+    code, out, err = cli(capsys, "--json", "ext", "lint", *[f"processes/{n}.ts" for n in names])
     assert (code, err) == (0, "")
-    assert out.splitlines() == [
-        "ok processes/typed.ts (process acme:typed)",
-        "ok processes/move.ts (process acme:move)",
-        "ok processes/fresh.ts (process acme:fresh)",
-        "ok processes/raise-po-and-bill.ts (process acme:raise-po-and-bill)",
+    assert [(r["id"], r["typeErrors"]) for r in json.loads(out)] == [
+        (f"acme:{name}", []) for name in names
     ]
 
 
