@@ -20,6 +20,8 @@ class ExtensionCode(StrEnum):
     EXTENSION_SYNTAX_ERROR = "extension_syntax_error"
     # A file or the whole deploy is over a compile limit (characters, or compile time).
     EXTENSION_TOO_LARGE = "EXTENSION_TOO_LARGE"
+    # A process's build, ctx.input or ctx.row does not fit the declarations (file:line:column).
+    EXTENSION_TYPE_ERROR = "EXTENSION_TYPE_ERROR"
     PROJECT_FILE_INVALID = "PROJECT_FILE_INVALID"  # a project file cannot be read as UTF-8 text
     # The sandbox's own failures (a deploy's rejection carries the one that stopped it).
     SANDBOX_ERROR = "sandbox_error"

@@ -29,7 +29,7 @@ from extensions.errors import (
     ExtensionTooLarge,
 )
 from extensions.idliteral import first_id_literal
-from extensions.kinds import kind_validator, kinds_known
+from extensions.kinds import kind_validator, kinds_known, typecheck_provider
 from extensions.lint import (
     Bundle,
     BundleInvalid,
@@ -48,6 +48,7 @@ from extensions.transpile import (
     CompileLimitExceeded,
     TranspileError,
 )
+from extensions.typecheck import typecheck
 from kernel.deployment import deploy_compile_ms, deploy_cpu_ms, deploy_memory_mb
 
 MAX_ID_CHARS = 200  # ExtensionModule.id
@@ -64,6 +65,14 @@ class ExtensionLoadFailed(ExtensionInvalid):
 
     http_status = 422
     code = ExtensionCode.SANDBOX_ERROR
+
+
+class ExtensionTypeError(ExtensionInvalid):
+    """A process does not fit the declarations: an undeclared, protected or mistyped field in a
+    build, or a ``ctx.input``/``ctx.row`` property that does not exist."""
+
+    http_status = 422
+    code = ExtensionCode.EXTENSION_TYPE_ERROR
 
 
 @dataclass(frozen=True)
@@ -170,6 +179,28 @@ def _id_literal_check(bundle: Bundle, module_id: str) -> None:
     )
 
 
+def _type_check(bundle: Bundle, kind: str, definition: Any) -> None:
+    """Refuse a module with type errors against its kind's declarations (when it has any)."""
+    provider = typecheck_provider(kind)
+    declarations = provider(definition, bundle.sources, bundle.entry) if provider else None
+    if declarations is None:
+        return
+    with _refusals(bundle.entry):
+        problems = typecheck(
+            bundle.sources,
+            declarations=declarations,
+            entry=bundle.entry,
+            budget=deploy_compile_budget(),
+        )
+    if problems:
+        first = problems[0]
+        raise ExtensionTypeError(
+            "; ".join(str(p) for p in problems[:5]),
+            field=f"{first.file}:{first.line}:{first.column}",
+            problems=[p.as_dict() for p in problems],
+        )
+
+
 @dataclass(frozen=True)
 class PreparedExtension:
     """One extension that passed every deploy check and is ready to store."""
@@ -185,6 +216,7 @@ def extension_prepare(*, entry: Any, files: Any) -> PreparedExtension:
     bundle, loaded = extension_evaluate(entry=entry, files=files)
     kind, module_id, definition = _definition_check(loaded)
     _id_literal_check(bundle, module_id)
+    _type_check(bundle, kind, definition)
     return PreparedExtension(bundle=bundle, kind=kind, module_id=module_id, definition=definition)
 
 

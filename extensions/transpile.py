@@ -212,6 +212,12 @@ def import_specifiers(
     return [ImportSpecifier(**item) for item in found]
 
 
+def compiler_eval(code: str, *, budget: CompileBudget, file: str | None, **variables: Any) -> Any:
+    """Evaluate ``code`` (a function of ``dukpy``'s ``variables``) in a compiler child, where
+    ``ts`` is the compiler: for a caller with a compiler program of its own (the type check)."""
+    return _run(code, budget, file, **variables)
+
+
 def typescript_version() -> str:
     return str(_run("ts.version", CompileBudget(), None))
 

@@ -281,6 +281,15 @@ SETTINGS: tuple[SettingSpec, ...] = (
         min=1,
     ),
     SettingSpec(
+        _K.EXTENSIONS_DEPLOY_TYPECHECK,
+        _T.BOOLEAN,
+        1,
+        _G.SWITCHES,
+        "Type-check a process at deploy against the catalog's record types and the deployed "
+        "processes: on refuses a type error with 422 EXTENSION_TYPE_ERROR.",
+        max=1,
+    ),
+    SettingSpec(
         _K.HISTORY_RETAIN_DAYS,
         _T.INTEGER,
         90,

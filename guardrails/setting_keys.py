@@ -46,6 +46,7 @@ class SettingKey(StrEnum):
     REST_MAX_RESPONSE_BYTES = "rest.max_response_bytes"
     BATCH_MAX_READS = "batch.max_reads"
     EXTENSIONS_HOOK_CPU_MS = "extensions.hook_cpu_ms"
+    EXTENSIONS_DEPLOY_TYPECHECK = "extensions.deploy_typecheck"
     HISTORY_RETAIN_DAYS = "history.retain_days"
     HISTORY_RETAIN_RUNS = "history.retain_runs"
     TRAIL_RETAIN_DAYS = "trail.retain_days"

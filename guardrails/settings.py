@@ -29,7 +29,7 @@ from guardrails.registry import (
     SettingType,
     setting_spec,
 )
-from guardrails.setting_keys import SettingKey, setting_aliases_of
+from guardrails.setting_keys import setting_aliases_of
 from kernel.audit import audit_latest, audit_record
 from kernel.deployment import deployment_named
 

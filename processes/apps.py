@@ -20,10 +20,11 @@ def _lower_rooms_connect() -> None:
     """Lower rooms call up only through these registries and signals (imported here: the app
     registry is ready)."""
     from extensions.bundle_parts import bundle_part_register
-    from extensions.kinds import kind_register
+    from extensions.kinds import kind_register, typecheck_register
     from extensions.signals import extension_deployed, extension_removing
     from extensions.store import store_forget_connect
     from processes.api.reads import triggers_provider_register
+    from processes.authoring_types import deploy_declarations
     from processes.contract import process_contract_check
     from processes.engine.wakeups import on_source_verdict
     from processes.events.service import event_starter_register
@@ -43,6 +44,7 @@ def _lower_rooms_connect() -> None:
 
     observe_connect()  # runs started and finished (/metrics), a run's trace
     kind_register("process", process_contract_check)
+    typecheck_register("process", deploy_declarations)  # the deploy's type check
     watcher_provider_register(plan_watcher)
     lineage_runs_describer(lineage_runs_describe)
     extension_deployed.connect(process_sync_from_module, dispatch_uid="processes.sync")

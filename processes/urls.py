@@ -9,6 +9,7 @@ from processes.api.plan import ProcessPlanView
 from processes.api.redrive import RunRedriveView
 from processes.api.run_search import RunSearchView
 from processes.api.tasks import TaskCompleteView, TaskListView, TaskRejectView
+from processes.api.types import ProcessTypesView
 from processes.api.views import (
     ProcessCancelView,
     ProcessInvokeView,
@@ -31,6 +32,7 @@ urlpatterns = [
     path("tasks/<str:task_id>/reject", TaskRejectView.as_view(), name="task-reject"),
     path("processes", ProcessListView.as_view(), name="process-list"),
     path("processes/queue", QueueView.as_view(), name="process-queue"),
+    path("processes/types", ProcessTypesView.as_view(), name="process-types"),
     path("processes/runs", RunSearchView.as_view(), name="process-runs-search"),
     path("processes/runs/bulk", BulkView.as_view(), name="process-runs-bulk"),
     path("processes/runs/bulk/<str:bulk_id>", BulkDetailView.as_view(), name="process-bulk"),

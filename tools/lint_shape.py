@@ -25,10 +25,7 @@ SKIPPED_DIRS = {"migrations", "tests", "__pycache__"}
 # Violations in files other helpers are splitting while this check lands (issue 25): each entry is
 # (path, kind, name) as the report prints them. The integrator empties this list at merge, and a
 # violation that is gone is reported as a stale entry to remove.
-ALLOWED: set[tuple[str, str, str]] = {
-    ("turbobase/cli/ext.py", "module", ""),  # being split (CLI owner)
-    ("turbobase/cli/ext.py", "function", "register"),  # being split (CLI owner)
-}
+ALLOWED: set[tuple[str, str, str]] = set()
 
 
 @dataclass(frozen=True)

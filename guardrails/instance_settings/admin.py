@@ -35,7 +35,7 @@ from guardrails.registry import (
     SettingSpec,
     SettingType,
 )
-from guardrails.setting_keys import SETTING_ALIASES, SettingKey, setting_aliases_of
+from guardrails.setting_keys import SETTING_ALIASES, setting_aliases_of
 from guardrails.settings import setting_clear, setting_get, setting_set, settings_all
 
 UNITS = {SettingType.MILLISECONDS: "ms", SettingType.BYTES: "bytes"}

@@ -91,6 +91,7 @@ RULES = [
     ("post", "v1/history/purge", "/v1/history/purge", {"dryRun": True}, DEPLOY),
     ("get", "v1/processes", "/v1/processes", None, READ),
     ("get", "v1/processes/queue", "/v1/processes/queue", None, READ),
+    ("get", "v1/processes/types", "/v1/processes/types", None, READ),
     ("get", "v1/processes/runs/<str:run_id>", f"/v1/processes/runs/{RUN}", None, READ),
     (
         "post",

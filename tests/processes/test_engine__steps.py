@@ -367,7 +367,7 @@ def test_ctx_query_reads_as_the_invoker_and_refuses_rpc(admin_user, alice, bob):
     created = Record.reads.get(pk=run.ledger.get(step_id="q").pg_row_id)
     assert created.fields == {"custom": ["alice's"]}
     steps = """{ id: 'q', recordType: 'legacy_customer',
-      build: async (ctx) => ({ parent: { r: await ctx.query('rpc/drop_everything') } }) }"""
+      build: async (ctx) => ({ parent: { custom: await ctx.query('rpc/drop_everything') } }) }"""
     run = _run(admin_user, alice, _process(steps, pid="t:r"), pid="t:r")
     assert run.ledger.get(step_id="q").refusal_code == "RPC_NOT_SUPPORTED"
 

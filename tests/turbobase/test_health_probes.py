@@ -51,9 +51,9 @@ def test_a_heartbeat_older_than_60_s_does_not_count_and_a_fresh_one_does():
 
 @pytest.mark.django_db
 def test_ready_is_503_while_a_migration_is_not_applied(monkeypatch):
-    import turbobase.health
-
     from django.db.migrations.loader import MigrationLoader
+
+    import turbobase.health
 
     heartbeat_beat("turbobase")
     monkeypatch.setattr(turbobase.health, "_migrated", False)
