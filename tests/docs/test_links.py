@@ -1,8 +1,5 @@
 """Every relative link in README and docs/ resolves: the file exists, and a ``#anchor`` names a
 heading of that page (GitHub's way of making an anchor from a heading).
-
-Six pages are being written beside this one and arrive at merge; until then a link to them is
-allowed (and only to them): ``PENDING``.
 """
 
 from __future__ import annotations
@@ -12,14 +9,6 @@ from pathlib import Path
 
 from tests.docs.tables import ROOT, pages
 
-PENDING = {
-    "docs/sandbox.md",
-    "docs/types-and-lint.md",
-    "docs/testing-processes.md",
-    "docs/redrive.md",
-    "docs/pacing.md",
-    "docs/fast-path.md",
-}
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```.*?^```$", re.MULTILINE | re.DOTALL)
 
@@ -47,12 +36,8 @@ def broken() -> list[str]:
                 continue
             path, _, fragment = target.partition("#")
             resolved = (page.parent / path).resolve() if path else page
-            name = (
-                str(resolved.relative_to(ROOT)) if resolved.is_relative_to(ROOT) else str(resolved)
-            )
             if not resolved.exists():
-                if name not in PENDING:
-                    found.append(f"{page.relative_to(ROOT)}: {target} (no such file)")
+                found.append(f"{page.relative_to(ROOT)}: {target} (no such file)")
                 continue
             if fragment and resolved.suffix == ".md" and fragment not in anchors(resolved):
                 found.append(f"{page.relative_to(ROOT)}: {target} (no such heading)")
@@ -67,8 +52,6 @@ def test_the_readme_links_every_page_in_docs():
     readme = (ROOT / "README.md").read_text()
     for page in sorted((ROOT / "docs").glob("*.md")):
         assert f"(docs/{page.name})" in readme, f"README does not link docs/{page.name}"
-    for pending in PENDING:
-        assert f"({pending})" in readme
 
 
 def test_anchors_are_made_as_github_makes_them():
