@@ -62,11 +62,11 @@ def _lint_one(path: str, *, quiet: bool) -> dict[str, Any]:
         print(f"error {_offline_failure(path, exc)}", file=sys.stderr)
         return {"file": path, "error": str(exc)}
     warnings = [*report.warnings, *missing_test_warning(path, report.kind)]
-    for warning in warnings:
-        print(f"warning {path}: {warning.rule}: {warning.message}")
     for problem in problems or []:
         print(f"error {problem}", file=sys.stderr)
-    if not quiet:
+    if not quiet:  # --json: the warnings are in the answer, and stdout is the JSON alone
+        for warning in warnings:
+            print(f"warning {path}: {warning.rule}: {warning.message}")
         if problems is None and DECLARATIONS_NAME in files[entry]:  # it expects them
             print(
                 f"untyped {path}: no {DECLARATIONS_NAME} beside it (turbobase ext types writes it)",
