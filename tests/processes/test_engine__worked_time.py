@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 from django.db.models import F
+from django.urls import reverse
 from django.utils import timezone
 
 from guardrails.settings import setting_set
@@ -62,3 +63,12 @@ def test_a_run_whose_working_time_is_spent_stops_at_its_next_delivery(admin_user
     assert run.reason == "stopped at the per-run runtime ceiling processes.max_run_ms (2000 ms)"
     assert ledger(run) == []
     assert run.worked_ms > 2000  # the stopping delivery's own time is added too
+
+
+def test_the_admin_run_page_shows_the_working_time(admin_user, alice, client):
+    run = _asleep(admin_user, alice)
+    ProcessRun.objects.filter(pk=run.pk).update(worked_ms=1234)
+    client.force_login(admin_user)
+    page = client.get(reverse("admin:processes_processrun_change", args=[run.pk]))
+    assert page.status_code == 200
+    assert "Worked ms" in page.content.decode() and "1234" in page.content.decode()
