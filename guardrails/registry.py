@@ -173,7 +173,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         _T.MILLISECONDS,
         0,
         _G.RUN_CEILINGS,
-        "Wall clock one run may take; 0 derives it from the slice budget.",
+        "Working time one run may take, waits not counted; 0 derives it from the slice budget.",
     ),
     SettingSpec(
         _K.PROCESSES_MAX_WRITES_PER_RUN,

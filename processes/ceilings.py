@@ -1,4 +1,9 @@
-"""Per-run ceilings: maximum runtime and maximum writes, with defaults sized off the slice budget."""
+"""Per-run ceilings: maximum runtime and maximum writes, with defaults sized off the slice budget.
+
+The runtime is the run's working time — what its deliveries spent working it, summed across every
+delivery, slice, resume and redrive (``ProcessRun.worked_ms``) — not the wall clock since it
+started: a run parked on a sleep, a wait or a backoff uses none of it, so a 30-day sleep is not
+stopped by a ceiling of a week's work."""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ from guardrails.settings import setting_get
 
 @dataclass(frozen=True)
 class Ceilings:
-    max_run_ms: int
+    max_run_ms: int  # working time (``ChainRunner.worked_ms``), not wall clock
     max_writes: int
     slice_max_rows: int
     slice_max_ms: int
@@ -44,7 +49,7 @@ class Ceilings:
 
 def ceilings_for(step_count: int) -> Ceilings:
     """The ceilings in force. Unset (0) ones are the most work the slice caps already allow one
-    run to do — slice cap × slice wall clock, and slice cap × rows per slice × steps per row — so
+    run to do — slice cap × slice working time, and slice cap × rows per slice × steps per row — so
     nothing that was going to finish is stopped by them, and a stuck run is still bounded."""
     slice_cap = setting_get(SettingKey.PROCESSES_SLICE_CAP)
     rows = setting_get(SettingKey.PROCESSES_SLICE_MAX_ROWS)

@@ -115,6 +115,9 @@ class ProcessRun(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     slices = models.PositiveIntegerField(default=0)
     writes = models.PositiveIntegerField(default=0)
+    # The milliseconds deliveries have spent working the run, each added as it lets go of the run
+    # (``engine.ending``): the runtime ceiling counts this, not the time parked on a wait.
+    worked_ms = models.BigIntegerField(default=0)
     # Bumped on every new delivery (invoke, wake-up, resume, rollback); a delivery carrying an
     # older number is stale and does nothing (runner.run_claim). Re-sending a lost one keeps it.
     delivery = models.PositiveIntegerField(default=0)

@@ -183,8 +183,9 @@ def _failed_set_aside(run: ProcessRun, number: int) -> ProcessRunStep | None:
 
 
 def _requeue(run: ProcessRun, *, chosen: int, number: int) -> None:
-    """Queued again, as a fresh delivery. ``started_at`` is kept: as for a resume (seed: "the
-    clock stays the run's"), a redrive cannot buy a run more than the maximum runtime."""
+    """Queued again, as a fresh delivery. ``started_at`` and ``worked_ms`` are kept: as for a
+    resume (seed: "the clock stays the run's"), a redrive cannot buy a run more working time than
+    the maximum runtime."""
     ProcessRun.objects.filter(pk=run.pk, state__in=states_from(RunMove.REDRIVE)).update(
         state=MOVES[RunMove.REDRIVE].target,
         pending_reason=PendingReason.QUEUED,

@@ -154,6 +154,7 @@ class ProcessRunAdmin(admin.ModelAdmin):
         "finished_at",
         "slices",
         "writes",
+        "worked_ms",  # the working time the runtime ceiling counts (processes.max_run_ms)
         "redrives",
         "trace_id",  # its OpenTelemetry trace (blank while tracing is off)
     )

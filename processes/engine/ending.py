@@ -27,21 +27,32 @@ from processes.status import RunMove, states_from, transition_check
 
 
 def _apply(run: ProcessRun, lease: Lease | None, changes: dict[str, Any]) -> None:
-    """Write ``changes`` to the run row (only them) if we may, then mirror them on ``run``."""
+    """Write ``changes`` to the run row (only them) if we may, then mirror them on ``run``. A
+    delivery letting go of the run adds its working time in the same statement."""
     # Steering and wake-ups (no lease): the state the caller decided on must still be the state.
     rows = (
         lease.owned()
         if lease is not None
         else ProcessRun.objects.filter(pk=run.pk, state=run.state)
     )
+    worked = 0
     if lease is not None and changes.get("lease_owner") == "":
         lease.let_go()
-    if not rows.update(**changes):
+        worked = lease.worked_take()
+    if not rows.update(**changes, **worked_added(worked)):
         if lease is not None:
             raise LeaseLost(f"run {run.pk}: lease taken over before it could be left")
         raise IllegalTransition(f"run {run.pk} is no longer {run.state}")
     for name, value in changes.items():
         setattr(run, name, value)
+    run.worked_ms += worked
+
+
+def worked_added(worked_ms: int) -> dict[str, Any]:
+    """The column change adding a delivery's working time to the run's (``F()``: a concurrent
+    change to the row is kept). Only time a delivery held the run counts: one that lost it adds
+    nothing, the delivery that took it over counts its own."""
+    return {"worked_ms": F("worked_ms") + worked_ms} if worked_ms else {}
 
 
 def run_end(

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -55,6 +56,10 @@ class Lease:
         self._heartbeat: threading.Thread | None = None
         # The run's cancel_requested as the last step's transaction read it (or the claim did).
         self.cancel_seen = False
+        # When this delivery took the run: its working time, added to the run's as it lets go.
+        # Monotonic, so a wall-clock jump (or the local run's virtual clock) is not work.
+        self.taken_at = time.monotonic()
+        self._worked_taken = False
 
     def hold(self, **columns: Any) -> None:
         """Inside a write's transaction: prove we still hold the run and extend the lease (and set
@@ -81,6 +86,18 @@ class Lease:
         if answer is None:
             raise LeaseLost(f"run {self.run_id}: this delivery's lease was taken over")
         self.cancel_seen = bool(answer)
+
+    def worked_ms(self) -> int:
+        """The milliseconds this delivery has held the run so far."""
+        return int((time.monotonic() - self.taken_at) * 1000)
+
+    def worked_take(self) -> int:
+        """This delivery's working time, to add to the run's as it lets go: answered once, 0 after,
+        so a delivery that lets go one way and then frees the lease another adds it once."""
+        if self._worked_taken:
+            return 0
+        self._worked_taken = True
+        return self.worked_ms()
 
     def let_go(self) -> None:
         """The delivery gave the run back (ended, parked): the heartbeat stops renewing."""

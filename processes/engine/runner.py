@@ -23,7 +23,7 @@ from guardrails.settings import setting_get
 from processes.ceilings import ceilings_for
 from processes.contract import OnRefused
 from processes.engine.claim import run_claim
-from processes.engine.ending import run_end
+from processes.engine.ending import run_end, worked_added
 from processes.engine.grouping import LookAhead, RideGroup, RidesUndone, Sent, step_key
 from processes.engine.lease import Lease, LeaseLost
 from processes.engine.ledger import (
@@ -99,7 +99,12 @@ def run_deliver(
         # Ending, parking or handing the run back released the lease (mirrored on ``run``):
         # only a delivery that left it otherwise (lost it, an engine fault) frees it here.
         if run.lease_owner:
-            lease.owned().update(lease_owner="", lease_until=None, writes=run.writes)
+            lease.owned().update(
+                lease_owner="",
+                lease_until=None,
+                writes=run.writes,
+                **worked_added(lease.worked_take()),
+            )
     return run
 
 
@@ -155,6 +160,8 @@ class ChainRunner(Parking):
         )
         self._switch_on = True
         self._switch_read_at = float("-inf") if switch_read_at is None else switch_read_at
+        # This delivery's start, for the runtime ceiling (a walk without a lease: from here).
+        self._taken_at = lease.taken_at if lease is not None else time.monotonic()
 
     def run_set(self, **columns: Any) -> None:
         """Set run columns — only while this delivery holds the run, when it is a delivery."""
@@ -242,16 +249,17 @@ class ChainRunner(Parking):
                 RunState.COMMITTED,
                 f"stopped at the per-run write ceiling {self.ceilings.writes_named()}",
             )
-        started_at = (
-            self.run.started_at or timezone.now()
-        )  # set by the claim; unset, nothing elapsed
-        elapsed_ms = (timezone.now() - started_at).total_seconds() * 1000
-        if elapsed_ms >= self.ceilings.max_run_ms:
+        if self.worked_ms() >= self.ceilings.max_run_ms:
             return Stop(
                 RunState.COMMITTED,
                 f"stopped at the per-run runtime ceiling {self.ceilings.runtime_named()}",
             )
         return None
+
+    def worked_ms(self) -> int:
+        """The run's working time: what earlier deliveries added as they let go, and this one's
+        so far. Time parked on a wait, a backoff or the queue is no delivery's, so not counted."""
+        return self.run.worked_ms + int((time.monotonic() - self._taken_at) * 1000)
 
     def _cancel_requested(self) -> bool:
         if self.lease is not None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from guardrails.settings import setting_set
 from kernel.audit import AuditEvent
 from processes.models import ProcessRun
 from records.boundary import record_create, record_update
@@ -146,6 +147,18 @@ def test_a_redrive_keeps_the_runs_clock(alice_api, failed, refusing):
     drain_runs()
     run = ProcessRun.objects.get(pk=failed.pk)
     assert (run.state, run.started_at) == ("committed", first_start)
+    assert run.worked_ms > failed.worked_ms > 0  # the working time the ceiling counts, kept
+
+
+def test_a_redriven_run_past_its_working_time_stops_at_the_ceiling(alice_api, failed, refusing):
+    setting_set("processes.max_run_ms", 2000)
+    ProcessRun.objects.filter(pk=failed.pk).update(worked_ms=2000)
+    refusing()
+    assert alice_api.post(f"/v1/processes/runs/{failed.run_id}/redrive").status_code == 202
+    drain_runs()
+    run = ProcessRun.objects.get(pk=failed.pk)
+    assert (run.state, run.outstanding) == ("committed", 2)  # steps two and three
+    assert run.reason == "stopped at the per-run runtime ceiling processes.max_run_ms (2000 ms)"
 
 
 def test_a_run_that_fails_again_can_be_redriven_again(alice, alice_api, failed, refusing):

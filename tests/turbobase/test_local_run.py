@@ -16,8 +16,6 @@ from tests.processes.sleep_support import sleeper
 from turbobase.testing import run_process
 
 DEMO = Path(__file__).resolve().parents[2] / "demo" / "processes"
-# A derived runtime ceiling past 30 days (processes.slice_cap × 10 min): see the ceiling test.
-ROOM_FOR_30_DAYS = {"settings": {"processes.slice_cap": 5000}}
 
 WAIT_FOR_PAYMENT = """import { defineProcess } from '@turbobase/extensions';
 export default defineProcess({
@@ -70,8 +68,10 @@ def steps(result) -> list[tuple[str, str, str]]:
 
 
 def test_a_thirty_day_sleep_passes_in_under_a_second_of_wall_time(db, tmp_path):
+    """Under stock settings: the runtime ceiling (about 6.9 days, derived) counts working time,
+    and a sleep is none — before, the 30 days asleep stopped the run at its wake-up."""
     path = process_file(tmp_path, sleeper("t:nap", sleep="'30d'"))
-    result = run_process(path, input={"memo": "m"}, fixtures=ROOM_FOR_30_DAYS)
+    result = run_process(path, input={"memo": "m"})
     assert result.state == "committed" and result.committed
     assert steps(result) == [("nap", "sleep", "confirmed"), ("after", "create", "confirmed")]
     assert result.wall_seconds < 1.0
@@ -81,14 +81,15 @@ def test_a_thirty_day_sleep_passes_in_under_a_second_of_wall_time(db, tmp_path):
     assert result.records[0]["parent"]["memo"] == f"m woke {woke}"
 
 
-def test_a_run_past_its_runtime_ceiling_stops_there_as_on_an_instance(db, tmp_path):
-    """The derived ceiling (1000 slices × 10 min, about 6.9 days) counts the sleep: the local run
-    shows the author what an instance would do with a 30-day sleep under stock settings."""
-    path = process_file(tmp_path, sleeper("t:nap", sleep="'30d'"))
-    result = run_process(path, input={"memo": "m"})
-    assert (result.state, result.outstanding, result.ledger) == ("committed", 2, [])
-    assert "runtime ceiling" in result.reason
-    assert result.virtual_seconds == timedelta(days=30).total_seconds()
+def test_a_sleep_past_a_set_runtime_ceiling_uses_none_of_it(db, tmp_path):
+    """An hour asleep under a 2-second ceiling: only the deliveries' work counts against it."""
+    path = process_file(tmp_path, sleeper("t:nap", sleep="'1h'"))
+    fixtures = {"settings": {"processes.max_run_ms": 2000}}
+    result = run_process(path, input={"memo": "m"}, fixtures=fixtures)
+    assert (result.state, result.outstanding, result.reason) == ("committed", 0, None)
+    assert steps(result) == [("nap", "sleep", "confirmed"), ("after", "create", "confirmed")]
+    assert result.virtual_seconds == timedelta(hours=1).total_seconds()
+    assert 0 < ProcessRun.objects.get(pk=result.run_id).worked_ms < 2000
 
 
 def test_a_wait_for_ends_with_the_event_from_the_file_at_its_virtual_time(db, tmp_path):
@@ -105,7 +106,7 @@ def test_a_wait_for_ends_with_the_event_from_the_file_at_its_virtual_time(db, tm
 
 def test_a_wait_for_with_no_event_times_out_at_once(db, tmp_path):
     path = process_file(tmp_path, WAIT_FOR_PAYMENT)
-    result = run_process(path, input={"customer": "c-1"}, fixtures=ROOM_FOR_30_DAYS)
+    result = run_process(path, input={"customer": "c-1"})
     assert result.committed
     assert result.records[0]["parent"] == {"memo": "did not pay"}
     assert result.virtual_seconds == timedelta(days=14).total_seconds()
@@ -236,7 +237,6 @@ def test_a_held_delete_is_reported(db, tmp_path):
 
 def test_the_demo_trial_with_its_task_answered_from_the_fixtures(db):
     fixtures = {
-        "settings": {"processes.max_run_ms": 20 * 86_400_000},
         "users": {"demo": {}},
         "tasks": {"check-in": {"output": {"called": True}}},
     }
@@ -254,8 +254,7 @@ def test_the_demo_trial_with_its_task_answered_from_the_fixtures(db):
 
 
 def test_a_task_nobody_answers_expires_at_its_timeout(db):
-    # The demo's trial is a minute, its check-in's timeout 7d: past the stock 6.9-day ceiling.
-    fixtures = {**ROOM_FOR_30_DAYS, "users": {"demo": {}}}
+    fixtures = {"users": {"demo": {}}}
     result = run_process(DEMO / "trial-to-paid.ts", input={"customer": "c-1"}, fixtures=fixtures)
     assert result.state == "failed"
     assert (result.ledger[3].step, result.ledger[3].code) == ("check-in", "TASK_EXPIRED")

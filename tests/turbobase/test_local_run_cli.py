@@ -149,7 +149,6 @@ def test_the_console_script_runs_on_a_fresh_in_memory_database(tmp_path):
     fixtures = write_json(
         tmp_path / "f.json",
         {
-            "settings": {"processes.slice_cap": 5000},
             "users": {"demo": {}},
             "tasks": {"check-in": {"output": {"called": True}}},
         },
