@@ -160,6 +160,9 @@ def test_readme_cli_examples_run_as_written(live: Instance, tmp_path):
         "wrote processes/purchase-order-then-vendor-bill.ts (app:purchase-order-then-vendor-bill) "
         "and processes/purchase-order-then-vendor-bill.test.json\n"
     )
+    assert ok(run(env, tmp_path, shlex.split(readme_line("turbobase ext types")))) == (
+        "wrote processes/turbobase-env.d.ts (record types and deployed processes)\n"
+    )
     ok(
         run(
             env,
