@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.template.response import TemplateResponse
 
 from kernel.errors import TurbobaseError
 from kernel.users import acting_user
@@ -42,9 +43,10 @@ class BulkActionAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: BulkAction | None = None) -> bool:
         return False
 
-    def _decide(self, request: HttpRequest, chosen: QuerySet[BulkAction], approve: bool) -> None:
+    def _decide(
+        self, request: HttpRequest, chosen: QuerySet[BulkAction], approve: bool, reason: str = ""
+    ) -> None:
         user = acting_user(request)
-        reason = f"rejected in the admin by {user.get_username()}"
         decided = 0
         for bulk in chosen.filter(status=BulkState.AWAITING_APPROVAL):
             try:
@@ -59,6 +61,19 @@ class BulkActionAdmin(admin.ModelAdmin):
     def approve(self, request: HttpRequest, chosen: QuerySet[BulkAction]) -> None:
         self._decide(request, chosen, approve=True)
 
-    @admin.action(description="Reject the selected bulk actions (another administrator's)")
-    def reject(self, request: HttpRequest, chosen: QuerySet[BulkAction]) -> None:
-        self._decide(request, chosen, approve=False)
+    @admin.action(description="Reject the selected bulk actions (another administrator's)…")
+    def reject(self, request: HttpRequest, chosen: QuerySet[BulkAction]) -> TemplateResponse | None:
+        """Asks why first (a page with the reason), then rejects with it, as the API's /reject."""
+        reason = request.POST.get("reason", "").strip()
+        if "apply" in request.POST and reason:
+            self._decide(request, chosen, approve=False, reason=reason)
+            return None
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "chosen": list(chosen),
+            "reason": reason,
+            "error": "Say why it is rejected." if "apply" in request.POST else "",
+            "title": "Reject bulk actions",
+        }
+        return TemplateResponse(request, "admin/processes/bulkaction/reject_reason.html", context)

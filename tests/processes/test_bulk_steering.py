@@ -253,3 +253,32 @@ def test_the_admin_screen_approves_another_administrators_action(
     assert BulkAction.objects.get(pk=preview["bulkId"]).status == "running"
     bulk_perform(preview["bulkId"])
     assert _states(runs) == ["cancelled"]
+
+
+def test_the_admin_screen_rejects_with_the_reason_the_administrator_gives(
+    orders, alice, admin_api, other_admin
+):
+    setting_set("steer.approval_over", 0)
+    runs = _queued(alice, 1)
+    body, preview = _preview(admin_api)
+    _submit(admin_api, body, preview["bulkId"])
+    screen = "/admin/processes/bulkaction/"
+    checker = Client()
+    checker.force_login(other_admin)
+    chosen = {"action": "reject", "_selected_action": [preview["bulkId"]]}
+    asked = checker.post(screen, chosen)
+    assert (asked.status_code, "Why is it rejected?" in asked.content.decode()) == (200, True)
+    unsaid = checker.post(screen, {**chosen, "apply": "Reject", "reason": "  "})
+    assert "Say why it is rejected." in unsaid.content.decode()
+    assert BulkAction.objects.get(pk=preview["bulkId"]).status == "awaiting_approval"
+    checker.post(screen, {**chosen, "apply": "Reject", "reason": "wrong customer"})
+    bulk = BulkAction.objects.get(pk=preview["bulkId"])
+    assert (bulk.status, bulk.reason, bulk.approved_by) == (
+        "rejected",
+        "wrong customer",
+        other_admin,
+    )
+    bulk_perform(preview["bulkId"])
+    assert _states(runs) == ["queued"]
+    event = AuditEvent.objects.get(action="runs.bulk_rejected")
+    assert (event.actor, event.reason) == (other_admin, "wrong customer")
