@@ -15,9 +15,7 @@ from sources.overview import sources_overview
 
 
 class SourcesForbidden(Forbidden):
-    """Only an administrator reads the connected sources' pacing and backlog."""
-
-    error = "forbidden"
+    """Only an administrator reads the connected sources' pacing and backlog (``forbidden``)."""
 
 
 class SourceOut(serializers.Serializer):
