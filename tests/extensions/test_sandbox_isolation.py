@@ -43,7 +43,7 @@ export default defineProcess({
     { id: 'second', recordType: 'legacy_customer', build: (ctx) => ({ parent: {
       n: counter,
       status: typeof stash,
-      tag: String(({}).stash ?? 'none'),
+      tag: String(({} as any).stash ?? 'none'),
       custom: { earlier: Object.keys(ctx.steps) },
     } }) },
   ],

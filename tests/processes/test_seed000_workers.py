@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 import pytest
+from django.test import override_settings
 from rest_framework.test import APIClient
 
 from guardrails.rules import rule_set
@@ -101,10 +102,15 @@ def test_a_delete_the_source_refuses_fails_its_step_and_the_failure_names_the_en
 ):
     # Invoice deletes are sent (not held); sales-order deletes keep the stock hold.
     rule_set(record_type="invoice", action="delete", decision="allow_with_audit")
-    deploy(_cleanup("t:cleanup-continue", "continue", held_step=True), by=admin_user)
-    deploy(
-        _cleanup("t:cleanup-stop", "stop", held_step=False), by=admin_user, name="processes/b.ts"
-    )
+    # The stamp writes an undeclared field on purpose (FIELD_UNDECLARED when the run writes it),
+    # which the deploy's type check would refuse first: off for these two deploys.
+    with override_settings(EXTENSIONS_DEPLOY_TYPECHECK=0):
+        deploy(_cleanup("t:cleanup-continue", "continue", held_step=True), by=admin_user)
+        deploy(
+            _cleanup("t:cleanup-stop", "stop", held_step=False),
+            by=admin_user,
+            name="processes/b.ts",
+        )
     with QCluster(workers=2, log_path=tmp_path / "q.log"):
         made = {
             "invoice": alice_api.post(
@@ -204,7 +210,10 @@ def test_the_next_slice_runs_the_version_deployed_meanwhile(admin_user, alice_ap
             timeout=120,
             message="a second slice",
         )
-        deploy(VERSIONED % ("v2", "'legacy_customer?select=id&id=eq.none'"), by=admin_user)
+        deploy(
+            VERSIONED % ("v2", "'legacy_customer?select=id,company_name&id=eq.none'"),
+            by=admin_user,
+        )
         wait_until(lambda: _ended(run_id), timeout=180, message="version 2 ended the run")
     body = _run_read(alice_api, run_id)["run"]
     versions = [entry["moduleVersion"] for entry in body["sliceLog"]]
