@@ -62,7 +62,8 @@ def test_a_run_whose_working_time_is_spent_stops_at_its_next_delivery(admin_user
     assert (run.state, run.outstanding) == ("committed", 2)
     assert run.reason == "stopped at the per-run runtime ceiling processes.max_run_ms (2000 ms)"
     assert ledger(run) == []
-    assert run.worked_ms > 2000  # the stopping delivery's own time is added too
+    # The stopping delivery's own time is added too (whole milliseconds: often 0 for so short a one).
+    assert run.worked_ms >= 2000
 
 
 def test_the_admin_run_page_shows_the_working_time(admin_user, alice, client):
