@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -12,11 +11,7 @@ import pytest
 from tests.turbobase.live import (
     MANAGE,
     Instance,
-    kill_tree,
-    postgres_drop,
-    postgres_url,
-    suite_is_postgres,
-    unique_name,
+    instance_running,
 )
 
 
@@ -27,21 +22,8 @@ def live(tmp_path_factory) -> Iterator[Instance]:
     The PostgreSQL database does not exist beforehand: ``tb_prepare`` (what ``make run`` runs)
     creates it.
     """
-    tmp = tmp_path_factory.mktemp("live")
-    url = (
-        postgres_url(unique_name("tb_live"))
-        if suite_is_postgres()
-        else f"sqlite:///{tmp}/live.sqlite3"
-    )
-    instance = Instance(database_url=url)
-    try:
-        yield instance.start(tmp)
-    finally:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            instance.stop()
-        kill_tree(instance)
-        if suite_is_postgres():
-            postgres_drop(url)
+    with instance_running(tmp_path_factory.mktemp("live"), "tb_live") as instance:
+        yield instance
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse, urlunparse
@@ -184,3 +185,20 @@ def kill_tree(instance: Instance) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     instance.process.wait()
+
+
+@contextlib.contextmanager
+def instance_running(tmp: Path, name: str) -> Iterator[Instance]:
+    """``tb_run`` on a database of its own, named ``name`` (PostgreSQL when the suite runs on it,
+    which ``tb_prepare`` creates; else SQLite in ``tmp``), stopped and its database dropped after."""
+    postgres = suite_is_postgres()
+    url = postgres_url(unique_name(name)) if postgres else f"sqlite:///{tmp}/{name}.sqlite3"
+    instance = Instance(database_url=url)
+    try:
+        yield instance.start(tmp)
+    finally:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            instance.stop()
+        kill_tree(instance)
+        if postgres:
+            postgres_drop(url)
