@@ -50,6 +50,13 @@ class PaceTicket:
     start_at: datetime | None = None  # granted: send at (or after) this instant
     wait_until: datetime | None = None  # refused for now: nothing was taken
     paced: bool = False  # the wait is the source's own slow-down (not our rate or in-flight cap)
+    granted: int = 0  # how many writes may go, one after another, from ``start_at`` …
+    interval_s: float = 0.0  # … each this long after the one before (the rate's spacing)
+
+    def slot(self, index: int) -> datetime:
+        """When the ``index``-th write of the granted run may start."""
+        start = self.start_at or timezone.now()
+        return start + timedelta(seconds=index * self.interval_s)
 
 
 def _limit(source: str, what: str) -> int | None:
@@ -70,11 +77,15 @@ def _locked(source: str) -> SourcePace:
     return SourcePace.objects.get(source=source)
 
 
-def pace_take(*, source: str, holder: str, lease_seconds: float, horizon_s: float) -> PaceTicket:
-    """Take a rate slot and a place in flight for one write to ``source``, or say when to ask again.
+def pace_take(
+    *, source: str, holder: str, lease_seconds: float, horizon_s: float, want: int = 1
+) -> PaceTicket:
+    """Take rate slots for up to ``want`` writes to ``source``, sent one after another, and one
+    place in flight for them (the holder sends one at a time), or say when to ask again.
 
     A slot further off than ``horizon_s`` is not reserved: the caller lets its worker go and
-    comes back then, rather than holding a slot it cannot yet use.
+    comes back then, rather than holding a slot it cannot yet use. Of a run, only the slots
+    that start within ``horizon_s`` are granted (at least one).
     """
     limits = pace_limits(source)
     with transaction.atomic():
@@ -86,18 +97,21 @@ def pace_take(*, source: str, holder: str, lease_seconds: float, horizon_s: floa
         live.filter(lease_until__lt=now).delete()  # a worker died mid-send: its place is free again
         if limits.max_in_flight is not None and live.count() >= limits.max_in_flight:
             return PaceTicket(wait_until=now + timedelta(seconds=BUSY_RECHECK_S))
-        start = now
+        start, granted, interval = now, max(want, 1), 0.0
         if limits.max_per_second is not None:
             start = max(now, pace.next_slot_at or now)
-            if (start - now).total_seconds() > horizon_s:
+            ahead = (start - now).total_seconds()
+            if ahead > horizon_s:
                 return PaceTicket(wait_until=start)
-            pace.next_slot_at = start + timedelta(seconds=1 / limits.max_per_second)
+            interval = 1 / limits.max_per_second
+            granted = max(1, min(granted, 1 + int((horizon_s - ahead) / interval)))
+            pace.next_slot_at = start + timedelta(seconds=granted * interval)
             pace.save(update_fields=["next_slot_at", "updated_at"])
         SourceInFlight.objects.update_or_create(
             holder=holder,
             defaults={"source": source, "lease_until": now + timedelta(seconds=lease_seconds)},
         )
-        return PaceTicket(start_at=start)
+        return PaceTicket(start_at=start, granted=granted, interval_s=interval)
 
 
 def pace_release(*, holder: str) -> None:

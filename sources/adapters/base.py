@@ -8,6 +8,11 @@ each take one ``OutboundWrite`` and return one ``Outcome``. Four answers exist:
 - ``transient(message)`` — no answer worth keeping (timeout, 5xx, connection refused); retried;
 - ``settle_conflict(external_id, message)`` — the source applied it, but linking its id back failed.
 
+The outbound worker hands an adapter a run of writes of one type at a time (``send_batch``). The
+base class sends them one by one through ``send`` and hands each answer back at once, so an
+adapter that only has the three per-write methods works unchanged; an adapter that can do better
+(a batch endpoint, or the sandbox's one transaction) overrides ``send_batch``.
+
 Adapters translate vendor exceptions at their edge into ``SourceUnavailable`` / ``SourceRefused``
 (``raise … from exc``); ``send`` turns those into outcomes so the worker only ever sees an outcome.
 """
@@ -15,6 +20,7 @@ Adapters translate vendor exceptions at their edge into ``SourceUnavailable`` / 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,6 +91,12 @@ class OutboundWrite:
         return f"turbobase-write-{self.write_state_id}"
 
 
+# Called before the ``index``-th write of a run is sent (the pacing's rate slot).
+BeforeEach = Callable[[int], None]
+# Takes the answers to the next writes of the run, in order (the worker folds them).
+Answered = Callable[[list[Outcome]], None]
+
+
 class SourceAdapter:
     """Base class of connectors. Subclasses provide ``create``, ``update`` and ``delete``."""
 
@@ -127,3 +139,22 @@ class SourceAdapter:
         except Exception as exc:  # an adapter bug must not wedge the lane: retry, and say why
             logger.exception("adapter %s failed on write #%s", self.name, write.write_state_id)
             return transient(f"{type(exc).__name__}: {exc}")
+
+    def send_batch(
+        self, writes: Sequence[OutboundWrite], *, before_each: BeforeEach, answered: Answered
+    ) -> int:
+        """Send a run of writes of one record type in order, one at a time, calling
+        ``before_each(i)`` right before the ``i``-th and handing the answers to ``answered`` in
+        order. Stops after the first transient answer (later writes wait behind it). Returns how
+        many writes were answered.
+
+        Here each answer is handed back as soon as it is in, so a worker killed mid-run sends
+        again only the write it had in hand (with the same idempotency key).
+        """
+        for index, write in enumerate(writes):
+            before_each(index)
+            outcome = self.send(write)
+            answered([outcome])
+            if not outcome.is_final:
+                return index + 1
+        return len(writes)

@@ -9,14 +9,22 @@ with the document the first send made) — and misbehaves on request, per record
 
 Every send is logged in ``SandboxSend`` with the number of writes of its type in flight, so the
 ordering guarantee can be asserted from outside the worker processes.
+
+A run of writes (``send_batch``) is answered in one transaction, as the one system it is: its
+documents, its send log and the worker's verdicts (``answered``, called inside it) commit
+together or not at all, so a worker killed mid-run leaves nothing of the run behind and the next
+one sends it whole — never a write twice. The gauge of writes in flight is raised in a
+transaction of its own first, so a second sender of the type would see it.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -24,6 +32,8 @@ from records.codes import RefusalCode
 from records.models import HIDDEN_STATES, Record, WriteOperation
 from records.outcomes import VerdictKind
 from sources.adapters.base import (
+    Answered,
+    BeforeEach,
     OutboundWrite,
     Outcome,
     SourceAdapter,
@@ -47,17 +57,104 @@ FIRST_NUMBER = 1041
 
 def sandbox_mint(prefix: str) -> str:
     """The next id for ``prefix``; the counter is a row, so numbers survive restarts and never repeat."""
-    with transaction.atomic():
+    # One UPDATE … RETURNING (PostgreSQL, SQLite ≥ 3.35): the counter's row lock is the mint.
+    sql = (
+        f"UPDATE {SandboxCounter._meta.db_table} SET next_number = next_number + 1"
+        " WHERE prefix = %s RETURNING next_number"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [prefix])
+        row = cursor.fetchone()
+    if row is None:  # the prefix's first document: make its counter, then take from it
         SandboxCounter.objects.get_or_create(prefix=prefix, defaults={"next_number": FIRST_NUMBER})
-        SandboxCounter.objects.filter(prefix=prefix).update(next_number=F("next_number") + 1)
-        number = SandboxCounter.objects.get(prefix=prefix).next_number - 1
-    return f"{prefix}-{number}"
+        return sandbox_mint(prefix)
+    return f"{prefix}-{row[0] - 1}"
+
+
+@dataclass
+class _Run:
+    """What one ``send_batch`` holds while it answers: the documents its creates already made
+    (by idempotency key), the documents it makes (written together), the scripts it read."""
+
+    earlier: dict[str, str]
+    made: list[SandboxDocument] = field(default_factory=list)
+    scripts: dict[str, SandboxScript | None] = field(default_factory=dict)
+
+    def flush(self) -> None:
+        SandboxDocument.objects.bulk_create(self.made)
+        self.made.clear()
 
 
 class SandboxAdapter(SourceAdapter):
     """The built-in simulated source. Config: none needed (``{"adapter": "sandbox"}``)."""
 
     name = "sandbox"
+    _run: _Run | None = None  # set while ``send_batch`` answers a run
+
+    def send_batch(
+        self, writes: Sequence[OutboundWrite], *, before_each: BeforeEach, answered: Answered
+    ) -> int:
+        """Answer a run of writes of one type in one transaction, with ``answered`` inside it."""
+        if not writes:
+            return 0
+        name = writes[0].record_type.name
+        in_flight = self._in_flight_add(name, 1)
+        try:
+            with transaction.atomic():
+                outcomes = self._answer_run(writes, in_flight, before_each)
+                self._in_flight_add(name, -1)
+                answered(outcomes)
+        except Exception:
+            self._in_flight_add(name, -1)  # the run was rolled back: it is not in flight either
+            raise
+        return len(outcomes)
+
+    def _answer_run(
+        self, writes: Sequence[OutboundWrite], in_flight: int, before_each: BeforeEach
+    ) -> list[Outcome]:
+        keys = [w.idempotency_key for w in writes if w.operation == WriteOperation.CREATE]
+        earlier = SandboxDocument.objects.filter(idempotency_key__in=keys)
+        self._run = _Run(earlier=dict(earlier.values_list("idempotency_key", "external_id")))
+        outcomes: list[Outcome] = []
+        logs: list[SandboxSend] = []
+        try:
+            for index, write in enumerate(writes):
+                before_each(index)
+                started_at = timezone.now()
+                outcome = super().send(write)
+                logs.append(self._log(write, in_flight, outcome, started_at))
+                outcomes.append(outcome)
+                if not outcome.is_final:
+                    break
+            self._run.flush()
+        finally:
+            self._run = None
+        SandboxSend.objects.bulk_create(logs)
+        return outcomes
+
+    def _log(
+        self, write: OutboundWrite, in_flight: int, outcome: Outcome, started_at
+    ) -> SandboxSend:
+        return SandboxSend(
+            record_type=write.record_type.name,
+            write_state_id=write.write_state_id,
+            operation=write.operation,
+            started_at=started_at,
+            finished_at=timezone.now(),
+            in_flight=in_flight,
+            worker_pid=os.getpid(),
+            outcome=outcome.kind,
+            external_id=outcome.external_id,
+        )
+
+    def _in_flight_add(self, record_type: str, step: int) -> int:
+        """Move the gauge of ``record_type``'s writes in flight; the count after the move."""
+        with transaction.atomic():
+            moved = SandboxInFlight.objects.filter(record_type=record_type)
+            if not moved.update(count=F("count") + step):
+                SandboxInFlight.objects.get_or_create(record_type=record_type)
+                moved.update(count=F("count") + step)
+            return moved.values_list("count", flat=True).get()
 
     def send(self, write: OutboundWrite) -> Outcome:
         log = self._log_start(write)
@@ -79,8 +176,16 @@ class SandboxAdapter(SourceAdapter):
 
     # -- the script ---------------------------------------------------------------------------
 
+    def _script(self, write: OutboundWrite) -> SandboxScript | None:
+        if self._run is None:
+            return sandbox_script_for(write.record_type.name, write.operation)
+        scripts = self._run.scripts  # read once a run: a test scripts the sandbox before a drain
+        if write.operation not in scripts:
+            scripts[write.operation] = sandbox_script_for(write.record_type.name, write.operation)
+        return scripts[write.operation]
+
     def _scripted(self, write: OutboundWrite) -> Outcome | None:
-        script = sandbox_script_for(write.record_type.name, write.operation)
+        script = self._script(write)
         if script is None:
             return None
         if script.latency_ms:
@@ -134,6 +239,8 @@ class SandboxAdapter(SourceAdapter):
         if missing is not None:
             return missing
         key = write.idempotency_key
+        if self._run is not None:
+            return self._create_in_run(write, self._run)
         earlier = (
             SandboxDocument.objects.filter(idempotency_key=key)
             .values_list("external_id", flat=True)
@@ -157,9 +264,27 @@ class SandboxAdapter(SourceAdapter):
             return confirmed(SandboxDocument.objects.get(idempotency_key=key).external_id)
         return confirmed(external_id)
 
+    def _create_in_run(self, write: OutboundWrite, run: _Run) -> Outcome:
+        earlier = run.earlier.get(write.idempotency_key)
+        if earlier is not None:  # the same create, re-sent (its first answer was lost)
+            return confirmed(earlier)
+        external_id = sandbox_mint(write.record_type.id_prefix)
+        run.made.append(
+            SandboxDocument(
+                external_id=external_id,
+                idempotency_key=write.idempotency_key,
+                record_type=write.record_type.name,
+                fields=dict(write.parent),
+                lines=list(write.lines),
+            )
+        )
+        return confirmed(external_id)
+
     def _document(self, write: OutboundWrite) -> SandboxDocument | None:
         if not write.external_id:
             return None
+        if self._run is not None:
+            self._run.flush()  # the run's own documents first: this write may name one
         return SandboxDocument.objects.filter(
             external_id=write.external_id, record_type=write.record_type.name, is_deleted=False
         ).first()
