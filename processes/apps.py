@@ -26,7 +26,7 @@ def _lower_rooms_connect() -> None:
     from processes.api.reads import triggers_provider_register
     from processes.authoring_types import deploy_declarations
     from processes.contract import process_contract_check
-    from processes.engine.wakeups import on_source_verdict
+    from processes.engine.verdict_wakeups import on_source_verdicts
     from processes.events.service import event_starter_register
     from processes.lineage import lineage_runs_describe
     from processes.observe import observe_connect
@@ -39,7 +39,7 @@ def _lower_rooms_connect() -> None:
     from processes.triggers.index import trigger_index_forget
     from processes.triggers.record_entered import record_watcher
     from records.lineage import lineage_runs_describer
-    from records.verdicts import source_verdict
+    from records.verdicts import source_verdicts
     from records.watches import watcher_provider_register
 
     observe_connect()  # runs started and finished (/metrics), a run's trace
@@ -51,7 +51,7 @@ def _lower_rooms_connect() -> None:
     extension_removing.connect(
         schedule_remove_guard, dispatch_uid="processes.schedules.remove_guard"
     )
-    source_verdict.connect(on_source_verdict, dispatch_uid="processes.wake_on_verdict")
+    source_verdicts.connect(on_source_verdicts, dispatch_uid="processes.wake_on_verdict")
     triggers_provider_register(schedule_triggers_for)
     # Record triggers: the boundary asks for a type's watcher; a deploy here forgets the index.
     watcher_provider_register(record_watcher)

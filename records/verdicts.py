@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import connection, models, transaction
@@ -35,6 +36,20 @@ from records.trail import Actor, trail_write
 
 # Sent after commit with write_state_id=…, record_id=…, verdict=<the final VerdictKind>.
 source_verdict = Signal()
+# Sent after commit once for the verdicts folded in one transaction (a drain's run, or one),
+# before their ``source_verdict``s, with verdicts=[Announced, …]: a receiver that reads per
+# verdict (which runs wait on it) reads once for the run.
+source_verdicts = Signal()
+
+
+@dataclass(frozen=True)
+class Announced:
+    """One verdict as ``source_verdicts`` announces it."""
+
+    write_state_id: int
+    record_id: Any
+    operation: str  # a WriteOperation
+    verdict: VerdictKind
 
 
 @dataclass(frozen=True)
@@ -48,13 +63,25 @@ class Verdict:
     message: str = ""
 
 
-def _announce(state: RecordWriteState, kind: VerdictKind) -> None:
-    ids = (state.pk, state.record_id)
-    transaction.on_commit(
-        lambda: source_verdict.send(
-            sender=RecordWriteState, write_state_id=ids[0], record_id=ids[1], verdict=kind
-        )
-    )
+def _announce(states: Sequence[RecordWriteState], kinds: Sequence[VerdictKind]) -> None:
+    """After commit: ``source_verdicts`` once for the verdicts, then ``source_verdict`` each."""
+    run = [
+        Announced(s.pk, s.record_id, s.operation, kind)
+        for s, kind in zip(states, kinds, strict=True)
+    ]
+
+    def send() -> None:
+        source_verdicts.send(sender=RecordWriteState, verdicts=run)
+        for one in run:
+            source_verdict.send(
+                sender=RecordWriteState,
+                write_state_id=one.write_state_id,
+                record_id=one.record_id,
+                verdict=one.verdict,
+            )
+
+    if run:
+        transaction.on_commit(send)
 
 
 @transaction.atomic
@@ -66,7 +93,7 @@ def verdict_apply(*, write_state_id: int, verdict: Verdict) -> RecordWriteState:
     _fold(state, record, verdict, timezone.now())
     state.save()
     record.save(update_fields=RECORD_FIELDS)
-    _announce(state, verdict.kind)
+    _announce([state], [verdict.kind])
     return state
 
 
@@ -100,8 +127,7 @@ def verdicts_apply(verdicts: Sequence[tuple[int, Verdict]]) -> list[RecordWriteS
         record.updated_at = now
     _rows_update(RecordWriteState, STATE_FIELDS, states)
     _rows_update(Record, RECORD_FIELDS, list(records.values()))
-    for state in states:
-        _announce(state, by_id[state.pk].kind)
+    _announce(states, [by_id[state.pk].kind for state in states])
     return states
 
 

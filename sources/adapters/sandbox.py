@@ -57,18 +57,24 @@ FIRST_NUMBER = 1041
 
 def sandbox_mint(prefix: str) -> str:
     """The next id for ``prefix``; the counter is a row, so numbers survive restarts and never repeat."""
+    return f"{prefix}-{_numbers_take(prefix, 1)}"
+
+
+def _numbers_take(prefix: str, count: int) -> int:
+    """Move ``prefix``'s counter on by ``count`` (negative: give back the last ones taken, in the
+    transaction that took them); the first number taken."""
     # One UPDATE … RETURNING (PostgreSQL, SQLite ≥ 3.35): the counter's row lock is the mint.
     sql = (
-        f"UPDATE {SandboxCounter._meta.db_table} SET next_number = next_number + 1"
+        f"UPDATE {SandboxCounter._meta.db_table} SET next_number = next_number + %s"
         " WHERE prefix = %s RETURNING next_number"
     )
     with connection.cursor() as cursor:
-        cursor.execute(sql, [prefix])
+        cursor.execute(sql, [count, prefix])
         row = cursor.fetchone()
     if row is None:  # the prefix's first document: make its counter, then take from it
         SandboxCounter.objects.get_or_create(prefix=prefix, defaults={"next_number": FIRST_NUMBER})
-        return sandbox_mint(prefix)
-    return f"{prefix}-{row[0] - 1}"
+        return _numbers_take(prefix, count)
+    return row[0] - count
 
 
 @dataclass
@@ -77,12 +83,30 @@ class _Run:
     (by idempotency key), the documents it makes (written together), the scripts it read."""
 
     earlier: dict[str, str]
+    wanted: int  # creates of the run still to be numbered, at most
     made: list[SandboxDocument] = field(default_factory=list)
     scripts: dict[str, SandboxScript | None] = field(default_factory=dict)
+    numbers: list[int] = field(default_factory=list)  # taken for the run, not yet handed out
+    prefix: str = ""
+
+    def mint(self, prefix: str) -> str:
+        """The next id for ``prefix``: the run takes the numbers its creates may need at once,
+        and gives back what it did not use (``finish``), holding the counter's row meanwhile."""
+        if not self.numbers:
+            count = max(self.wanted, 1)
+            first = _numbers_take(prefix, count)
+            self.numbers, self.prefix = list(range(first, first + count)), prefix
+        self.wanted -= 1
+        return f"{prefix}-{self.numbers.pop(0)}"
 
     def flush(self) -> None:
         SandboxDocument.objects.bulk_create(self.made)
         self.made.clear()
+
+    def finish(self) -> None:
+        self.flush()
+        if self.numbers:
+            _numbers_take(self.prefix, -len(self.numbers))
 
 
 class SandboxAdapter(SourceAdapter):
@@ -113,8 +137,9 @@ class SandboxAdapter(SourceAdapter):
         self, writes: Sequence[OutboundWrite], in_flight: int, before_each: BeforeEach
     ) -> list[Outcome]:
         keys = [w.idempotency_key for w in writes if w.operation == WriteOperation.CREATE]
-        earlier = SandboxDocument.objects.filter(idempotency_key__in=keys)
-        self._run = _Run(earlier=dict(earlier.values_list("idempotency_key", "external_id")))
+        known = SandboxDocument.objects.filter(idempotency_key__in=keys)
+        earlier = dict(known.values_list("idempotency_key", "external_id"))
+        self._run = _Run(earlier=earlier, wanted=len(keys) - len(earlier))
         outcomes: list[Outcome] = []
         logs: list[SandboxSend] = []
         try:
@@ -126,7 +151,7 @@ class SandboxAdapter(SourceAdapter):
                 outcomes.append(outcome)
                 if not outcome.is_final:
                     break
-            self._run.flush()
+            self._run.finish()
         finally:
             self._run = None
         SandboxSend.objects.bulk_create(logs)
@@ -268,7 +293,7 @@ class SandboxAdapter(SourceAdapter):
         earlier = run.earlier.get(write.idempotency_key)
         if earlier is not None:  # the same create, re-sent (its first answer was lost)
             return confirmed(earlier)
-        external_id = sandbox_mint(write.record_type.id_prefix)
+        external_id = run.mint(write.record_type.id_prefix)
         run.made.append(
             SandboxDocument(
                 external_id=external_id,
