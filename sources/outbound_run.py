@@ -96,11 +96,13 @@ def run_send(claimed: list[RecordWriteState], token: str, report: DrainReport) -
     """Send the run at the head of ``claimed`` once its source's pacing lets it, and fold the
     answers. False: the source will not take it for longer than a worker waits
     (``report.retry_at`` says until when)."""
+    try:
+        adapter = adapter_for_source(claimed[0].source_system)
+    except AdapterNotFound as exc:  # a catalog mistake, not the source's answer: retry, say why
+        return _answered_here(claimed[0], transient(exc.message), report)
     states, writes, answer = _cut(claimed)
     if answer is not None:  # the head needs no send (or cannot be sent): its answer is here
-        outbound_answers_apply([(states[0], answer)])
-        report.sent.append((states[0].pk, answer.kind))
-        return True
+        return _answered_here(states[0], answer, report)
     conf = outbound_conf()
     source, holder = states[0].source_system, f"{token}:{states[0].pk}"
     ticket = pace_take(
@@ -123,10 +125,15 @@ def run_send(claimed: list[RecordWriteState], token: str, report: DrainReport) -
         time.sleep(max((ticket.slot(index) - timezone.now()).total_seconds(), 0.0))
 
     try:
-        adapter = adapter_for_source(source)
         adapter.send_batch(run.writes, before_each=at_slot, answered=run.fold)
     finally:
         pace_release(holder=holder)
+    return True
+
+
+def _answered_here(state: RecordWriteState, answer: Outcome, report: DrainReport) -> bool:
+    outbound_answers_apply([(state, answer)])
+    report.sent.append((state.pk, answer.kind))
     return True
 
 
@@ -136,10 +143,6 @@ def _cut(
     """The run at the head of ``claimed`` and its writes; or the head alone and its answer when
     it needs none sent."""
     head, now = claimed[0], timezone.now()
-    try:
-        adapter_for_source(head.source_system)
-    except AdapterNotFound as exc:  # a catalog mistake, not the source's answer: retry, say why
-        return [head], [], transient(exc.message)
     states: list[RecordWriteState] = []
     writes: list[OutboundWrite] = []
     records: set = set()

@@ -10,11 +10,12 @@ with the document the first send made) — and misbehaves on request, per record
 Every send is logged in ``SandboxSend`` with the number of writes of its type in flight, so the
 ordering guarantee can be asserted from outside the worker processes.
 
-A run of writes (``send_batch``) is answered in one transaction, as the one system it is: its
-documents, its send log and the worker's verdicts (``answered``, called inside it) commit
-together or not at all, so a worker killed mid-run leaves nothing of the run behind and the next
-one sends it whole — never a write twice. The gauge of writes in flight is raised in a
-transaction of its own first, so a second sender of the type would see it.
+A run of writes (``send_batch``) first waits out each write's pacing slot and scripted latency
+(holding no lock), then is answered in one transaction, as the one system it is: its documents,
+its send log and the worker's verdicts (``answered``, called inside it) commit together or not at
+all, so a worker killed mid-run leaves nothing of the run behind and the next one sends it whole
+— never a write twice. The gauge of writes in flight is raised in a transaction of its own first,
+so a second sender of the type would see it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F
@@ -118,54 +120,78 @@ class SandboxAdapter(SourceAdapter):
     def send_batch(
         self, writes: Sequence[OutboundWrite], *, before_each: BeforeEach, answered: Answered
     ) -> int:
-        """Answer a run of writes of one type in one transaction, with ``answered`` inside it."""
+        """Wait out the run's pacing slots and scripted latencies, then answer it in one short
+        transaction with ``answered`` inside it (no lock is held while the run waits: on SQLite
+        a transaction's write lock would hold up every other type's drain)."""
         if not writes:
             return 0
         name = writes[0].record_type.name
         in_flight = self._in_flight_add(name, 1)
+        self._run = _Run(earlier={}, wanted=0)
         try:
+            timings = self._run_wait(writes, before_each)
             with transaction.atomic():
-                outcomes = self._answer_run(writes, in_flight, before_each)
+                outcomes = self._run_answer(writes, timings, in_flight)
                 self._in_flight_add(name, -1)
                 answered(outcomes)
         except Exception:
             self._in_flight_add(name, -1)  # the run was rolled back: it is not in flight either
             raise
-        return len(outcomes)
-
-    def _answer_run(
-        self, writes: Sequence[OutboundWrite], in_flight: int, before_each: BeforeEach
-    ) -> list[Outcome]:
-        keys = [w.idempotency_key for w in writes if w.operation == WriteOperation.CREATE]
-        known = SandboxDocument.objects.filter(idempotency_key__in=keys)
-        earlier = dict(known.values_list("idempotency_key", "external_id"))
-        self._run = _Run(earlier=earlier, wanted=len(keys) - len(earlier))
-        outcomes: list[Outcome] = []
-        logs: list[SandboxSend] = []
-        try:
-            for index, write in enumerate(writes):
-                before_each(index)
-                started_at = timezone.now()
-                outcome = super().send(write)
-                logs.append(self._log(write, in_flight, outcome, started_at))
-                outcomes.append(outcome)
-                if not outcome.is_final:
-                    break
-            self._run.finish()
         finally:
             self._run = None
+        return len(outcomes)
+
+    def _run_wait(
+        self, writes: Sequence[OutboundWrite], before_each: BeforeEach
+    ) -> list[tuple[datetime, datetime]]:
+        """Each write's slot and scripted latency, in turn: when each began and ended."""
+        timings = []
+        for index, write in enumerate(writes):
+            before_each(index)
+            started_at = timezone.now()
+            script = self._script(write)
+            if script is not None and script.latency_ms:
+                time.sleep(script.latency_ms / 1000)
+            timings.append((started_at, timezone.now()))
+        return timings
+
+    def _run_answer(
+        self,
+        writes: Sequence[OutboundWrite],
+        timings: list[tuple[datetime, datetime]],
+        in_flight: int,
+    ) -> list[Outcome]:
+        run = self._run
+        assert run is not None
+        keys = [w.idempotency_key for w in writes if w.operation == WriteOperation.CREATE]
+        known = SandboxDocument.objects.filter(idempotency_key__in=keys)
+        run.earlier = dict(known.values_list("idempotency_key", "external_id"))
+        run.wanted = len(keys) - len(run.earlier)
+        outcomes: list[Outcome] = []
+        logs: list[SandboxSend] = []
+        for write, timing in zip(writes, timings, strict=True):
+            outcome = super().send(write)
+            logs.append(self._log(write, in_flight, outcome, timing))
+            outcomes.append(outcome)
+            if not outcome.is_final:
+                break
+        run.finish()
         SandboxSend.objects.bulk_create(logs)
         return outcomes
 
     def _log(
-        self, write: OutboundWrite, in_flight: int, outcome: Outcome, started_at
+        self,
+        write: OutboundWrite,
+        in_flight: int,
+        outcome: Outcome,
+        timing: tuple[datetime, datetime],
     ) -> SandboxSend:
         return SandboxSend(
             record_type=write.record_type.name,
             write_state_id=write.write_state_id,
             operation=write.operation,
-            started_at=started_at,
-            finished_at=timezone.now(),
+            started_at=timing[0],
+            finished_at=timing[1],
             in_flight=in_flight,
             worker_pid=os.getpid(),
             outcome=outcome.kind,
@@ -213,7 +239,7 @@ class SandboxAdapter(SourceAdapter):
         script = self._script(write)
         if script is None:
             return None
-        if script.latency_ms:
+        if script.latency_ms and self._run is None:  # a run waited for it already
             time.sleep(script.latency_ms / 1000)
         if script.never_answer:
             return transient(f"{self.source_name} did not answer the {write.operation} (timed out)")
