@@ -23,10 +23,9 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -44,9 +43,9 @@ from sources.adapters.base import (
     settle_conflict,
     transient,
 )
+from sources.adapters.sandbox_run import SandboxRun, sandbox_mint
 from sources.codes import SourceCode
 from sources.models import (
-    SandboxCounter,
     SandboxDocument,
     SandboxInFlight,
     SandboxScript,
@@ -54,68 +53,12 @@ from sources.models import (
 )
 from sources.scripting import sandbox_script_for
 
-FIRST_NUMBER = 1041
-
-
-def sandbox_mint(prefix: str) -> str:
-    """The next id for ``prefix``; the counter is a row, so numbers survive restarts and never repeat."""
-    return f"{prefix}-{_numbers_take(prefix, 1)}"
-
-
-def _numbers_take(prefix: str, count: int) -> int:
-    """Move ``prefix``'s counter on by ``count`` (negative: give back the last ones taken, in the
-    transaction that took them); the first number taken."""
-    # One UPDATE … RETURNING (PostgreSQL, SQLite ≥ 3.35): the counter's row lock is the mint.
-    sql = (
-        f"UPDATE {SandboxCounter._meta.db_table} SET next_number = next_number + %s"
-        " WHERE prefix = %s RETURNING next_number"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [count, prefix])
-        row = cursor.fetchone()
-    if row is None:  # the prefix's first document: make its counter, then take from it
-        SandboxCounter.objects.get_or_create(prefix=prefix, defaults={"next_number": FIRST_NUMBER})
-        return _numbers_take(prefix, count)
-    return row[0] - count
-
-
-@dataclass
-class _Run:
-    """What one ``send_batch`` holds while it answers: the documents its creates already made
-    (by idempotency key), the documents it makes (written together), the scripts it read."""
-
-    earlier: dict[str, str]
-    wanted: int  # creates of the run still to be numbered, at most
-    made: list[SandboxDocument] = field(default_factory=list)
-    scripts: dict[str, SandboxScript | None] = field(default_factory=dict)
-    numbers: list[int] = field(default_factory=list)  # taken for the run, not yet handed out
-    prefix: str = ""
-
-    def mint(self, prefix: str) -> str:
-        """The next id for ``prefix``: the run takes the numbers its creates may need at once,
-        and gives back what it did not use (``finish``), holding the counter's row meanwhile."""
-        if not self.numbers:
-            count = max(self.wanted, 1)
-            first = _numbers_take(prefix, count)
-            self.numbers, self.prefix = list(range(first, first + count)), prefix
-        self.wanted -= 1
-        return f"{prefix}-{self.numbers.pop(0)}"
-
-    def flush(self) -> None:
-        SandboxDocument.objects.bulk_create(self.made)
-        self.made.clear()
-
-    def finish(self) -> None:
-        self.flush()
-        if self.numbers:
-            _numbers_take(self.prefix, -len(self.numbers))
-
 
 class SandboxAdapter(SourceAdapter):
     """The built-in simulated source. Config: none needed (``{"adapter": "sandbox"}``)."""
 
     name = "sandbox"
-    _run: _Run | None = None  # set while ``send_batch`` answers a run
+    _run: SandboxRun | None = None  # set while ``send_batch`` answers a run
 
     def send_batch(
         self, writes: Sequence[OutboundWrite], *, before_each: BeforeEach, answered: Answered
@@ -127,7 +70,7 @@ class SandboxAdapter(SourceAdapter):
             return 0
         name = writes[0].record_type.name
         in_flight = self._in_flight_add(name, 1)
-        self._run = _Run(earlier={}, wanted=0)
+        self._run = SandboxRun(earlier={}, wanted=0)
         try:
             timings = self._run_wait(writes, before_each)
             with transaction.atomic():
@@ -315,7 +258,7 @@ class SandboxAdapter(SourceAdapter):
             return confirmed(SandboxDocument.objects.get(idempotency_key=key).external_id)
         return confirmed(external_id)
 
-    def _create_in_run(self, write: OutboundWrite, run: _Run) -> Outcome:
+    def _create_in_run(self, write: OutboundWrite, run: SandboxRun) -> Outcome:
         earlier = run.earlier.get(write.idempotency_key)
         if earlier is not None:  # the same create, re-sent (its first answer was lost)
             return confirmed(earlier)
