@@ -131,21 +131,24 @@ def verdicts_apply(verdicts: Sequence[tuple[int, Verdict]]) -> list[RecordWriteS
     return states
 
 
-def _rows_update(model: type[models.Model], names: list[str], rows: list[models.Model]) -> None:
+def _rows_update(model: type[models.Model], names: list[str], rows: Sequence[models.Model]) -> None:
     """UPDATE ``names`` of ``rows`` by primary key: one statement text, executed for every row
     (``executemany``: one pipeline on psycopg), values prepared as ``save()`` prepares them.
     ``bulk_update``'s CASE per column cost more in Python than the statements it saved."""
     if not rows:
         return
     quote = connection.ops.quote_name
-    fields = [model._meta.get_field(name) for name in names]
     pk = model._meta.pk
-    assert pk is not None
-    assignments = ", ".join(f"{quote(f.column)} = %s" for f in fields)
-    sql = f"UPDATE {quote(model._meta.db_table)} SET {assignments} WHERE {quote(pk.column)} = %s"
+    fields = [model._meta.get_field(name) for name in names]
+    columns = [f for f in (*fields, pk) if isinstance(f, models.Field)]
+    assert len(columns) == len(names) + 1  # concrete fields, and the key last
+    assignments = ", ".join(f"{quote(str(f.column))} = %s" for f in columns[:-1])
+    sql = (
+        f"UPDATE {quote(model._meta.db_table)} SET {assignments}"
+        f" WHERE {quote(str(columns[-1].column))} = %s"
+    )
     params = [
-        [f.get_db_prep_save(getattr(row, f.attname), connection) for f in (*fields, pk)]
-        for row in rows
+        [f.get_db_prep_save(getattr(row, f.attname), connection) for f in columns] for row in rows
     ]
     with connection.cursor() as cursor:
         cursor.executemany(sql, params)

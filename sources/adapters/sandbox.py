@@ -108,7 +108,9 @@ class SandboxAdapter(SourceAdapter):
         assert run is not None
         keys = [w.idempotency_key for w in writes if w.operation == WriteOperation.CREATE]
         known = SandboxDocument.objects.filter(idempotency_key__in=keys)
-        run.earlier = dict(known.values_list("idempotency_key", "external_id"))
+        run.earlier = {
+            key: ext for key, ext in known.values_list("idempotency_key", "external_id") if key
+        }
         run.wanted = len(keys) - len(run.earlier)
         outcomes: list[Outcome] = []
         logs: list[SandboxSend] = []
