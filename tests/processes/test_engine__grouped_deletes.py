@@ -328,3 +328,55 @@ def test_a_slot_spent_by_another_writer_meanwhile_is_not_spent_twice(sweep, alic
     assert {r[0]: r[4] for r in first["records"]}["seed:1"] == "synced"  # not hidden
     assert not [w for w in first["outbound"] if w[3] == "delete"]
     assert len(seen) == 2  # made ready, then made again alone
+
+
+def _delete_it_first(seen: list, alice):
+    """A before_delete hook: the first time, another writer (its own connection) deletes the same
+    record alone — hiding it without moving its version."""
+    import threading
+
+    from django.db import transaction
+
+    from records.boundary import record_delete
+
+    def delete(pk: str) -> None:
+        try:
+            with transaction.atomic():
+                record_delete(actor=Actor(user=alice), record_type="customer", pg_row_id=pk)
+        finally:
+            connection.close()
+
+    def hook(ctx) -> None:
+        seen.append(ctx.record["pgRowId"])
+        if len(seen) == 1:
+            thread = threading.Thread(target=delete, args=(ctx.record["pgRowId"],))
+            thread.start()
+            thread.join()
+
+    return hook
+
+
+@pytest.mark.postgres_only
+@pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="needs PostgreSQL: SQLite serialises writers, and steps there are never grouped",
+)
+def test_a_record_another_writer_hid_meanwhile_is_not_deleted_twice(sweep, alice):
+    """Between the grouped delete's check and the group's write another writer deleted the same
+    record (hidden, its version unchanged). The group finds it no longer in the sync state read:
+    the steps before are written without it, and the delete, made alone, no longer finds the
+    record. One outbound delete, one charge."""
+    seen: list = []
+    first, _, _ = _sweep_once(alice, 16, spend=_delete_it_first(seen, alice))
+    assert first["charges"] == 1
+    deletes = [w for w in first["outbound"] if w[3] == "delete"]
+    assert [(w[2], w[4]) for w in deletes] == [("seed:1", "pending")]
+    assert [(row[1], row[6]) for row in first["ledger"][:3]] == [
+        ("new", "confirmed"),
+        ("up", "confirmed"),
+        ("del", "failed"),
+    ]
+    assert first["ledger"][2][16] == "RECORD_NOT_FOUND"
+    # The grouped delete's check, the other writer's delete; made again alone, the step stopped
+    # at the record's address, before any hook.
+    assert len(seen) == 2
