@@ -20,6 +20,7 @@ as built (nothing saves them again as new rows).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -29,7 +30,8 @@ from django.db import DataError, connections, models, router
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from kernel.rows import RowInsert, bound_cursor, row_insert
-from records.models import Record
+from records.models import Record, RecordWriteState
+from records.sql_deletes import delete_sources
 
 if TYPE_CHECKING:
     from records.step_writes import LeaseProof, StepGate
@@ -163,6 +165,9 @@ class GroupRows:
     state: models.Model | None = None
     version: int | None = None
     delete: bool = False  # with ``version``: the record is removed (app-owned), not changed
+    hidden_from: str | None = None  # a delete that hides a connected record in this sync state
+    charge: models.Model | None = None  # its delete window's charge
+    state_ref: str = ""  # the field of ``row`` that takes ``state``'s id (a ledger row's)
 
 
 class GroupMoved(Exception):
@@ -204,9 +209,13 @@ def group_insert(gate: StepGate, writes: Sequence[GroupRows], *, cut: bool) -> G
         raise GroupMoved() from exc
     if answer is None:
         return GroupInserted(False, None, 0)
-    trails, rows = answer[-3], answer[-2]
+    trails, rows, states = answer[-4], answer[-3], iter(answer[-2] or ())
     for write, trail_id, row_id in zip(writes, trails, rows, strict=False):
         write.trail.pk, write.row.pk = trail_id, row_id
+        if write.state is not None:
+            write.state.pk = next(states)
+            if write.state_ref:
+                setattr(write.row, write.state_ref, write.state.pk)
     return GroupInserted(True, answer[0], len(rows))
 
 
@@ -217,13 +226,15 @@ def _group_statement(
     writes of ``writes``, each table one INSERT … SELECT (or UPDATE … FROM) from the gate (no
     row from the gate, nothing written). With ``cut``, the rows of the writes after the first
     are read only when the gate's answer is false. The answer: the gate's row, the ids of the
-    trail rows and callers' rows, in order, and a check that fails the statement when an update
-    changed fewer rows than it should (``GroupMoved``)."""
+    trail rows, callers' rows and outbound states, in order, and a check that fails the
+    statement when an update or delete changed fewer rows than it should (``GroupMoved``)."""
     created = [(n, row_insert(conn, w.record)) for n, w in enumerate(writes) if w.version is None]
     tables = [
         ("trailed", [(n, row_insert(conn, w.trail)) for n, w in enumerate(writes)]),
-        ("rode", [(n, row_insert(conn, w.row)) for n, w in enumerate(writes)]),
+        # before the callers' rows: a row may take its write's state's id (``_row_linked``)
         ("stated", [(n, row_insert(conn, w.state)) for n, w in enumerate(writes) if w.state]),
+        ("rode", [(n, _row_linked(conn, w)) for n, w in enumerate(writes)]),
+        ("charged", [(n, row_insert(conn, w.charge)) for n, w in enumerate(writes) if w.charge]),
     ]
     ctes, params = [f"gate AS ({gate})"], []
     if created:
@@ -236,40 +247,48 @@ def _group_statement(
         ctes.append(f"changed AS ({source})")
         params += values
     removed = [(n, w) for n, w in enumerate(writes) if w.delete]
-    if removed:
-        source, values = _delete_source(conn, removed, cut=cut)
-        ctes.append(source)
-        params += values
+    sources, values, counts = delete_sources(conn, removed, cut=cut)
+    ctes += sources
+    params += values
     pk = conn.ops.quote_name(str(_pk(writes[0].row).column))
+    state_of = conn.ops.quote_name(_column(RecordWriteState, "record"))  # for ``_row_linked``
+    returned = {
+        "trailed": " RETURNING id",
+        "rode": f" RETURNING {pk}",
+        "stated": f" RETURNING id, {state_of}",
+    }
     for name, inserts in tables:
         if inserts:
             source, values = _table_source(inserts, cut=cut)
-            returning = {"trailed": " RETURNING id", "rode": f" RETURNING {pk}"}.get(name, "")
-            ctes.append(f"{name} AS ({source}{returning})")
+            ctes.append(f"{name} AS ({source}{returned.get(name, '')})")
             params += values
-    moved = changed + removed
-    expected = len(moved)
-    at_stop = 1 if writes[0].version is not None else 0
-    counted = " + ".join(
-        [
-            *(["(SELECT count(*) FROM changed)"] if changed else []),
-            *(["(SELECT count(*) FROM removed)"] if removed else []),
-        ]
+    check, values = _moved_check(
+        (["changed"] if changed else []) + counts,
+        len(changed) + len(removed),
+        1 if writes[0].version is not None else 0,
+        cut=cut,
     )
-    check = (
-        f"1 / CASE WHEN {counted} = CASE WHEN g.stop THEN %s::bigint ELSE %s::bigint END"
-        " THEN 1 ELSE 0 END"
-        if moved
-        else "1"
-    )
-    if moved:
-        params += [at_stop if cut else expected, expected]
+    params += values
+    stated = "ARRAY(SELECT id FROM stated ORDER BY id)" if tables[1][1] else "NULL"
     sql = (
         f"WITH {', '.join(ctes)} "
         "SELECT g.*, ARRAY(SELECT id FROM trailed ORDER BY id),"
-        f" ARRAY(SELECT {pk} FROM rode ORDER BY {pk}), {check} FROM gate AS g (stop)"
+        f" ARRAY(SELECT {pk} FROM rode ORDER BY {pk}), {stated}, {check} FROM gate AS g (stop)"
     )
     return sql, params
+
+
+def _moved_check(counted: list[str], expected: int, at_stop: int, *, cut: bool) -> tuple[str, list]:
+    """The answer's check: 1, or a division by zero when the CTEs ``counted`` changed fewer
+    rows than ``expected`` (``at_stop`` when the gate stopped a ``cut`` group)."""
+    if not counted:
+        return "1", []
+    total = " + ".join(f"(SELECT count(*) FROM {name})" for name in counted)
+    check = (
+        f"1 / CASE WHEN {total} = CASE WHEN g.stop THEN %s::bigint ELSE %s::bigint END"
+        " THEN 1 ELSE 0 END"
+    )
+    return check, [at_stop if cut else expected, expected]
 
 
 def _update_source(
@@ -299,30 +318,25 @@ def _update_source(
     return sql, params
 
 
-def _delete_source(
-    conn: Any, removed: list[tuple[int, GroupRows]], *, cut: bool
-) -> tuple[str, list]:
-    """The DELETE of the group's removed records, each where it is still at the version read
-    (with ``cut``, as ``_update_source``), and of their write states first — what the ORM's
-    cascade removes with a record."""
-    quote = conn.ops.quote_name
-    meta = Record._meta
-    pk, version = quote(_column(Record, "pg_row_id")), quote(_column(Record, "sync_version"))
-    listed, params = [], []
-    for n, write in removed:
-        listed.append("(%s::uuid, %s::integer, %s::boolean)")
-        params += [write.record.pk, write.version, n == 0 or not cut]
-    states = Record._meta.get_field("write_states").related_model
-    state_table = quote(states._meta.db_table)
-    sql = (
-        f"doomed AS (SELECT v.k FROM gate AS g (stop), (VALUES {', '.join(listed)})"
-        f" AS v (k, n, first) WHERE v.first OR NOT g.stop),"
-        f" unstated AS (DELETE FROM {state_table} WHERE record_id IN (SELECT k FROM doomed)),"
-        f" removed AS (DELETE FROM {quote(meta.db_table)} AS r USING doomed AS d,"
-        f" (VALUES {', '.join(listed)}) AS v (k, n, first)"
-        f" WHERE r.{pk} = d.k AND v.k = d.k AND r.{version} = v.n RETURNING r.{pk})"
-    )
-    return sql, params + params
+# A placeholder of ``row_insert``'s values: each starts one (its cast never holds one).
+_VALUE = re.compile(r", (?=%s)")
+
+
+def _row_linked(conn: Any, write: GroupRows) -> RowInsert:
+    """The caller's row's INSERT; with ``state_ref``, that column's value is the id the write's
+    outbound state is given in the same statement (a subquery of ``stated``, by its record)."""
+    insert = row_insert(conn, write.row)
+    if not write.state_ref:
+        return insert
+    meta = type(write.row)._meta
+    names = [f.name for f in meta.concrete_fields if f is not meta.auto_field]  # row_insert's
+    at = names.index(write.state_ref)
+    values = _VALUE.split(insert.values)
+    assert len(values) == len(names) == len(insert.params)
+    record = conn.ops.quote_name(_column(RecordWriteState, "record"))
+    values[at] = f"(SELECT id FROM stated WHERE {record} = %s::uuid)"
+    params = [*insert.params[:at], write.record.pk, *insert.params[at + 1 :]]
+    return RowInsert(head=insert.head, values=", ".join(values), params=params)
 
 
 def _table_source(inserts: list[tuple[int, RowInsert]], *, cut: bool) -> tuple[str, list]:

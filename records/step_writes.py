@@ -44,6 +44,7 @@ from records.models import (
 )
 from records.policies import write_entitlement_check
 from records.sql_writes import GroupInserted, GroupMoved, GroupRows, group_insert
+from records.step_deletes import DeleteReady, charges_held, delete_groupable, delete_queued
 from records.trail import Actor, trail_row
 from records.units import WriteUnit, refusing, unit_current
 from records.watches import record_watched, record_written
@@ -108,21 +109,6 @@ class UpdateReady:
     before: dict
     row: models.Model | None = None
     state: RecordWriteState | None = None  # a connected type's outbound write
-
-
-@dataclass
-class DeleteReady:
-    """A delete of an app-owned record checked (``record_delete_ready``): its record as read,
-    at ``version`` — the group removes it only if it is still there at that version — its
-    ``before_delete`` hooks run, its snapshot for the ``after_delete`` hooks, the caller's row."""
-
-    actor: Actor
-    record: Record
-    trail: WriteTrail
-    version: int
-    snapshot: dict
-    row: models.Model | None = None
-    state: RecordWriteState | None = None  # never: an app-owned record has no source
 
 
 GroupReady = CreateReady | UpdateReady | DeleteReady
@@ -269,22 +255,23 @@ def _update_checked(
 def record_delete_ready(
     *, actor: Actor, record_type: str, pg_row_id: uuid.UUID, unit: WriteUnit
 ) -> DeleteReady | None:
-    """``record_delete``'s checks and ``before_delete`` hooks for an app-owned record, nothing
-    written: a ``DeleteReady`` that ``group_commit`` writes with others (the record read
-    unlocked, removed only at the version read, else ``GroupStale``). None for a connected type
-    (its delete is charged to the delete window, held or queued, one at a time, in order) or
-    when the type cannot be grouped: the caller makes it with ``record_delete``."""
+    """``record_delete``'s checks and ``before_delete`` hooks, nothing written: a
+    ``DeleteReady`` that ``group_commit`` writes with others (the record read unlocked, removed
+    — or, connected, hidden and its delete queued and charged — only at the version read, else
+    ``GroupStale``). None when the type cannot be grouped, or for a connected record's delete
+    that is held or whose window is full (``records.step_deletes``): the caller makes it with
+    ``record_delete``."""
     if not create_groupable(record_type):
         return None
     rt = record_type_get(record_type)
-    if rt.is_connected:
-        return None
     token = unit_current.set(unit)
     try:
         with refusing(actor, TrailAction.DELETE, rt.name, pg_row_id):
             write_entitlement_check(user=actor.user, record_type=rt)
-            rule_check(rt, RuleAction.DELETE)
+            decision = rule_check(rt, RuleAction.DELETE)
             record = record_address(actor, rt, pg_row_id=pg_row_id, external_id=None, lock=False)
+            if rt.is_connected and not delete_groupable(record, decision):
+                return None
             snapshot = record_snapshot(record)
             hooks_run(
                 HookContext(
@@ -305,7 +292,10 @@ def record_delete_ready(
         outcome=TrailOutcome.ALLOWED,
         pg_row_id=record.pg_row_id,
     )
-    return DeleteReady(actor, record, trail, record.sync_version, record_snapshot(record))
+    ready = DeleteReady(actor, record, trail, record.sync_version, record_snapshot(record))
+    if rt.is_connected:
+        delete_queued(ready, decision)
+    return ready
 
 
 # The unique constraint on Record.idempotency_key (records/0004): a create's key already used.
@@ -328,6 +318,7 @@ def group_commit(writes: list[GroupReady], gate: StepGate, *, cut: bool) -> Grou
             w.state,
             version=None if isinstance(w, CreateReady) else w.version,
             delete=isinstance(w, DeleteReady),
+            **(w.group_parts() if isinstance(w, DeleteReady) else {}),
         )
         for w in writes
     ]
@@ -356,9 +347,13 @@ def _group_written(
     and update in the same transaction (BEGIN and COMMIT more): a watcher's rows (a triggered
     run's) commit and roll back with the write, as with a write made alone."""
     watched = any(record_watched(name) for name in {w.record.record_type for w in writes})
-    if not watched:
+    charged = any(isinstance(w, DeleteReady) and w.charge for w in writes)
+    if not watched and not charged:
         return group_insert(gate, rows, cut=cut)
     with transaction.atomic(using=router.db_for_write(Record)):
+        capped = charges_held(writes)  # a connected delete's window, decided under its lock
+        if capped is not None:
+            raise GroupStale(capped)
         done = group_insert(gate, rows, cut=cut)
         for write in writes[: done.written]:
             if isinstance(write, CreateReady | UpdateReady):
@@ -386,14 +381,17 @@ def _first_taken(writes: list[GroupReady]) -> int:
 
 def _first_moved(writes: list[GroupReady]) -> int:
     """The first update or delete of ``writes`` whose record is no longer at the version it was
-    read at, or gone (the first of them if none is now)."""
+    read at (or, hiding a connected record, in the sync state), or gone (the first of them if
+    none is now)."""
     updates = {n: w for n, w in enumerate(writes) if isinstance(w, UpdateReady | DeleteReady)}
-    now = dict(
-        Record.reads.filter(pk__in=[w.record.pk for w in updates.values()]).values_list(
-            "pk", "sync_version"
-        )
-    )
-    return next(
-        (n for n, w in updates.items() if now.get(w.record.pk) != w.version),
-        min(updates, default=0),
-    )
+    read = Record.reads.filter(pk__in=[w.record.pk for w in updates.values()])
+    now = {pk: (v, state) for pk, v, state in read.values_list("pk", "sync_version", "sync_state")}
+    return next((n for n, w in updates.items() if _moved(w, now)), min(updates, default=0))
+
+
+def _moved(write: UpdateReady | DeleteReady, now: dict) -> bool:
+    """Whether ``write``'s record is gone, at another version, or (a connected record being
+    hidden) in another sync state than it was read in."""
+    version, state = now.get(write.record.pk, (None, None))
+    hidden_from = write.hidden_from if isinstance(write, DeleteReady) else None
+    return version != write.version or hidden_from not in (None, state)

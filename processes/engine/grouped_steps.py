@@ -96,10 +96,12 @@ def update_grouped(
 
 
 def delete_grouped(scope: StepScope, planned: PlannedStep, address: Any) -> StepResult | None:
-    """A delete by ``pgRowId`` of an app-owned record that joins the group: checked and its
-    ``before_delete`` hooks run now, removed with its neighbours only if the record is still at
-    the version read; its ``after_delete`` hooks run once the group committed. None when it
-    cannot be grouped (a connected type: caps, holds and the source decide it, one at a time)."""
+    """A delete by ``pgRowId`` that joins the group: checked and its ``before_delete`` hooks run
+    now, removed (a connected record: hidden, its outbound delete queued and its window charged)
+    with its neighbours only if the record is still at the version read; its ``after_delete``
+    hooks run once the group committed. A connected record's step waits on the source's verdict,
+    its ledger row naming the outbound delete the statement writes. None when it cannot be
+    grouped (a held delete, a full delete window: the step runs alone)."""
     group, record_type = scope.rides, planned.definition["recordType"]
     target = uuid_or_none(str(address))
     if group is None or target is None or not group.open_to(record_type, scope.idempotency_key):
@@ -115,10 +117,14 @@ def delete_grouped(scope: StepScope, planned: PlannedStep, address: Any) -> Step
         return step_refused(scope, planned, unit, exc)
     if ready is None:
         return None
-    return _joined(scope, planned, group, ready)
+    if ready.state is not None:  # its ledger row takes the outbound delete's id, and waits
+        ready.state_ref = "write_state_id"
+    return _joined(scope, planned, group, ready, awaiting=ready.state is not None)
 
 
-def _joined(scope: StepScope, planned: PlannedStep, group: Any, ready: Any) -> StepResult:
+def _joined(
+    scope: StepScope, planned: PlannedStep, group: Any, ready: Any, *, awaiting: bool = False
+) -> StepResult:
     """A grouped update's or delete's confirmed ledger row, built now, and the step joined to the
     delivery's group (both are written with the group's statement)."""
     record = ready.record
@@ -129,6 +135,7 @@ def _joined(scope: StepScope, planned: PlannedStep, group: Any, ready: Any) -> S
         pg_row_id=record.pk,
         external_id=record.external_id,
         counts_write=True,
+        awaiting=awaiting,
         **step_placed(scope),
     )
     group.join(ready, planned.step_id, scope.idempotency_key)

@@ -3,7 +3,7 @@ lets the next step's function compute while this one is made. The one place the 
 what is written when; the runner's pass is a plain loop over steps that hands each step its
 ``StepScope`` (``steps.step_execute``).
 
-**The group.** A chain's create — or update, or delete of an app-owned record, by ``pgRowId`` —
+**The group.** A chain's create — or update, or delete, by ``pgRowId`` —
 that can be grouped (``records.step_writes.create_groupable``: PostgreSQL, outside a
 transaction; a connected, hooked or watched type too) is checked and built at once
 (``record_create_ready``, ``record_update_ready``, ``record_delete_ready``: the boundary's checks

@@ -1,5 +1,6 @@
 """A real worker SIGKILLed in the middle of a run's writes, for each write kind (issue 21): a chain
-of creates, of updates, of deletes, and a migration's create-and-stamp batches. A fresh cluster
+of creates, of updates, of deletes, of creates and deletes of a connected type's records (each
+waiting on the source's verdict), and a migration's create-and-stamp batches. A fresh cluster
 finishes the run; every step's write lands exactly once — no duplicate record, no lost write, one
 ledger row and one trail row per step — and the run commits.
 
@@ -224,6 +225,63 @@ def test_a_kill_among_deletes_deletes_each_record_once(admin_user, alice, tmp_pa
     # performed twice would fail its step (RECORD_NOT_FOUND) in the ledger above.
     assert not Record.reads.filter(record_type="legacy_customer").exists()
     _assert_trail_once(run, "delete", pks)
+    assert run.writes == STEPS
+
+
+def _create_or_delete(n: int) -> str:
+    """Two creates, then a delete of a connected record (customer): each delete ends a group of
+    the creates before it and parks the run on the source's verdict."""
+    if n % 3 < 2:
+        return _create(n)
+    return (
+        f"{{ id: 's{n}', recordType: 'customer', "
+        f"delete: {{ pgRowId: (ctx) => {{ {BUSY} return ctx.input.ids[{n // 3}]; }} }} }}"
+    )
+
+
+def test_a_kill_among_connected_deletes_deletes_each_record_once(admin_user, alice, tmp_path):
+    from guardrails.models import WindowEvent
+    from guardrails.rules import rule_set
+    from records.models import RecordWriteState
+    from tests.processes.engine_support import pump
+
+    actor = Actor(alice)
+    customers = [
+        record_create(actor=actor, record_type="customer", parent={"company_name": f"C{n}"}).record
+        for n in range(STEPS // 3)
+    ]
+    pump()  # they reach the source and come back synced
+    rule_set(record_type="customer", action="delete", decision="allow")  # not held
+    deploy(_chain("t:kill-connected", _create_or_delete), by=admin_user)
+    run = run_invoke(
+        process_id="t:kill-connected", body={"ids": [str(r.pk) for r in customers]}, user=alice
+    )
+    at_kill = _killed_mid_run(run.pk, lambda: _ledger_rows(run.pk), tmp_path)
+    assert KILL_AT <= at_kill < STEPS
+    run.refresh_from_db()
+    assert (run.state, run.outstanding, run.reason) == ("committed", 0, None)
+    rows = list(
+        run.ledger.order_by("sequence").values_list(
+            "step_id", "action", "disposition", "pg_row_id", "awaiting_verdict"
+        )
+    )
+    assert [row[:3] for row in rows] == [
+        (f"s{n}", "create" if n % 3 < 2 else "delete", "confirmed") for n in range(STEPS)
+    ]
+    assert [row[3] for row in rows[2::3]] == [r.pk for r in customers]
+    assert not any(row[4] for row in rows)  # every verdict came and was taken
+    # Each delete queued once (one outbound delete a record), confirmed, charged once.
+    deletes = RecordWriteState.reads.filter(operation="delete")
+    assert sorted(deletes.values_list("record_id", flat=True)) == sorted(r.pk for r in customers)
+    assert set(deletes.values_list("status", flat=True)) == {"confirmed"}
+    assert WindowEvent.objects.filter(kind="delete").count() == len(customers)
+    states = set(Record.reads.filter(record_type="customer").values_list("sync_state", flat=True))
+    assert states == {"deleted"}
+    assert Record.reads.filter(record_type="legacy_customer").count() == STEPS - len(customers)
+    trail = WriteTrail.reads.filter(process_run_id=str(run.pk)).order_by("id")
+    assert [t[:2] for t in trail.values_list("process_step", "outcome")] == [
+        (f"s{n}", "allowed") for n in range(STEPS)
+    ]
     assert run.writes == STEPS
 
 
