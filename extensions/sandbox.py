@@ -267,10 +267,14 @@ class Sandbox:
         mean a new QuickJS context (they are built into it). The slice budget carries on."""
         if bridge is not None:
             self._host.set(bridge)
-        if self._child is not None and self._child.has_modules:
+        # The child keeps its realm for the same names (``new_run`` only tells it the names):
+        # a warm interpreter started again with the same ones needs no exchange.
+        child = self._child
+        if child is not None and child.has_modules and child.bridge_names != self._host.names:
             self._request(
                 {"op": "new_run", "bridge": self._host.names}, budget_ms=None, is_budgeted=False
             )
+            child.bridge_names = self._host.names
 
     def _request(
         self,
@@ -381,6 +385,7 @@ class Sandbox:
             if "error" in reply:
                 raise self._error(reply["error"])
             self._child.has_modules = True
+            self._child.bridge_names = modules_message["bridge"]
         return self._child
 
     def _discard_child(self) -> None:
