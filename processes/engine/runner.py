@@ -37,12 +37,12 @@ from processes.engine.rollback import rollback_continue
 from processes.engine.runtime import ModuleRuntime
 from processes.engine.statuses import StepKind, StepStatus, VerdictWait, WalkStatus
 from processes.engine.steps import StepScope, step_execute
+from processes.engine.stops import BoundaryStops
 from processes.engine.waits import verdict_take
 from processes.engine.walks import CANCELLED, Place, Stop, Walk
 from processes.errors import InputInvalid
 from processes.models import (
     Disposition,
-    Process,
     ProcessRun,
     ProcessRunStep,
     RunState,
@@ -165,12 +165,7 @@ class ChainRunner(Parking):
         self.look = LookAhead(
             run, self.rides, self.ctx, lambda path, ctx: self.runtime().call_ahead(path, ctx)
         )
-        self._switch_on = True
-        self._switch_read_at = float("-inf") if switch_read_at is None else switch_read_at
-        if switch_read_at is None and lease is not None and lease.switch_seen is not None:
-            self._switch_on, self._switch_read_at = lease.switch_seen, lease.taken_at  # the claim's
-        # This delivery's start, for the runtime ceiling (a walk without a lease: from here).
-        self._taken_at = lease.taken_at if lease is not None else time.monotonic()
+        self.stops = BoundaryStops(run, lease, switch_read_at=switch_read_at)
 
     def run_set(self, **columns: Any) -> None:
         """Set run columns — only while this delivery holds the run, when it is a delivery."""
@@ -252,53 +247,13 @@ class ChainRunner(Parking):
         self.walk(plan)
 
     def stop_check(self) -> Stop | None:
-        """At a step boundary: a cancel, an off switch or a per-run ceiling stops the run here.
-
-        Nothing here costs a statement per step: the cancel request is the one the last ledger
-        row's statement read back (``Lease.cancel_seen``, or the claim's), the switches are
-        re-read at most once a second, the ceilings are counted in memory."""
-        if self._cancel_requested():
-            return CANCELLED
-        if not setting_get(SettingKey.PROCESSES_ENABLED):
-            return Stop(
-                RunState.COMMITTED,
-                "stopped: every process on the instance was switched off (processes.enabled)",
-            )
-        if not self._process_enabled():
-            return Stop(
-                RunState.COMMITTED, f"stopped: an administrator switched {self.run.process_id} off"
-            )
-        if self.run.writes >= self.ceilings.max_writes:
-            return Stop(
-                RunState.COMMITTED,
-                f"stopped at the per-run write ceiling {self.ceilings.writes_named()}",
-            )
-        if self.worked_ms() >= self.ceilings.max_run_ms:
-            return Stop(
-                RunState.COMMITTED,
-                f"stopped at the per-run runtime ceiling {self.ceilings.runtime_named()}",
-            )
-        return None
+        """At a step boundary: a cancel, an off switch or a per-run ceiling stops the run here
+        (``engine.stops``: no statement per step)."""
+        return self.stops.check(self.ceilings)
 
     def worked_ms(self) -> int:
-        """The run's working time: what earlier deliveries added as they let go, and this one's
-        so far. Time parked on a wait, a backoff or the queue is no delivery's, so not counted."""
-        return self.run.worked_ms + int((time.monotonic() - self._taken_at) * 1000)
-
-    def _cancel_requested(self) -> bool:
-        if self.lease is not None:
-            return self.lease.cancel_seen
-        return ProcessRun.objects.filter(pk=self.run.pk, cancel_requested=True).exists()
-
-    def _process_enabled(self) -> bool:
-        """The process's switch, re-read at most once a second (as the settings are)."""
-        now = time.monotonic()
-        if now - self._switch_read_at >= 1.0:
-            self._switch_on = Process.objects.filter(
-                pk=self.run.process_id, is_enabled=True
-            ).exists()
-            self._switch_read_at = now
-        return self._switch_on
+        """The run's working time, this delivery's so far included."""
+        return self.stops.worked_ms()
 
     def walk(self, plan: list[PlannedStep]) -> None:
         """A chain: the plan once, stopping at any step boundary."""
