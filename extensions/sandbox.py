@@ -263,14 +263,15 @@ class Sandbox:
 
     def new_run(self, *, bridge: Bridge | None = None) -> None:
         """Start the next run, optionally with other bridge functions (the next invoking user's
-        ``ctx.query``). Every call already starts in a fresh scope; other bridge *names* also
-        mean a new QuickJS context (they are built into it). The slice budget carries on."""
+        ``ctx.query``). Every call starts in a fresh scope; only other bridge *names* are sent to
+        the child (they mean a new QuickJS context, built with them). The slice budget carries on."""
         if bridge is not None:
             self._host.set(bridge)
-        if self._child is not None and self._child.has_modules:
-            self._request(
-                {"op": "new_run", "bridge": self._host.names}, budget_ms=None, is_budgeted=False
-            )
+        child = self._child
+        if child is not None and child.has_modules and child.bridge_names != self._host.names:
+            message = {"op": "new_run", "bridge": self._host.names}
+            self._request(message, budget_ms=None, is_budgeted=False)
+            child.bridge_names = message["bridge"]
 
     def _request(
         self,
@@ -381,6 +382,7 @@ class Sandbox:
             if "error" in reply:
                 raise self._error(reply["error"])
             self._child.has_modules = True
+            self._child.bridge_names = modules_message["bridge"]
         return self._child
 
     def _discard_child(self) -> None:

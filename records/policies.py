@@ -61,3 +61,9 @@ def default_group(user: User) -> Group | None:
     if "_tb_default_group" not in memo:
         memo["_tb_default_group"] = user.groups.order_by("name").first()
     return memo["_tb_default_group"]
+
+
+def default_group_known(user: User, group: Group | None) -> None:
+    """Remember ``group`` as the user's ``default_group``, read by the caller with something else
+    (a run's claim reads its invoker's with the run): no read of its own later."""
+    user.__dict__["_tb_default_group"] = group

@@ -1,31 +1,48 @@
-"""Claiming a run for one delivery: its lease taken, the run read with its invoker.
+"""Claiming a run for one delivery: its lease taken, the run read with what the delivery needs.
 
 The claim is one conditional UPDATE: it takes the lease only while the run may be claimed (a
 state a delivery may start from, no live lease, this delivery's number), and moves a queued run
 to running, so a cancel can never be overwritten. On PostgreSQL the same statement answers the
-run as the UPDATE left it and its invoker (``UPDATE … RETURNING``); elsewhere (SQLite) the ORM
-reads them after. Then one read of the ledger (``ledger_position``) gives the counts a delivery
-keeps in memory.
+run as the UPDATE left it, its invoker, the invoker's first group (the group a new record is
+filed under, ``records.policies.default_group``) and its process's switch (``UPDATE …
+RETURNING`` in a CTE, joined); elsewhere (SQLite) the ORM reads the run and invoker after.
+
+A run no delivery has claimed before (the claim set its ``started_at``) has an empty ledger:
+nothing to read. Otherwise one read of the ledger (``ledger_position``) gives the counts a
+delivery keeps in memory.
+
+On PostgreSQL, outside a caller's transaction, the claim commits without waiting for its WAL to
+reach the disk (``synchronous_commit`` off for its own transaction only). That is safe because
+the claim promises nothing durable: every write of the delivery proves the lease in its own
+statement, and a later durable commit flushes the claim's WAL with its own. Should the database
+lose the claim in a crash, the run is as it was before it (queued, or its old lease): the
+delivery's first proof finds no lease and writes nothing (``LeaseLost``), and the redelivery
+watch sends the run again as it does any delivery lost before its claim.
 """
 
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import timedelta
 from functools import cache
-from typing import Any
+from itertools import accumulate
+from typing import Any, TypeVar
 
 from django.contrib.auth import get_user_model
-from django.db import connections, router
+from django.contrib.auth.models import Group
+from django.db import connections, models, router
 from django.db.models import Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from kernel.ids import uuid_or_none
+from kernel.rows import bound_cursor
 from processes.engine.lease import Lease, lease_seconds
-from processes.engine.ledger import ledger_position
-from processes.models import PendingReason, ProcessRun
+from processes.engine.ledger import ledger_position, ledger_position_empty
+from processes.models import PendingReason, Process, ProcessRun
 from processes.status import MOVES, RunMove, states_from
+from records.policies import default_group_known
 
 
 def run_claim(run_id: str, delivery: int | None = None) -> tuple[ProcessRun, Lease] | None:
@@ -37,17 +54,19 @@ def run_claim(run_id: str, delivery: int | None = None) -> tuple[ProcessRun, Lea
     now, token = timezone.now(), uuid.uuid4().hex
     until = now + timedelta(seconds=lease_seconds())
     db = router.db_for_write(ProcessRun)
+    switch: bool | None = None
     if connections[db].vendor == "postgresql":
-        run = _claimed_returning(db, pk, delivery, now=now, until=until, token=token)
-        if run is None:
+        claimed = _claimed_returning(db, pk, delivery, now=now, until=until, token=token)
+        if claimed is None:
             return None
+        run, switch = claimed
     else:
         free = ProcessRun.objects.filter(pk=pk, state__in=states_from(RunMove.CLAIM)).filter(
             Q(lease_until__isnull=True) | Q(lease_until__lt=now)
         )
         if delivery is not None:
             free = free.filter(delivery=delivery)
-        claimed = free.update(
+        claimed_count = free.update(
             lease_owner=token,
             lease_until=until,
             state=MOVES[RunMove.CLAIM].target,
@@ -55,54 +74,96 @@ def run_claim(run_id: str, delivery: int | None = None) -> tuple[ProcessRun, Lea
             started_at=Coalesce("started_at", Value(now)),
             updated_at=now,
         )
-        if not claimed:
+        if not claimed_count:
             return None
         run = ProcessRun.objects.select_related("invoked_by").get(pk=pk)
-    # The ledger is the truth about what earlier deliveries wrote, whatever a dead one left. Read
-    # after the claim, not in its statement: a statement that waited on the run's row lock (a
-    # delivery that lost the lease, committing its last step) reads the ledger as it was before.
-    ledger_position(run)
+    if run.started_at == now:  # this claim started the run: no delivery wrote for it before
+        ledger_position_empty(run)
+    else:
+        # The ledger is the truth about what earlier deliveries wrote, whatever a dead one left.
+        # Read after the claim, not in its statement: a statement that waited on the run's row
+        # lock (a delivery that lost the lease, committing its last step) reads the ledger as it
+        # was before.
+        ledger_position(run)
     lease = Lease(run.pk, token)
     lease.cancel_seen = run.cancel_requested
+    lease.switch_seen = switch
     return run, lease
 
 
-# The invoker's columns ride in the claim's answer under these names (the run's own columns are
-# the run's); ``RawQuerySet`` sets a column that is no field of the run as an attribute.
-_INVOKER = "_tb_invoker__"
+@dataclass(frozen=True)
+class _ClaimText:
+    """The PostgreSQL claim's statement and the models its answer's columns belong to, in order:
+    the run's, its invoker's, the invoker's first group's, then the process's switch."""
+
+    sql: str
+    run: tuple[models.Field, ...]
+    user: tuple[models.Field, ...]
+    group: tuple[models.Field, ...]
+
+
+def _columns(alias: str, fields: tuple[models.Field, ...]) -> str:
+    return ", ".join(f'{alias}."{f.column}"' for f in fields)
 
 
 @cache
-def _claim_sql(stale: bool) -> tuple[str, tuple[str, ...]]:
-    """The PostgreSQL claim's text (``stale``: it also checks the delivery's number), and the
-    attribute names of the invoker's columns it answers after the run's: the text depends on
-    nothing else, so it is built once."""
+def _claim_text(stale: bool, lazy_commit: bool) -> _ClaimText:
+    """The PostgreSQL claim (``stale``: it also checks the delivery's number; ``lazy_commit``: its
+    transaction commits without waiting for the disk): its text depends on nothing else, so it is
+    built once — and prepared once per connection (``bound_cursor``)."""
     user_model = get_user_model()
-    user_fields = user_model._meta.concrete_fields
-    user_columns = ", ".join(f'u."{f.column}" AS "{_INVOKER}{f.attname}"' for f in user_fields)
-    run_table = ProcessRun._meta.db_table
-    user_table, user_pk = user_model._meta.db_table, user_model._meta.pk.column
+    run_fields = tuple(ProcessRun._meta.concrete_fields)
+    user_fields, group_fields = (
+        tuple(user_model._meta.concrete_fields),
+        tuple(Group._meta.concrete_fields),
+    )
+    groups = user_model._meta.get_field("groups")
+    member_table = groups.remote_field.through._meta.db_table
     stale_check = ' AND "delivery" = %s' if stale else ""
+    lazy = ", set_config('synchronous_commit', 'off', true)" if lazy_commit else ""
     sql = (
-        f'WITH claimed AS (UPDATE "{run_table}" SET "lease_owner" = %s, "lease_until" = %s,'
-        ' "state" = %s, "pending_reason" = %s, "started_at" = COALESCE("started_at", %s),'
-        ' "updated_at" = %s'
+        f'WITH claimed AS (UPDATE "{ProcessRun._meta.db_table}" SET "lease_owner" = %s,'
+        ' "lease_until" = %s, "state" = %s, "pending_reason" = %s,'
+        ' "started_at" = COALESCE("started_at", %s), "updated_at" = %s'
         ' WHERE "run_id" = %s AND "state" = ANY(%s)'
         ' AND ("lease_until" IS NULL OR "lease_until" < %s)'
         f"{stale_check} RETURNING *)"
-        f" SELECT claimed.*, {user_columns}"
-        f' FROM claimed LEFT JOIN "{user_table}" u ON u."{user_pk}" = claimed."invoked_by_id"'
+        f" SELECT {_columns('claimed', run_fields)}, {_columns('u', user_fields)},"
+        f' {_columns("g", group_fields)}, p."is_enabled"{lazy}'
+        f' FROM claimed LEFT JOIN "{user_model._meta.db_table}" u'
+        f' ON u."{user_model._meta.pk.column}" = claimed."invoked_by_id"'
+        f' LEFT JOIN "{Process._meta.db_table}" p ON p."id" = claimed."process_id"'
+        f" LEFT JOIN LATERAL (SELECT {_columns('gg', group_fields)}"
+        f' FROM "{Group._meta.db_table}" gg JOIN "{member_table}" m'
+        f' ON m."{groups.m2m_reverse_name()}" = gg."{Group._meta.pk.column}"'
+        f' WHERE m."{groups.m2m_column_name()}" = claimed."invoked_by_id"'
+        ' ORDER BY gg."name" LIMIT 1) g ON TRUE'
     )
-    return sql, tuple(f.attname for f in user_fields)
+    return _ClaimText(sql, run_fields, user_fields, group_fields)
+
+
+_M = TypeVar("_M", bound=models.Model)
+
+
+def _built(model: type[_M], db: str, fields: tuple[models.Field, ...], values: Any) -> _M:
+    """A model instance from its columns as the database answered them, each converted as the
+    ORM converts a read (``from_db_value``: a JSON column's text parsed)."""
+    conn = connections[db]
+    converted = [
+        field.from_db_value(value, None, conn) if hasattr(field, "from_db_value") else value
+        for field, value in zip(fields, values, strict=True)
+    ]
+    return model.from_db(db, [f.attname for f in fields], converted)
 
 
 def _claimed_returning(
     db: str, run_id: uuid.UUID, delivery: int | None, *, now: Any, until: Any, token: str
-) -> ProcessRun | None:
-    """The PostgreSQL claim: the UPDATE, the run as it left it and its invoker, in one statement
-    — read through ``RawQuerySet`` (the ORM converts the run's columns as any query's) and the
-    invoker built from its columns by ``Model.from_db``."""
-    sql, user_names = _claim_sql(delivery is not None)
+) -> tuple[ProcessRun, bool] | None:
+    """The PostgreSQL claim: the UPDATE, the run as it left it, its invoker (with the invoker's
+    first group remembered on it) and its process's switch, in one prepared statement; the
+    instances built from their columns by ``Model.from_db``."""
+    conn = connections[db]
+    text = _claim_text(delivery is not None, not conn.in_atomic_block)
     params: list[Any] = [
         token,
         until,
@@ -116,11 +177,16 @@ def _claimed_returning(
     ]
     if delivery is not None:
         params.append(delivery)
-    claimed = list(ProcessRun.objects.using(db).raw(sql, params))
-    if not claimed:
+    with bound_cursor(conn) as cursor:
+        cursor.execute(text.sql, params)
+        answer = cursor.fetchone()
+    if answer is None:
         return None
-    run = claimed[0]
-    values = [run.__dict__.pop(f"{_INVOKER}{name}") for name in user_names]
+    ends = list(accumulate((len(text.run), len(text.user), len(text.group))))
+    run = _built(ProcessRun, db, text.run, answer[: ends[0]])
     if run.invoked_by_id is not None:
-        run.invoked_by = get_user_model().from_db(db, list(user_names), values)
-    return run
+        run.invoked_by = _built(get_user_model(), db, text.user, answer[ends[0] : ends[1]])
+        group_values = answer[ends[1] : ends[2]]
+        group = None if group_values[0] is None else _built(Group, db, text.group, group_values)
+        default_group_known(run.invoked_by, group)
+    return run, bool(answer[ends[2]])

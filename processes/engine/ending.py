@@ -4,6 +4,10 @@ Each is one conditional UPDATE of the columns it changes — never a save of a r
 which would put back whatever steering or a wake-up changed meanwhile (``delivery`` is bumped
 with ``F()`` by them). Given the delivery's ``lease``, the UPDATE applies only while that
 delivery still holds the run; a delivery that lost it raises ``LeaseLost`` and changes nothing.
+
+A chain whose last step waits alone in the delivery's group ends in that step's own statement
+instead: ``run_end_riding`` answers the ending's columns for the group's lease proof, and
+``run_end_rode`` does the rest once the statement has committed.
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ def _apply(run: ProcessRun, lease: Lease | None, changes: dict[str, Any]) -> Non
         else ProcessRun.objects.filter(pk=run.pk, state=run.state)
     )
     worked = 0
+    if lease is not None:
+        changes = {**lease.carried, **changes}
     if lease is not None and changes.get("lease_owner") == "":
         lease.let_go()
         worked = lease.worked_take()
@@ -64,23 +70,8 @@ def run_end(
     lease: Lease | None = None,
 ) -> ProcessRun:
     """End the run: state, reason, outstanding, finished; the lease and any wait are cleared."""
-    transition_check(run.state, state)
-    now = timezone.now()
-    changes: dict[str, Any] = {
-        "state": state,
-        "reason": reason,
-        "outstanding": outstanding,
-        "finished_at": now,
-        "pending_reason": PendingReason.NONE,
-        "lease_owner": "",
-        "lease_until": None,
-        "wait_deadline": None,
-        "wake_at": None,
-        "waiting_step": "",
-        "cancel_requested": False,
-        "rollback_requested": False,
-        "updated_at": now,
-    }
+    changes = _end_columns(run, state, reason=reason, outstanding=outstanding)
+    now = changes["finished_at"]
     if lease is not None:
         changes["writes"] = run.writes  # the delivery's count, from the ledger it wrote
     with transaction.atomic():
@@ -98,6 +89,51 @@ def run_end(
         run_settled_notify(run.pk, run.mode)  # a ?mode=sync request may be waiting on it
     run_ended(run, state)  # counted for /metrics
     return run
+
+
+def _end_columns(
+    run: ProcessRun, state: str, *, reason: str | None, outstanding: int
+) -> dict[str, Any]:
+    """The run row's columns as an ending leaves them (the lease and any wait cleared)."""
+    transition_check(run.state, state)
+    now = timezone.now()
+    return {
+        "state": state,
+        "reason": reason,
+        "outstanding": outstanding,
+        "finished_at": now,
+        "pending_reason": PendingReason.NONE,
+        "lease_owner": "",
+        "lease_until": None,
+        "wait_deadline": None,
+        "wake_at": None,
+        "waiting_step": "",
+        "cancel_requested": False,
+        "rollback_requested": False,
+        "updated_at": now,
+    }
+
+
+def run_end_riding(run: ProcessRun, lease: Lease, state: str) -> dict[str, Any]:
+    """The columns that end the run ``state``, for the lease proof of the statement that writes
+    the delivery's last step (``engine.grouping``'s group of that one step): the step and the
+    run's end commit together, or neither does. Only for a run with no task or event wait of its
+    own to close (``run_end`` closes them in its transaction). The working time is written as a
+    value, not added: while the lease is this delivery's, no one else changes it."""
+    changes = _end_columns(run, state, reason=None, outstanding=0)
+    changes["worked_ms"] = run.worked_ms + lease.worked_ms()
+    return changes
+
+
+def run_end_rode(run: ProcessRun, lease: Lease, changes: dict[str, Any]) -> None:
+    """The statement written with ``run_end_riding``'s ``changes`` committed: the delivery has let
+    go; mirror them on ``run``, tell a waiting ``?mode=sync`` request and count the run."""
+    lease.let_go()
+    lease.worked_take()  # written by the statement: never added again as the delivery ends
+    for name, value in changes.items():
+        setattr(run, name, value)
+    run_settled_notify(run.pk, run.mode)  # after the commit: delivered at once
+    run_ended(run, changes["state"])
 
 
 def run_wait(

@@ -115,16 +115,22 @@ class RideGroup:
         if full or (time.monotonic() - self._since) * 1000 >= RIDE_GROUP_MS:
             self.flush()
 
-    def flush(self) -> None:
-        """Write the group in one statement (nothing to do when it is empty). Raises
+    def __len__(self) -> int:
+        """How many steps wait to be written."""
+        return len(self._rides)
+
+    def flush(self, **ending: Any) -> None:
+        """Write the group in one statement (nothing to do when it is empty); ``ending``: more run
+        columns its lease proof sets (the run's end, ``engine.ending.run_end_riding``). Raises
         ``LeaseLost`` (nothing written) or ``RidesUndone`` (the steps before the one it names
         were written)."""
         rides, steps = self._rides, self._steps
         if not rides:
             return
         self._rides, self._steps = [], []
+        gate = self.lease.gate(**{"writes": self.run.writes, **ending})
         try:
-            done = group_commit(rides, self.lease.gate(writes=self.run.writes), cut=self.cut)
+            done = group_commit(rides, gate, cut=self.cut)
         except (GroupKeyTaken, GroupStale) as taken:
             # That step goes alone (its key's record answers it; its record is locked and read
             # again); the steps before it are written again without it.

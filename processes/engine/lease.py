@@ -2,10 +2,11 @@
 checked inside every transaction that writes for the run.
 
 The run row's ``lease_owner`` names the one delivery that may write for the run and
-``lease_until`` says until when. A heartbeat thread renews it (conditionally, on ``lease_owner``)
-every third of the lease while the delivery works, so a long step — a slow ``ctx.query``, a
-``build`` that computes for a while — never lets a second worker take a live run. If the worker
-dies, renewal stops and the lease runs out; the next delivery resumes at the first unrecorded step.
+``lease_until`` says until when. A heartbeat renews it (conditionally, on ``lease_owner``) every
+third of the lease while the delivery works (``engine.lease_renewal``: one thread per process),
+so a long step — a slow ``ctx.query``, a ``build`` that computes for a while — never lets a
+second worker take a live run. If the worker dies, renewal stops and the lease runs out; the
+next delivery resumes at the first unrecorded step.
 
 Should a delivery lose its lease anyway (frozen past it: the process was stopped, the database
 unreachable), ``hold`` fails inside the step's transaction and the step rolls back: a delivery
@@ -26,10 +27,11 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from django.db import connection, models
+from django.db import models
 from django.utils import timezone
 
 from kernel.deployment import run_lease_seconds
+from processes.engine.lease_renewal import renewals
 from processes.models import ProcessRun
 from records.sql_writes import proof_insert, proof_run
 from records.step_writes import LeaseProof
@@ -53,9 +55,13 @@ class Lease:
         self.token = token
         self.seconds = lease_seconds()
         self._stop = threading.Event()
-        self._heartbeat: threading.Thread | None = None
+        self.next_beat = float("inf")  # when the renewals' thread renews it next
         # The run's cancel_requested as the last step's transaction read it (or the claim did).
         self.cancel_seen = False
+        # The run's process's switch as the claim read it (None: not read with the claim).
+        self.switch_seen: bool | None = None
+        # Run columns every write of this delivery to the run row sets too (``carry``).
+        self.carried: dict[str, Any] = {}
         # When this delivery took the run: its working time, added to the run's as it lets go.
         # Monotonic, so a wall-clock jump (or the local run's virtual clock) is not work.
         self.taken_at = time.monotonic()
@@ -76,10 +82,17 @@ class Lease:
 
     def gate(self, **columns: Any) -> LeaseGate:
         """This lease as the records room's ``StepGate``: its proof renews the lease (and sets
-        ``columns``) and answers ``cancel_requested`` — alone (``hold``), before a ledger row
-        (``hold_writing``), or as the gate of a group of writes that carries the ledger rows in
-        its own statement (``records.step_writes.group_commit``)."""
-        return LeaseGate(self, columns)
+        ``columns``, and the carried ones) and answers ``cancel_requested`` — alone (``hold``),
+        before a ledger row (``hold_writing``), or as the gate of a group of writes that carries
+        the ledger rows in its own statement (``records.step_writes.group_commit``)."""
+        return LeaseGate(self, {**self.carried, **columns})
+
+    def carry(self, **columns: Any) -> None:
+        """Set ``columns`` on the run row with every later write of this delivery to it — each
+        lease proof, and the end, park or release of the run — instead of a statement of their
+        own (a chain's ``slices``, set as its walk starts). Idempotent values only: they may be
+        written more than once."""
+        self.carried.update(columns)
 
     def proved(self, answer: Any) -> None:
         """What a proof answered: None (no row) when the lease was taken over."""
@@ -107,34 +120,32 @@ class Lease:
         """The run row, narrowed to this delivery's lease (for a conditional UPDATE)."""
         return ProcessRun.objects.filter(pk=self.run_id, lease_owner=self.token)
 
-    # -- heartbeat ----------------------------------------------------------------------------
+    # -- heartbeat (``engine.lease_renewal``: one thread renews every delivery's lease) --------
 
     def heartbeat_start(self) -> None:
-        self._heartbeat = threading.Thread(
-            target=self._beat, name=f"lease {self.run_id}", daemon=True
-        )
-        self._heartbeat.start()
+        self.next_beat = time.monotonic() + self.seconds / 3
+        renewals.add(self)
 
     def heartbeat_stop(self) -> None:
         self._stop.set()
-        if self._heartbeat is not None:
-            self._heartbeat.join(timeout=self.seconds)
+        renewals.discard(self)
 
-    def _beat(self) -> None:
+    def beat(self) -> bool:
+        """One renewal, on the renewals' thread; whether to go on renewing this lease."""
+        if self._stop.is_set():
+            return False
         try:
-            while not self._stop.wait(self.seconds / 3):
-                try:
-                    self.hold()
-                except LeaseLost:
-                    if not self._stop.is_set():  # not merely our own letting go, racing this beat
-                        logger.warning(
-                            "run %s: lease lost; this delivery will write nothing more", self.run_id
-                        )
-                    return
-                except Exception:  # the database blinked: try again next beat, the lease has slack
-                    logger.exception("run %s: could not renew the lease", self.run_id)
-        finally:
-            connection.close()  # this thread's own connection
+            self.hold()
+        except LeaseLost:
+            if not self._stop.is_set():  # not merely our own letting go, racing this beat
+                logger.warning(
+                    "run %s: lease lost; this delivery will write nothing more", self.run_id
+                )
+            return False
+        except Exception:  # the database blinked: try again next beat, the lease has slack
+            logger.exception("run %s: could not renew the lease", self.run_id)
+        self.next_beat = time.monotonic() + self.seconds / 3
+        return True
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from guardrails.settings import setting_get
 from processes.ceilings import ceilings_for
 from processes.contract import OnRefused
 from processes.engine.claim import run_claim
-from processes.engine.ending import run_end, worked_added
+from processes.engine.ending import run_end, run_end_riding, run_end_rode, worked_added
 from processes.engine.grouping import LookAhead, RideGroup, RidesUndone, Sent, step_key
 from processes.engine.lease import Lease, LeaseLost
 from processes.engine.ledger import (
@@ -37,12 +37,12 @@ from processes.engine.rollback import rollback_continue
 from processes.engine.runtime import ModuleRuntime
 from processes.engine.statuses import StepKind, StepStatus, VerdictWait, WalkStatus
 from processes.engine.steps import StepScope, step_execute
+from processes.engine.stops import BoundaryStops
 from processes.engine.waits import verdict_take
 from processes.engine.walks import CANCELLED, Place, Stop, Walk
 from processes.errors import InputInvalid
 from processes.models import (
     Disposition,
-    Process,
     ProcessRun,
     ProcessRunStep,
     RunState,
@@ -100,10 +100,13 @@ def run_deliver(
         # only a delivery that left it otherwise (lost it, an engine fault) frees it here.
         if run.lease_owner:
             lease.owned().update(
-                lease_owner="",
-                lease_until=None,
-                writes=run.writes,
-                **worked_added(lease.worked_take()),
+                **{
+                    **lease.carried,
+                    "lease_owner": "",
+                    "lease_until": None,
+                    "writes": run.writes,
+                    **worked_added(lease.worked_take()),
+                }
             )
     return run
 
@@ -121,6 +124,9 @@ def run_invoker(run: ProcessRun) -> User:
         )
     return run.invoked_by
 
+
+# Steps that leave a row of their own to close as the run ends (a task, an event wait).
+_OWN_WAITS = frozenset({StepKind.TASK, StepKind.WAIT_FOR})
 
 # A step that waits hands the walk back with the same kind of wait.
 _STEP_WAITS = {
@@ -152,16 +158,14 @@ class ChainRunner(Parking):
         self.invoker = run_invoker(run)
         self.actor = Actor(user=self.invoker, process_run_id=str(run.run_id))
         self._runtime: ModuleRuntime | None = None
+        self._ended_riding = False  # the last step's statement ended the run (``_last_flush``)
         # A delivery's create steps commit in groups (engine.grouping); a run walked without a
         # lease (no delivery) writes each step alone.
         self.rides = RideGroup(run, lease) if lease is not None else None
         self.look = LookAhead(
             run, self.rides, self.ctx, lambda path, ctx: self.runtime().call_ahead(path, ctx)
         )
-        self._switch_on = True
-        self._switch_read_at = float("-inf") if switch_read_at is None else switch_read_at
-        # This delivery's start, for the runtime ceiling (a walk without a lease: from here).
-        self._taken_at = lease.taken_at if lease is not None else time.monotonic()
+        self.stops = BoundaryStops(run, lease, switch_read_at=switch_read_at)
 
     def run_set(self, **columns: Any) -> None:
         """Set run columns — only while this delivery holds the run, when it is a delivery."""
@@ -186,6 +190,21 @@ class ChainRunner(Parking):
         """Write the steps waiting in the ride group (``engine.grouping``), if any."""
         if self.rides is not None:
             self.rides.flush()
+
+    def _last_flush(self, plan: list[PlannedStep]) -> None:
+        """A chain's walk is done: when its group holds just its last step, that step's statement
+        ends the run too (``run_end_riding``) — one commit for both. Not with more steps (a cancel
+        read by the statement writes only the first of them, and the run must not end committed)
+        nor for a plan whose task or event wait ``run_end`` would close."""
+        rides, lease = self.rides, self.lease
+        if rides is None or lease is None or len(rides) != 1:
+            return
+        if any(planned.kind in _OWN_WAITS for planned in plan):
+            return
+        changes = run_end_riding(self.run, lease, RunState.COMMITTED)
+        rides.flush(**changes)  # nothing written, and not ended, if it raises
+        run_end_rode(self.run, lease, changes)
+        self._ended_riding = True
 
     def close(self) -> None:
         if self._runtime is not None:
@@ -228,58 +247,21 @@ class ChainRunner(Parking):
         self.walk(plan)
 
     def stop_check(self) -> Stop | None:
-        """At a step boundary: a cancel, an off switch or a per-run ceiling stops the run here.
-
-        Nothing here costs a statement per step: the cancel request is the one the last ledger
-        row's statement read back (``Lease.cancel_seen``, or the claim's), the switches are
-        re-read at most once a second, the ceilings are counted in memory."""
-        if self._cancel_requested():
-            return CANCELLED
-        if not setting_get(SettingKey.PROCESSES_ENABLED):
-            return Stop(
-                RunState.COMMITTED,
-                "stopped: every process on the instance was switched off (processes.enabled)",
-            )
-        if not self._process_enabled():
-            return Stop(
-                RunState.COMMITTED, f"stopped: an administrator switched {self.run.process_id} off"
-            )
-        if self.run.writes >= self.ceilings.max_writes:
-            return Stop(
-                RunState.COMMITTED,
-                f"stopped at the per-run write ceiling {self.ceilings.writes_named()}",
-            )
-        if self.worked_ms() >= self.ceilings.max_run_ms:
-            return Stop(
-                RunState.COMMITTED,
-                f"stopped at the per-run runtime ceiling {self.ceilings.runtime_named()}",
-            )
-        return None
+        """At a step boundary: a cancel, an off switch or a per-run ceiling stops the run here
+        (``engine.stops``: no statement per step)."""
+        return self.stops.check(self.ceilings)
 
     def worked_ms(self) -> int:
-        """The run's working time: what earlier deliveries added as they let go, and this one's
-        so far. Time parked on a wait, a backoff or the queue is no delivery's, so not counted."""
-        return self.run.worked_ms + int((time.monotonic() - self._taken_at) * 1000)
-
-    def _cancel_requested(self) -> bool:
-        if self.lease is not None:
-            return self.lease.cancel_seen
-        return ProcessRun.objects.filter(pk=self.run.pk, cancel_requested=True).exists()
-
-    def _process_enabled(self) -> bool:
-        """The process's switch, re-read at most once a second (as the settings are)."""
-        now = time.monotonic()
-        if now - self._switch_read_at >= 1.0:
-            self._switch_on = Process.objects.filter(
-                pk=self.run.process_id, is_enabled=True
-            ).exists()
-            self._switch_read_at = now
-        return self._switch_on
+        """The run's working time, this delivery's so far included."""
+        return self.stops.worked_ms()
 
     def walk(self, plan: list[PlannedStep]) -> None:
         """A chain: the plan once, stopping at any step boundary."""
         if self.run.slices != 1:
-            self.run_set(slices=1)
+            if self.lease is not None:  # written with the delivery's first write of the run row
+                self.lease.carry(slices=1)
+            else:
+                self.run_set(slices=1)
             self.run.slices = 1
         recorded = self.recorded(row_key="", visit=1)
         # Every delivery starts at a step boundary: a run resumed past a ceiling stops here.
@@ -293,7 +275,8 @@ class ChainRunner(Parking):
         walk = self.walk_steps(
             plan, recorded, row_key="", visit=1, row=None, stop_between_steps=True
         )
-        self.walk_end(walk, plan)
+        if not self._ended_riding:
+            self.walk_end(walk, plan)
 
     def recorded(self, *, row_key: str, visit: int) -> dict[str, ProcessRunStep]:
         if ledger_seen_empty(self.run):  # the claim saw no ledger row: none to read
@@ -333,6 +316,8 @@ class ChainRunner(Parking):
         while True:
             try:
                 walk = self._pass(plan, recorded, Place(row_key, visit, row, stop_between_steps))
+                if walk.status == WalkStatus.DONE and stop_between_steps:
+                    self._last_flush(plan)
                 self.rides_flush()
                 return walk
             except RidesUndone as undone:

@@ -231,11 +231,12 @@ def test_a_create_step_is_one_short_transaction_and_the_stop_check_reads_nothing
         (n,) = steps
         assert sqls[n].startswith('WITH gate AS (UPDATE "process_run"')
         assert sqls[n].count('INSERT INTO "process_run_step"') == 1
-        # From the claim to the group's statement, nothing written but the walk's start (its
-        # slice count, with the lease proof): no step wrote anything on its own.
+        # From the claim to the group's statement nothing is written: the walk's start (its
+        # slice count) rides the group's lease proof, and no step wrote anything on its own.
         claim = next(i for i, sql in enumerate(sqls) if sql.startswith("WITH claimed AS (UPDATE"))
         between = [sql for sql in sqls[claim + 1 : n] if not sql.startswith("SELECT")]
-        assert [sql for sql in between if '"slices" = ' not in sql] == [], between
+        assert between == [], between
+        assert '"slices" = ' in sqls[n]
         return
     assert len(steps) == 6
     # SQLite has no data-modifying CTE: each write alone, in the step's transaction.
