@@ -37,7 +37,7 @@ from processes.engine.ending import run_end, run_redeliver, run_wait
 from processes.engine.ledger import ledger_skip_rest
 from processes.engine.migration_batch import SliceBatches
 from processes.engine.plan import PlannedStep
-from processes.engine.query import query_run
+from processes.engine.query import query_bounded
 from processes.engine.runtime import StepCodeFailed
 from processes.engine.slice_host import SliceHost
 from processes.engine.statuses import WalkStatus
@@ -49,6 +49,7 @@ from processes.models import (
     RunState,
     SkipReason,
 )
+from records.rest.leading import Leading, rest_read_leading
 
 
 class MigrationSlice:
@@ -78,34 +79,30 @@ class MigrationSlice:
                 ),
             )
             return None
-        rows = self._outstanding()
-        if rows is None:
+        read = self._outstanding()
+        if read is None:
             return None
-        unique: dict[str, dict] = {}
-        for row in rows:
-            value = row.get(self.key)
-            if value in (None, ""):
-                run_end(
-                    self.run,
-                    RunState.FAILED,
-                    lease=self.runner.lease,
-                    reason=(
-                        f"a row of the outstanding read has no {self.key!r} (eachRow.key): select it in the query"
-                    ),
-                )
-                return None
-            unique.setdefault(str(value), row)  # a row listed twice in one slice is visited once
-        taken = list(unique.values())[: self.runner.ceilings.slice_max_rows]
+        if read.keyless:
+            run_end(
+                self.run,
+                RunState.FAILED,
+                lease=self.runner.lease,
+                reason=(
+                    f"a row of the outstanding read has no {self.key!r} (eachRow.key): select it in the query"
+                ),
+            )
+            return None
+        taken = read.rows
         with transaction.atomic():
             opened = ProcessRunSlice.objects.create(
                 run=self.run,
                 number=number,
                 rows=taken,
-                total_read=len(unique),
+                total_read=read.keys,
                 module_version=self.run.module_version,
             )
-            self.runner.run_set(slices=number, outstanding=len(unique))
-        self.run.slices, self.run.outstanding = number, len(unique)
+            self.runner.run_set(slices=number, outstanding=read.keys)
+        self.run.slices, self.run.outstanding = number, read.keys
         return opened
 
     def _pace(self, previous: ProcessRunSlice | None) -> float | None:
@@ -124,9 +121,10 @@ class MigrationSlice:
         elapsed_ms = (previous.finished_at - previous.started_at).total_seconds() * 1000
         return elapsed_ms / visited if visited else None
 
-    def _outstanding(self) -> list[dict] | None:
-        """The rows ``eachRow.outstanding`` reads now, as the invoker; None when it failed (the
-        run ended failed, naming why)."""
+    def _outstanding(self) -> Leading | None:
+        """What ``eachRow.outstanding`` reads now, as the invoker: the rows the slice may take
+        (its first ``processes.slice_max_rows`` of distinct key) and the whole answer's distinct
+        keys, counted in SQL; None when it failed (the run ended failed, naming why)."""
         try:
             query = self.runner.runtime().call(("eachRow", "outstanding"), None, self.run.input)
             if not isinstance(query, str):
@@ -134,10 +132,17 @@ class MigrationSlice:
                     ProcessCode.OUTSTANDING_INVALID,
                     "eachRow.outstanding must return a PostgREST query string",
                 )
-            rows = query_run(
+            take = self.runner.ceilings.slice_max_rows
+            read = query_bounded(
+                lambda user, max_bytes: rest_read_leading(
+                    user=user,
+                    path_and_query=query.lstrip("/"),
+                    key=self.key,
+                    take=take,
+                    max_bytes=max_bytes,
+                ),
                 user_id=self.runner.invoker.pk,
                 fingerprint=self.run.access_fingerprint,
-                path_and_query=query,
             )
         except StepCodeFailed as exc:
             run_end(
@@ -156,7 +161,7 @@ class MigrationSlice:
                 reason=f"the outstanding read failed: {code}: {getattr(exc, 'message', exc)}",
             )
             return None
-        return rows
+        return read
 
     # -- working through it ------------------------------------------------------------------
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
@@ -22,6 +22,8 @@ from guardrails.settings import setting_get
 from kernel.errors import TurbobaseError
 from processes.codes import ProcessCode, ProcessError
 from records.rest.execute import rest_read
+
+T = TypeVar("T")
 
 _slots_lock = threading.Lock()
 _slots: threading.BoundedSemaphore | None = None
@@ -76,10 +78,20 @@ def query_run(
     ``budget_ms`` is what is left of the step's time budget: the slot wait and the read are
     bounded by it too, so a read cannot carry a step past its budget.
     """
-    if not isinstance(path_and_query, str) or not path_and_query.strip():
-        raise QueryRefused(
-            "ctx.query takes a PostgREST path and query string", code=ProcessCode.QUERY_INVALID
-        )
+    path = _path_checked(path_and_query)
+    return query_bounded(
+        lambda user, max_bytes: rest_read(user=user, path_and_query=path, max_bytes=max_bytes),
+        user_id=user_id,
+        fingerprint=fingerprint,
+        budget_ms=budget_ms,
+    )
+
+
+def query_bounded(
+    read: Callable[[Any, int], T], *, user_id: int, fingerprint: str, budget_ms: float | None = None
+) -> T:
+    """``read(user, max_bytes)`` as the invoking user under ``ctx.query``'s bounds (the access
+    check, a read slot, the time ceiling, the byte ceiling), refusals named as ``query_run``'s."""
     user = _reader(user_id, fingerprint)
     slot_wait_ms, wait_bound = _bounded(
         setting_get(SettingKey.PROCESSES_QUERY_SLOT_WAIT_MS),
@@ -99,11 +111,7 @@ def query_run(
     )
     try:
         with _read_deadline(timeout_ms):
-            return rest_read(
-                user=user,
-                path_and_query=path_and_query.lstrip("/"),
-                max_bytes=setting_get(SettingKey.PROCESSES_QUERY_MAX_BYTES),
-            )
+            return read(user, setting_get(SettingKey.PROCESSES_QUERY_MAX_BYTES))
     except TurbobaseError as exc:
         # What GET /v1/rest answers this user for the same read, so the author learns why:
         # a refusal carries its own code; a NotFound (an unknown resource) is named by its error.
@@ -119,6 +127,15 @@ def query_run(
         raise
     finally:
         pool.release()
+
+
+def _path_checked(path_and_query: Any) -> str:
+    """The read's ``resource?query`` (no leading ``/``), or ``QueryRefused`` when it is not one."""
+    if not isinstance(path_and_query, str) or not path_and_query.strip():
+        raise QueryRefused(
+            "ctx.query takes a PostgREST path and query string", code=ProcessCode.QUERY_INVALID
+        )
+    return path_and_query.lstrip("/")
 
 
 def _reader(user_id: int, fingerprint: str) -> Any:

@@ -26,7 +26,7 @@ import datetime as dt
 import json
 import re
 import uuid
-from collections.abc import Generator, Iterator
+from collections.abc import Generator
 from decimal import Decimal
 from typing import Any, cast
 
@@ -106,7 +106,7 @@ def max_bytes_default() -> int:
 
 def rows_stream(
     *, user: User, query: RestQuery, max_bytes: int | None = None
-) -> Iterator[tuple[dict[str, Any], bytes]]:
+) -> Generator[tuple[dict[str, Any], bytes], None, None]:
     """Yield ``(row, its JSON bytes)``; raise ``ResponseTooLarge`` once past the ceiling."""
     if user is None or not getattr(user, "is_authenticated", False):
         raise ReadNotAuthenticated("a read runs as a signed-in user", field=None)
@@ -114,7 +114,7 @@ def rows_stream(
     ceiling_name = "rest.max_response_bytes" if max_bytes is None else "this read's byte budget"
     resource = resource_get(query.resource)
     select = _select_resolve(resource, query.select)
-    rows = _queryset_build(resource, query, user)
+    rows = queryset_build(resource, query, user)
     paths = [c.path for _, c in select if c.kind is not ColumnKind.JSON_KEY]
     # No select, or ``*``, means every column: the fixed ones, then each row's own JSON keys.
     is_every_key = query.select is None or any(item.is_star for item in query.select)
@@ -192,8 +192,14 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def _queryset_build(resource: Resource, query: RestQuery, user: User) -> QuerySet:
+def queryset_build(
+    resource: Resource, query: RestQuery, user: User, *, annotations: dict[str, Any] | None = None
+) -> QuerySet:
+    """The rows ``query`` reads of ``resource`` as ``user``: filtered, ordered, paged; each row
+    carrying ``annotations`` (added before the page is cut, so an aggregate over them sees it)."""
     rows = resource.rows_visible(user)
+    if annotations:
+        rows = rows.annotate(**annotations)
     for flt in query.filters:
         rows = rows.filter(_filter_q(resource, flt))
     rows = rows.order_by(*_ordering(resource, query))
