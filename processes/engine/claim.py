@@ -77,7 +77,9 @@ def run_claim(run_id: str, delivery: int | None = None) -> tuple[ProcessRun, Lea
         if not claimed_count:
             return None
         run = ProcessRun.objects.select_related("invoked_by").get(pk=pk)
-    if run.started_at == now:  # this claim started the run: no delivery wrote for it before
+    # This claim started the run (and no delivery's write carried ``slices`` yet): nothing was
+    # written for it before. Both, because a frozen clock (``turbobase.testing``) repeats ``now``.
+    if run.started_at == now and not run.slices:
         ledger_position_empty(run)
     else:
         # The ledger is the truth about what earlier deliveries wrote, whatever a dead one left.
