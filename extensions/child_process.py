@@ -48,7 +48,7 @@ class ChildProcess:
     def __init__(self, process: subprocess.Popen[bytes]) -> None:
         self.process = process
         self.has_modules = False
-        self.bridge_names: list[str] | None = None  # the bridge names the child was last told
+        self.bridge_names: Any = None  # the bridge names the child was last told
         self._pid_of_owner = os.getpid()
         self._buffer = bytearray()
         self._selector = selectors.DefaultSelector()

@@ -120,7 +120,7 @@ def _claim_text(stale: bool, lazy_commit: bool) -> _ClaimText:
         tuple(Group._meta.concrete_fields),
     )
     groups = user_model._meta.get_field("groups")
-    member_table = groups.remote_field.through._meta.db_table
+    member_table = groups.remote_field.through._meta.db_table  # type: ignore[union-attr]
     stale_check = ' AND "delivery" = %s' if stale else ""
     lazy = ", set_config('synchronous_commit', 'off', true)" if lazy_commit else ""
     sql = (
