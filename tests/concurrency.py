@@ -30,3 +30,20 @@ def race(workers: int, fn: Callable[[int], Any]) -> list[Any]:
         thread.join(timeout=30)
     assert not any(thread.is_alive() for thread in threads)
     return results
+
+
+def meanwhile(fn: Callable[..., Any], *args: Any) -> None:
+    """Run ``fn(*args)`` to its end as another writer would: in its own thread, inside its own
+    transaction on its own connection, committed before this returns."""
+    from django.db import connection, transaction
+
+    def run() -> None:
+        try:
+            with transaction.atomic():
+                fn(*args)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()

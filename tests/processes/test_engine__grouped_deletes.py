@@ -19,6 +19,7 @@ from records.boundary import record_create
 from records.hooks import hook_register
 from records.models import Record, WriteTrail
 from records.trail import Actor
+from tests.concurrency import meanwhile
 from tests.processes.engine_support import deploy, invoke
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -276,30 +277,26 @@ def test_a_full_window_ends_the_group_before_the_delete_it_holds(sweep, alice):
     assert (records["seed:1"], records["seed:2"]) == ("deleted", "synced")
 
 
-def _spend_the_slot(seen: list):
-    """A before_delete hook: the first time, another writer (its own connection) takes the
-    window's last slot, after the grouped delete found it free."""
-    import threading
-
-    from django.db import transaction
-
-    from guardrails.windows import window_admit
-
-    def spend() -> None:
-        try:
-            with transaction.atomic():
-                assert window_admit(kind="delete", source_system="netsuite").admitted
-        finally:
-            connection.close()
+def _first_time_meanwhile(seen: list, write):
+    """A before_delete hook: the first time, another writer (its own connection) runs
+    ``write(pg_row_id)`` and commits, after the grouped delete found the step's record ready."""
 
     def hook(ctx) -> None:
         seen.append(ctx.record["pgRowId"])
         if len(seen) == 1:
-            thread = threading.Thread(target=spend)
-            thread.start()
-            thread.join()
+            meanwhile(write, ctx.record["pgRowId"])
 
     return hook
+
+
+def _spend_the_slot(seen: list):
+    """Another writer takes the window's last slot, after the grouped delete found it free."""
+    from guardrails.windows import window_admit
+
+    def spend(_pk: str) -> None:
+        assert window_admit(kind="delete", source_system="netsuite").admitted
+
+    return _first_time_meanwhile(seen, spend)
 
 
 @pytest.mark.postgres_only
@@ -331,29 +328,13 @@ def test_a_slot_spent_by_another_writer_meanwhile_is_not_spent_twice(sweep, alic
 
 
 def _delete_it_first(seen: list, alice):
-    """A before_delete hook: the first time, another writer (its own connection) deletes the same
-    record alone — hiding it without moving its version."""
-    import threading
-
-    from django.db import transaction
-
+    """Another writer deletes the same record alone — hiding it without moving its version."""
     from records.boundary import record_delete
 
     def delete(pk: str) -> None:
-        try:
-            with transaction.atomic():
-                record_delete(actor=Actor(user=alice), record_type="customer", pg_row_id=pk)
-        finally:
-            connection.close()
+        record_delete(actor=Actor(user=alice), record_type="customer", pg_row_id=pk)
 
-    def hook(ctx) -> None:
-        seen.append(ctx.record["pgRowId"])
-        if len(seen) == 1:
-            thread = threading.Thread(target=delete, args=(ctx.record["pgRowId"],))
-            thread.start()
-            thread.join()
-
-    return hook
+    return _first_time_meanwhile(seen, delete)
 
 
 @pytest.mark.postgres_only
