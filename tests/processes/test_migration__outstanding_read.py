@@ -11,7 +11,7 @@ import pytest
 
 from guardrails.settings import setting_set
 from processes.engine.runner import run_deliver
-from processes.models import ProcessRun
+from processes.models import ProcessRun, ProcessRunSlice
 from records.boundary import record_create
 from records.models import Record
 from records.trail import Actor
@@ -57,6 +57,17 @@ def _first_slice(admin_user, alice, page: str = "", key: str = "legacy_id") -> P
     return run
 
 
+def _paged_first_slice(
+    admin_user, alice, *, slice_rows: int, items: int, page: str
+) -> tuple[ProcessRun, ProcessRunSlice]:
+    """``items`` pending rows, slices of ``slice_rows``, the author's ``page`` (limit, offset) on
+    the read: the run after its first slice, and that slice."""
+    setting_set("processes.slice_max_rows", slice_rows)
+    _items(alice, items)
+    run = _first_slice(admin_user, alice, page)
+    return run, run.slice_log.get(number=1)
+
+
 def _keys(rows: list[dict]) -> list[str]:
     return [row["legacy_id"] for row in rows]
 
@@ -77,10 +88,7 @@ def test_a_slice_reads_the_rows_it_takes_and_counts_the_rest_each_key_once(admin
 
 
 def test_an_authors_limit_bounds_what_is_read_and_counted(admin_user, alice):
-    setting_set("processes.slice_max_rows", 5)
-    _items(alice, 20)
-    run = _first_slice(admin_user, alice, "&limit=7")
-    first = run.slice_log.get(number=1)
+    run, first = _paged_first_slice(admin_user, alice, slice_rows=5, items=20, page="&limit=7")
     assert (len(first.rows), first.total_read, run.outstanding) == (5, 7, 2)
     pump()
     run.refresh_from_db()
@@ -90,10 +98,9 @@ def test_an_authors_limit_bounds_what_is_read_and_counted(admin_user, alice):
 
 
 def test_an_authors_offset_and_limit_are_the_rows_the_slice_reads(admin_user, alice):
-    setting_set("processes.slice_max_rows", 10)
-    _items(alice, 12)
-    run = _first_slice(admin_user, alice, "&offset=3&limit=4")
-    first = run.slice_log.get(number=1)
+    run, first = _paged_first_slice(
+        admin_user, alice, slice_rows=10, items=12, page="&offset=3&limit=4"
+    )
     assert _keys(first.rows) == ["L00003", "L00004", "L00005", "L00006"]
     # Every row read was finished: nothing is outstanding (the read's bounds are the author's).
     assert (first.total_read, run.state, run.outstanding) == (4, "committed", 0)
