@@ -46,6 +46,30 @@ def _no_deploy_typecheck():
 PID = "p:generated"
 EXAMPLES = 25
 
+
+def _bounded(examples: int) -> settings:
+    """Hypothesis bounded for CI: ``examples`` derandomized examples, no shrinking."""
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=True,  # the same examples on every run: CI is reproducible
+        database=None,
+        phases=[Phase.explicit, Phase.generate],  # no shrinking: a failure names its first example
+        suppress_health_check=[
+            HealthCheck.function_scoped_fixture,  # the fixtures hold across examples by design
+            HealthCheck.too_slow,
+            HealthCheck.data_too_large,
+        ],
+    )
+
+
+def _assert_same(first: dict, second: dict, source: str, state: object) -> None:
+    """Every part an outsider sees is the same in both runs (``grouping_support.observed``); a
+    difference names the process source and the generated state it ran from."""
+    for part in first:
+        assert first[part] == second[part], f"{part} differs for:\n{source}\n{state}"
+
+
 # Hooks deployed as extensions: each refuses a save whose marker field says 'refuse'.
 HOOKS = {
     "hooks/legacy.ts": """import { defineHook } from '@turbobase/extensions';
@@ -296,25 +320,13 @@ def hooks(admin_user) -> None:
         extension_deploy(entry=entry, files={entry: source}, by=admin_user)
 
 
-@settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    derandomize=True,  # the same examples on every run: CI is reproducible
-    database=None,
-    phases=[Phase.explicit, Phase.generate],  # no shrinking: a failure names its first example
-    suppress_health_check=[
-        HealthCheck.function_scoped_fixture,  # the fixtures hold across examples by design
-        HealthCheck.too_slow,
-        HealthCheck.data_too_large,
-    ],
-)
+@_bounded(EXAMPLES)
 @given(case=generated())
 def test_grouped_and_one_by_one_runs_leave_the_same_state(case, hooks, admin_user, alice):
     deploy(case.source, by=admin_user, name="processes/generated.ts")
     grouped = _run_once(case.instance, case.instance.grouped, alice)
     alone = _run_once(case.instance, 1, alice)
-    for part in grouped:
-        assert grouped[part] == alone[part], f"{part} differs for:\n{case.source}\n{case.instance}"
+    _assert_same(grouped, alone, case.source, case.instance)
 
 
 # -- migrations: a slice's rows written in batches (processes.slice_batch_rows) or row by row ------
@@ -399,25 +411,13 @@ def _migrate_once(case: Migration, batch_rows: int, alice) -> dict:
     return observed(run, rows)
 
 
-@settings(
-    max_examples=MIGRATION_EXAMPLES,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    phases=[Phase.explicit, Phase.generate],  # no shrinking: a failure names its first example
-    suppress_health_check=[
-        HealthCheck.function_scoped_fixture,
-        HealthCheck.too_slow,
-        HealthCheck.data_too_large,
-    ],
-)
+@_bounded(MIGRATION_EXAMPLES)
 @given(case=migrations())
 def test_batched_and_row_by_row_migrations_leave_the_same_state(case, hooks, admin_user, alice):
     deploy(case.source, by=admin_user, name="processes/generated-migration.ts")
     batched = _migrate_once(case, case.batch_rows, alice)
     alone = _migrate_once(case, 1, alice)
-    for part in batched:
-        assert batched[part] == alone[part], f"{part} differs for:\n{case.source}\n{case}"
+    _assert_same(batched, alone, case.source, case)
 
 
 # -- a connected type's deletes among other writes: caps, rules, the source's verdicts ----------
@@ -514,22 +514,10 @@ def _sweep_once(case: Sweep, group_max: int, alice) -> dict:
     return observed(run, [str(legacy.pk)] + [str(pk) for pk in customers])
 
 
-@settings(
-    max_examples=SWEEP_EXAMPLES,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    phases=[Phase.explicit, Phase.generate],  # no shrinking: a failure names its first example
-    suppress_health_check=[
-        HealthCheck.function_scoped_fixture,
-        HealthCheck.too_slow,
-        HealthCheck.data_too_large,
-    ],
-)
+@_bounded(SWEEP_EXAMPLES)
 @given(case=sweeps())
 def test_connected_deletes_grouped_and_alone_leave_the_same_state(case, admin_user, alice):
     deploy(case.source, by=admin_user, name="processes/generated-sweep.ts")
     grouped = _sweep_once(case, case.grouped, alice)
     alone = _sweep_once(case, 1, alice)
-    for part in grouped:
-        assert grouped[part] == alone[part], f"{part} differs for:\n{case.source}\n{case}"
+    _assert_same(grouped, alone, case.source, case)
