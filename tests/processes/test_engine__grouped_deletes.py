@@ -24,6 +24,17 @@ from tests.processes.engine_support import deploy, invoke
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
+
+def _grouped_on_postgres(test):
+    """Marks a test of writers meeting a group: PostgreSQL only (SQLite serialises writers, and
+    steps there are never grouped)."""
+    only = pytest.mark.skipif(
+        connection.vendor != "postgresql",
+        reason="needs PostgreSQL: SQLite serialises writers, and steps there are never grouped",
+    )
+    return pytest.mark.postgres_only(only(test))
+
+
 CLEANUP = """import { defineProcess } from '@turbobase/extensions';
 export default defineProcess({
   id: 't:cleanup',
@@ -127,11 +138,7 @@ def test_a_refused_delete_writes_the_steps_before_it_and_leaves_its_record(clean
     assert (refused.code, refused.process_step, refused.action) == ("TWO_STAYS", "db", "delete")
 
 
-@pytest.mark.postgres_only
-@pytest.mark.skipif(
-    connection.vendor != "postgresql",
-    reason="needs PostgreSQL: SQLite serialises writers, and steps there are never grouped",
-)
+@_grouped_on_postgres
 def test_a_record_changed_after_its_delete_was_checked_is_deleted_again_alone(cleanup, alice):
     """Another writer changes b between its delete's check and the group's write: the statement
     removes nothing, and b's delete is made again alone — its hook sees the record as it is."""
@@ -299,11 +306,7 @@ def _spend_the_slot(seen: list):
     return _first_time_meanwhile(seen, spend)
 
 
-@pytest.mark.postgres_only
-@pytest.mark.skipif(
-    connection.vendor != "postgresql",
-    reason="needs PostgreSQL: SQLite serialises writers, and steps there are never grouped",
-)
+@_grouped_on_postgres
 def test_a_slot_spent_by_another_writer_meanwhile_is_not_spent_twice(sweep, alice):
     """The window had room when the delete was made ready; another writer took it before the
     group committed. The group's re-check under the window's lock finds it full: the steps before
@@ -337,11 +340,7 @@ def _delete_it_first(seen: list, alice):
     return _first_time_meanwhile(seen, delete)
 
 
-@pytest.mark.postgres_only
-@pytest.mark.skipif(
-    connection.vendor != "postgresql",
-    reason="needs PostgreSQL: SQLite serialises writers, and steps there are never grouped",
-)
+@_grouped_on_postgres
 def test_a_record_another_writer_hid_meanwhile_is_not_deleted_twice(sweep, alice):
     """Between the grouped delete's check and the group's write another writer deleted the same
     record (hidden, its version unchanged). The group finds it no longer in the sync state read:
