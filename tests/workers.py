@@ -28,6 +28,7 @@ from pathlib import Path
 from unittest import mock
 from urllib.parse import quote
 
+import pytest
 from django.conf import settings
 from django.db import connection
 
@@ -207,6 +208,33 @@ def wait_until(
             return
         time.sleep(interval)
     raise TimeoutError(f"timed out after {timeout:g}s waiting for {message}")
+
+
+def sweeping_until(
+    predicate, *, timeout: float, interval: float = 0.5, message: str = "condition"
+) -> None:
+    """``wait_until``, running the engine's waits sweep before each look: it re-queues a run whose
+    lease ran out as the minute sweep would (a django-q2 schedule in production; the test
+    database's schedule rows are flushed by earlier transactional tests), so a fresh cluster takes
+    a killed run without waiting out the broker's retry window."""
+    from processes.engine.wakeups import waits_sweep
+
+    def swept() -> bool:
+        waits_sweep()
+        return bool(predicate())
+
+    wait_until(swept, timeout=timeout, interval=interval, message=message)
+
+
+def postgres_workers(reason: str) -> list[pytest.MarkDecorator]:
+    """The marks of a real-worker test that runs on PostgreSQL only; ``reason`` says why not on
+    SQLite (the workers are other processes: the test commits what they should see)."""
+    return [
+        pytest.mark.workers,
+        pytest.mark.postgres_only,
+        pytest.mark.django_db(transaction=True),
+        pytest.mark.skipif(connection.vendor != "postgresql", reason=reason),
+    ]
 
 
 # Correctness, not speed: one record type's writes go upstream one at a time, on cores the lanes

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-from django.db import connection
-
 from processes.invoke import run_invoke
 from processes.models import ProcessRun
 from records.models import Record
 from tests.processes.engine_support import deploy
 from tests.processes.test_engine__migration import _items
-from tests.workers import QCluster, wait_until
+from tests.workers import QCluster, postgres_workers, sweeping_until
 
 FIXTURE = (
     Path(__file__).parent.parent
@@ -29,39 +26,22 @@ FAST_RECOVERY = {
     "TURBOBASE_ASYNC_WORKERS": "1",
 }
 
-pytestmark = [
-    pytest.mark.workers,
-    pytest.mark.postgres_only,
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(
-        connection.vendor != "postgresql",
-        reason="12,000 rows with two SIGKILLs is the PostgreSQL acceptance run; "
-        "the same engine paths run on SQLite in test_engine__migration.py",
-    ),
-]
+pytestmark = postgres_workers(
+    "12,000 rows with two SIGKILLs is the PostgreSQL acceptance run; "
+    "the same engine paths run on SQLite in test_engine__migration.py"
+)
 
 
 def _customers() -> int:
     return Record.reads.filter(record_type="customer").count()
 
 
-def _sweeping_until(predicate, *, timeout: float, message: str) -> None:
-    """The broker re-delivers a killed slice only after its retry window; the engine's own sweep
-    (a django-q2 schedule every minute in production — the test database's schedule rows are
-    flushed by earlier transactional tests) re-queues a run whose lease expired: run it here."""
-    from processes.engine.wakeups import waits_sweep
-
-    def swept() -> bool:
-        waits_sweep()
-        return predicate()
-
-    wait_until(swept, timeout=timeout, interval=2.0, message=message)
-
-
 def _sweep_until_terminal(run_id, timeout: float) -> None:
-    _sweeping_until(
+    """The broker re-delivers a killed slice only after its retry window: the sweep re-queues it."""
+    sweeping_until(
         lambda: ProcessRun.objects.get(pk=run_id).state not in ("queued", "running"),
         timeout=timeout,
+        interval=2.0,
         message="the migration to end",
     )
 
@@ -79,9 +59,10 @@ def test_twelve_thousand_rows_survive_two_sigkills_and_a_rerun_writes_nothing(
     )
     for kill_at in (1_700, 6_300):  # mid-slice: slices are 500 rows
         cluster.start()
-        _sweeping_until(
+        sweeping_until(
             lambda kill_at=kill_at: _customers() >= kill_at,
             timeout=600,
+            interval=2.0,
             message=f"{kill_at} customers",
         )
         cluster.kill()

@@ -19,7 +19,6 @@ from collections.abc import Callable
 import pytest
 
 from guardrails.settings import setting_set
-from processes.engine.wakeups import waits_sweep
 from processes.invoke import run_invoke
 from processes.models import ProcessRun, ProcessRunStep
 from records.boundary import record_create
@@ -27,7 +26,7 @@ from records.models import Record, WriteTrail
 from records.trail import Actor
 from tests.processes.engine_support import deploy
 from tests.processes.test_engine__migration import _items
-from tests.workers import QCluster, wait_until
+from tests.workers import QCluster, sweeping_until, wait_until
 
 pytestmark = [pytest.mark.workers, pytest.mark.django_db(transaction=True)]
 
@@ -99,17 +98,6 @@ def _ledger_rows(run_id) -> int:
     return ProcessRunStep.objects.filter(run_id=run_id).count()
 
 
-def _sweeping_until(predicate, *, timeout: float, message: str) -> None:
-    """Re-queue a run whose lease ran out as the minute sweep would (its schedule row is not in
-    the test database), so the fresh cluster takes the killed run at once."""
-
-    def swept() -> bool:
-        waits_sweep()
-        return predicate()
-
-    wait_until(swept, timeout=timeout, interval=0.5, message=message)
-
-
 def _killed_mid_run(run_id, progress: Callable[[], int], tmp_path) -> int:
     """Start a cluster, SIGKILL it once ``progress`` reaches KILL_AT, start a fresh one and let it
     finish the run; answers the ledger rows the killed cluster had committed."""
@@ -126,7 +114,7 @@ def _killed_mid_run(run_id, progress: Callable[[], int], tmp_path) -> int:
     assert ProcessRun.objects.get(pk=run_id).state not in TERMINAL, "the kill came too late"
     cluster.start(wait=False)  # what tells that it is up: the run ending
     try:
-        _sweeping_until(
+        sweeping_until(
             lambda: ProcessRun.objects.filter(pk=run_id, state__in=TERMINAL).exists(),
             timeout=180,
             message="the run ended",
@@ -140,19 +128,23 @@ def _killed_mid_run(run_id, progress: Callable[[], int], tmp_path) -> int:
     return at_kill
 
 
-def _assert_chain_ledger(run: ProcessRun, action: str) -> list:
-    """One confirmed ledger row per step, in order, each naming a different record."""
+def _assert_chain_ledger(run: ProcessRun, action: str | Callable[[int], str]) -> list:
+    """The run committed with one confirmed ledger row per step, in order, each naming a
+    different record and none left awaiting a verdict (``action``: each step's, or one for all);
+    answers the records, in step order."""
+    actions = action if callable(action) else lambda _n: action
     run.refresh_from_db()
     assert (run.state, run.outstanding, run.reason) == ("committed", 0, None)
     rows = list(
         run.ledger.order_by("sequence").values_list(
-            "sequence", "step_id", "action", "disposition", "pg_row_id"
+            "sequence", "step_id", "action", "disposition", "pg_row_id", "awaiting_verdict"
         )
     )
     assert [row[:4] for row in rows] == [
-        (n + 1, f"s{n}", action, "confirmed") for n in range(STEPS)
+        (n + 1, f"s{n}", actions(n), "confirmed") for n in range(STEPS)
     ]
     assert len({row[4] for row in rows}) == STEPS
+    assert not any(row[5] for row in rows)  # every verdict came and was taken
     return [row[4] for row in rows]
 
 
@@ -258,18 +250,8 @@ def test_a_kill_among_connected_deletes_deletes_each_record_once(admin_user, ali
     )
     at_kill = _killed_mid_run(run.pk, lambda: _ledger_rows(run.pk), tmp_path)
     assert KILL_AT <= at_kill < STEPS
-    run.refresh_from_db()
-    assert (run.state, run.outstanding, run.reason) == ("committed", 0, None)
-    rows = list(
-        run.ledger.order_by("sequence").values_list(
-            "step_id", "action", "disposition", "pg_row_id", "awaiting_verdict"
-        )
-    )
-    assert [row[:3] for row in rows] == [
-        (f"s{n}", "create" if n % 3 < 2 else "delete", "confirmed") for n in range(STEPS)
-    ]
-    assert [row[3] for row in rows[2::3]] == [r.pk for r in customers]
-    assert not any(row[4] for row in rows)  # every verdict came and was taken
+    pks = _assert_chain_ledger(run, lambda n: "create" if n % 3 < 2 else "delete")
+    assert pks[2::3] == [r.pk for r in customers]
     # Each delete queued once (one outbound delete a record), confirmed, charged once.
     deletes = RecordWriteState.reads.filter(operation="delete")
     assert sorted(deletes.values_list("record_id", flat=True)) == sorted(r.pk for r in customers)

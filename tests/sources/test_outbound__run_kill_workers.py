@@ -7,9 +7,6 @@ the source exactly once, in commit order, with one document and one number each.
 
 from __future__ import annotations
 
-import pytest
-from django.db import connection
-
 from records.boundary import record_create
 from records.models import Record, RecordWriteState
 from records.trail import Actor
@@ -17,19 +14,13 @@ from sources.models import SandboxCounter, SandboxDocument, SandboxSend
 from sources.outbound_run import RUN_MAX
 from sources.scripting import sandbox_script_set
 from sources.wakeups import outbound_enqueue
-from tests.workers import QCluster, outbound_settled_wait, wait_until
+from tests.workers import QCluster, outbound_settled_wait, postgres_workers, wait_until
 
-pytestmark = [
-    pytest.mark.workers,
-    pytest.mark.postgres_only,
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(
-        connection.vendor != "postgresql",
-        reason="on SQLite the test's polling read saw no run commit before the last one (the "
-        "worker's run holds the database's write lock), so the kill cannot be aimed mid-run; "
-        "the run's one transaction is the same code, tested in-process on SQLite",
-    ),
-]
+pytestmark = postgres_workers(
+    "on SQLite the test's polling read saw no run commit before the last one (the "
+    "worker's run holds the database's write lock), so the kill cannot be aimed mid-run; "
+    "the run's one transaction is the same code, tested in-process on SQLite"
+)
 
 WRITES = 6 * RUN_MAX
 FAST_LANE = {"TURBOBASE_SOURCES_LANE_LEASE_S": "3"}  # a killed drain's lane frees in seconds
