@@ -5,7 +5,9 @@ The engine groups a delivery's consecutive create steps (``processes.engine.grou
 checked and built here first (``record_create_ready``: payload, entitlement, guardrail rule,
 ``before_save`` hooks — the same checks as ``record_create``, a refusal raised at once) into a
 ``CreateReady``: its record, its ``allowed`` trail row, a connected type's outbound write state,
-and the caller's row that must commit with it (the step's ledger row). ``group_commit`` then
+and the caller's row that must commit with it (the step's ledger row); an update or delete of a
+type with nothing to run on its record first is made ready before its record is read, and the
+group's records are read in one query as it commits (``records.step_reads``). ``group_commit`` then
 writes a group — the caller's lease proof, and every row of every write in it — in one
 autocommitted statement (``records.sql_writes.group_insert``): all of them or none. When a type of
 the group is watched, that statement and the watchers' rows (a record trigger's run) share one

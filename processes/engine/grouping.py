@@ -26,11 +26,14 @@ statement writes the group's first step only — the step in flight from the out
 and the run stops there, as it stops at the next step boundary when steps commit alone.
 
 **The look-ahead** (``LookAhead``). Once a step's outcome is known (a grouped create's before its
-write, another step's once its write is done), the next step's first function — its ``when``,
-else its ``build`` — is started in the sandbox with the ctx that step will have; and when that
-next step is a create that would join the group, the function of the step after it too, with the
-outcome the next step will have (its record id chosen now, ``Sent.chosen``). A step takes a
-result only if its ctx is the same (the sandbox compares); otherwise the result is dropped.
+write, a grouped update's or delete's once it is made ready — before its record is read, when
+the group reads it, ``records.step_reads`` — another step's once its write is done), the next
+step's functions are started in the sandbox with the ctx that step will have, in the order it
+calls them (``step_functions``: its ``when`` alone, else its ``build`` and its address's
+function), as many as the sandbox takes ahead; and when that next step is a create that would
+join the group, the function of the step after it too, with the outcome the next step will have
+(its record id chosen now, ``Sent.chosen``). A step takes a result only if its ctx is the same
+(the sandbox compares); otherwise the result is dropped.
 """
 
 from __future__ import annotations
