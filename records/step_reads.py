@@ -104,7 +104,7 @@ def _completed(write: Any, record: Record) -> None:
 def first_taken(writes: list[Any], creates: tuple[type, ...]) -> int:
     """The first create of ``writes`` whose key a committed record holds (0 if none does now:
     the writer that held it rolled back, and the first is made again alone)."""
-    keys = {n: w.record.idempotency_key for n, w in enumerate(writes) if isinstance(w, creates)}
+    keys = {n: w.record.idempotency_key for n, w in _of(writes, creates)}
     taken = set(
         Record.reads.filter(idempotency_key__in=keys.values()).values_list(
             "idempotency_key", flat=True
@@ -117,7 +117,7 @@ def first_moved(writes: list[Any], changes: tuple[type, ...]) -> int:
     """The first update or delete of ``writes`` whose record is no longer at the version it was
     read at (or, hiding a connected record, in the sync state), or gone (the first of them if
     none is now)."""
-    updates = {n: w for n, w in enumerate(writes) if isinstance(w, changes)}
+    updates = dict(_of(writes, changes))
     read = Record.reads.filter(pk__in=[w.record.pk for w in updates.values()])
     now = {pk: (v, state) for pk, v, state in read.values_list("pk", "sync_version", "sync_state")}
     return next((n for n, w in updates.items() if _moved(w, now)), min(updates, default=0))
@@ -129,3 +129,8 @@ def _moved(write: Any, now: dict) -> bool:
     version, state = now.get(write.record.pk, (None, None))
     hidden_from = getattr(write, "hidden_from", None)
     return version != write.version or hidden_from not in (None, state)
+
+
+def _of(writes: list[Any], kinds: tuple[type, ...]) -> list[tuple[int, Any]]:
+    """The writes of ``kinds``, by their position in ``writes``."""
+    return [(n, w) for n, w in enumerate(writes) if isinstance(w, kinds)]
