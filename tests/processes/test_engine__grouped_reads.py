@@ -136,3 +136,21 @@ def test_a_record_out_of_the_writers_reach_stops_the_group_and_is_refused_alone(
     assert list(trail.values_list("process_step", "action", "outcome", "pg_row_id")) == [
         ("s0", kind, "allowed", mine[0].pk)
     ]
+
+
+@pytest.mark.parametrize("kind", ["update", "delete"])
+def test_a_last_step_whose_record_is_out_of_reach_fails_the_run_as_alone(
+    admin_user, alice, bob, kind
+):
+    """The walk's last step rides with the run's end (``_last_flush``): its record not found
+    by the group's read, nothing is written — neither the step nor the end — and the step,
+    made alone, is refused and fails the run."""
+    theirs = _records(bob, 1)[0]
+
+    run, _ = _delivered(admin_user, alice, kind, [theirs])
+
+    assert (run.state, run.writes) == ("failed", 0)
+    assert ledger(run) == [("s0", "failed", "RECORD_NOT_FOUND")]
+    left = Record.reads.get(pk=theirs.pk)
+    assert (left.fields, left.sync_version) == ({"n": 0}, 1)
+    assert not WriteTrail.reads.filter(process_run_id=str(run.pk), outcome="allowed").exists()
