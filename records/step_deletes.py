@@ -25,6 +25,7 @@ from guardrails.models import Decision, WindowEvent, WindowKind
 from guardrails.windows import window_hold, window_room
 from records.codes import RefusalCode
 from records.models import Record, RecordWriteState, SyncState, WriteOperation, WriteTrail
+from records.step_reads import ReadLater
 from records.trail import Actor
 from records.write_rules import record_snapshot, write_state_row
 
@@ -46,6 +47,7 @@ class DeleteReady:
     hidden_from: str | None = None  # connected: hidden, only if still in this sync state
     charge: WindowEvent | None = None  # connected: the delete window's charge
     state_ref: str = ""  # the caller's row's field that takes ``state``'s id (it waits on it)
+    later: ReadLater | None = None  # its record read with the group's (``records.step_reads``)
 
     def group_parts(self) -> dict[str, Any]:
         """What ``records.sql_writes.GroupRows`` takes of a delete beyond any write's rows."""

@@ -5,7 +5,9 @@ The engine groups a delivery's consecutive create steps (``processes.engine.grou
 checked and built here first (``record_create_ready``: payload, entitlement, guardrail rule,
 ``before_save`` hooks — the same checks as ``record_create``, a refusal raised at once) into a
 ``CreateReady``: its record, its ``allowed`` trail row, a connected type's outbound write state,
-and the caller's row that must commit with it (the step's ledger row). ``group_commit`` then
+and the caller's row that must commit with it (the step's ledger row); an update or delete of a
+type with nothing to run on its record first is made ready before its record is read, and the
+group's records are read in one query as it commits (``records.step_reads``). ``group_commit`` then
 writes a group — the caller's lease proof, and every row of every write in it — in one
 autocommitted statement (``records.sql_writes.group_insert``): all of them or none. When a type of
 the group is watched, that statement and the watchers' rows (a record trigger's run) share one
@@ -45,6 +47,14 @@ from records.models import (
 from records.policies import write_entitlement_check
 from records.sql_writes import GroupInserted, GroupMoved, GroupRows, group_insert
 from records.step_deletes import DeleteReady, charges_held, delete_groupable, delete_queued
+from records.step_reads import (
+    ReadLater,
+    first_moved,
+    first_taken,
+    group_reads,
+    read_later,
+    record_stub,
+)
 from records.trail import Actor, trail_row
 from records.units import WriteUnit, refusing, unit_current
 from records.watches import record_watched, record_written
@@ -109,6 +119,7 @@ class UpdateReady:
     before: dict
     row: models.Model | None = None
     state: RecordWriteState | None = None  # a connected type's outbound write
+    later: ReadLater | None = None  # its record read with the group's (``records.step_reads``)
 
 
 GroupReady = CreateReady | UpdateReady | DeleteReady
@@ -217,29 +228,34 @@ def record_update_ready(
             record, before = _update_checked(actor, rt, parent, pg_row_id, expected_sync_version)
     finally:
         unit_current.reset(token)
-    version = record.sync_version
-    record.sync_version, record.updated_at = version + 1, timezone.now()
-    state = None
-    if rt.is_connected:
-        state = write_state_row(record, WriteOperation.UPDATE, {"parent": parent})
     trail = trail_row(
         actor=actor,
         action=TrailAction.UPDATE,
         record_type=rt.name,
         outcome=TrailOutcome.ALLOWED,
-        pg_row_id=record.pg_row_id,
+        pg_row_id=pg_row_id,
     )
+    if record is None:  # read with the group's records, just before its statement
+        later = ReadLater(rt, dict(parent))
+        return UpdateReady(actor, record_stub(rt, pg_row_id), trail, 0, {}, later=later)
+    version = record.sync_version
+    record.sync_version, record.updated_at = version + 1, timezone.now()
+    state = None
+    if rt.is_connected:
+        state = write_state_row(record, WriteOperation.UPDATE, {"parent": parent})
     return UpdateReady(actor, record, trail, version, before, state=state)
 
 
 def _update_checked(
     actor: Actor, rt: RecordType, parent: Any, pg_row_id: uuid.UUID, expected: int | None
-) -> tuple[Record, dict]:
+) -> tuple[Record | None, dict]:
     """The update's checks in ``record_update``'s order; the record read (its fields merged as
-    its hooks saw them) and its fields before."""
+    its hooks saw them) and its fields before — none when it is read with the group's."""
     payload_check(rt, parent, None, is_create=False)
     write_entitlement_check(user=actor.user, record_type=rt)
     rule_check(rt, RuleAction.UPDATE)
+    if read_later(rt, HookSlot.BEFORE_SAVE, expected):
+        return None, {}
     record = record_address(actor, rt, pg_row_id=pg_row_id, external_id=None, lock=False)
     if expected is not None and int(expected) != record.sync_version:
         raise SyncVersionMoved(
@@ -269,6 +285,16 @@ def record_delete_ready(
         with refusing(actor, TrailAction.DELETE, rt.name, pg_row_id):
             write_entitlement_check(user=actor.user, record_type=rt)
             decision = rule_check(rt, RuleAction.DELETE)
+            if read_later(rt, HookSlot.BEFORE_DELETE):  # read with the group's records
+                trail = trail_row(
+                    actor=actor,
+                    action=TrailAction.DELETE,
+                    record_type=rt.name,
+                    outcome=TrailOutcome.ALLOWED,
+                    pg_row_id=pg_row_id,
+                )
+                stub = record_stub(rt, pg_row_id)
+                return DeleteReady(actor, stub, trail, 0, {}, later=ReadLater(rt))
             record = record_address(actor, rt, pg_row_id=pg_row_id, external_id=None, lock=False)
             if rt.is_connected and not delete_groupable(record, decision):
                 return None
@@ -310,6 +336,9 @@ def group_commit(writes: list[GroupReady], gate: StepGate, *, cut: bool) -> Grou
     is written. Raises ``GroupKeyTaken`` when a record's idempotency key was used already,
     ``GroupStale`` when an update's record moved since it was read (nothing written either
     way), and whatever the gate raises when its proof answered no row (nothing written)."""
+    unread = group_reads(writes)  # the records of writes made ready before their read
+    if unread is not None:
+        raise GroupStale(unread)
     rows = [
         GroupRows(
             w.record,
@@ -327,9 +356,9 @@ def group_commit(writes: list[GroupReady], gate: StepGate, *, cut: bool) -> Grou
     except IntegrityError as exc:
         if getattr(getattr(exc.__cause__, "diag", None), "constraint_name", "") != _KEY_UNIQUE:
             raise
-        raise GroupKeyTaken(_first_taken(writes)) from exc
+        raise GroupKeyTaken(first_taken(writes, (CreateReady,))) from exc
     except GroupMoved as exc:
-        raise GroupStale(_first_moved(writes)) from exc
+        raise GroupStale(first_moved(writes, (UpdateReady, DeleteReady))) from exc
     gate.proved(done.answer if done.proved else None)
     for write in writes[: done.written]:
         if isinstance(write, DeleteReady):  # committed: its after_delete hooks run now
@@ -365,33 +394,3 @@ def _group_written(
 def _caller_row(write: GroupReady) -> models.Model:
     assert write.row is not None, "a grouped write is committed with its caller's row"
     return write.row
-
-
-def _first_taken(writes: list[GroupReady]) -> int:
-    """The first create of ``writes`` whose key a committed record holds (0 if none does now:
-    the writer that held it rolled back, and the first is made again alone)."""
-    keys = {n: w.record.idempotency_key for n, w in enumerate(writes) if isinstance(w, CreateReady)}
-    taken = set(
-        Record.reads.filter(idempotency_key__in=keys.values()).values_list(
-            "idempotency_key", flat=True
-        )
-    )
-    return next((n for n, key in keys.items() if key in taken), 0)
-
-
-def _first_moved(writes: list[GroupReady]) -> int:
-    """The first update or delete of ``writes`` whose record is no longer at the version it was
-    read at (or, hiding a connected record, in the sync state), or gone (the first of them if
-    none is now)."""
-    updates = {n: w for n, w in enumerate(writes) if isinstance(w, UpdateReady | DeleteReady)}
-    read = Record.reads.filter(pk__in=[w.record.pk for w in updates.values()])
-    now = {pk: (v, state) for pk, v, state in read.values_list("pk", "sync_version", "sync_state")}
-    return next((n for n, w in updates.items() if _moved(w, now)), min(updates, default=0))
-
-
-def _moved(write: UpdateReady | DeleteReady, now: dict) -> bool:
-    """Whether ``write``'s record is gone, at another version, or (a connected record being
-    hidden) in another sync state than it was read in."""
-    version, state = now.get(write.record.pk, (None, None))
-    hidden_from = write.hidden_from if isinstance(write, DeleteReady) else None
-    return version != write.version or hidden_from not in (None, state)

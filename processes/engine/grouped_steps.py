@@ -119,6 +119,8 @@ def delete_grouped(scope: StepScope, planned: PlannedStep, address: Any) -> Step
         return None
     if ready.state is not None:  # its ledger row takes the outbound delete's id, and waits
         ready.state_ref = "write_state_id"
+    elif scope.ahead is not None:  # (a delete that waits parks the run: nothing to start)
+        scope.ahead(write_outcome(ready.record.pk, ready.record.external_id, Disposition.CONFIRMED))
     return _joined(scope, planned, group, ready, awaiting=ready.state is not None)
 
 

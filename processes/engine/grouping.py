@@ -26,11 +26,14 @@ statement writes the group's first step only — the step in flight from the out
 and the run stops there, as it stops at the next step boundary when steps commit alone.
 
 **The look-ahead** (``LookAhead``). Once a step's outcome is known (a grouped create's before its
-write, another step's once its write is done), the next step's first function — its ``when``,
-else its ``build`` — is started in the sandbox with the ctx that step will have; and when that
-next step is a create that would join the group, the function of the step after it too, with the
-outcome the next step will have (its record id chosen now, ``Sent.chosen``). A step takes a
-result only if its ctx is the same (the sandbox compares); otherwise the result is dropped.
+write, a grouped update's or delete's once it is made ready — before its record is read, when
+the group reads it, ``records.step_reads`` — another step's once its write is done), the next
+step's functions are started in the sandbox with the ctx that step will have, in the order it
+calls them (``step_functions``: its ``when`` alone, else its ``build`` and its address's
+function), as many as the sandbox takes ahead; and when that next step is a create that would
+join the group, the function of the step after it too, with the outcome the next step will have
+(its record id chosen now, ``Sent.chosen``). A step takes a result only if its ctx is the same
+(the sandbox compares); otherwise the result is dropped.
 """
 
 from __future__ import annotations
@@ -169,6 +172,30 @@ def step_key(run: ProcessRun, planned: PlannedStep, row: dict | None, row_key: s
     return f"row:{run.process_id}:{row_key}:{planned.step_id}"
 
 
+def step_functions(planned: PlannedStep) -> list[tuple[str, ...]]:
+    """The functions a create, update or delete step calls, in order (``steps.step_execute``):
+    its ``when`` alone (what follows runs only if it answers true), else its ``build`` and its
+    address (``update_address``, ``address_value``)."""
+    definition, kind = planned.definition, planned.kind
+    if kind not in (StepKind.CREATE, StepKind.UPDATE, StepKind.DELETE):
+        return []
+    if definition.get("when") is not None:
+        return [("when",)]
+    paths: list[tuple[str, ...]] = []
+    if kind != StepKind.DELETE:
+        paths.append(("build",))
+    if kind == StepKind.CREATE:
+        return paths
+    section = "update" if kind == StepKind.UPDATE else "delete"
+    address = definition[section]
+    if section == "update" and address.get("step") is not None:
+        return paths  # addressed by an earlier step's outcome: no function
+    paths.append((section, "pgRowId" if address.get("pgRowId") is not None else "externalId"))
+    if section == "update" and address.get("expectedSyncVersion") is not None:
+        paths.append(("update", "expectedSyncVersion"))
+    return paths
+
+
 class LookAhead:
     """A delivery's look-ahead (see the module docstring): ``ctx`` builds a step's ctx, ``call``
     starts a function ahead in the sandbox (answers whether it was sent)."""
@@ -220,11 +247,18 @@ class LookAhead:
         return start
 
     def _first_ahead(self, planned: PlannedStep, steps: dict[str, dict], row: dict | None) -> bool:
-        """Send ``planned``'s first function ahead (a create or an update only); whether sent."""
-        if planned.kind not in (StepKind.CREATE, StepKind.UPDATE):
+        """Send ``planned``'s functions ahead, in the order the step calls them (a create, an
+        update or a delete only; as many as the sandbox takes); whether the first was sent."""
+        paths = step_functions(planned)
+        if not paths:
             return False
-        first = "when" if planned.definition.get("when") is not None else "build"
-        return self._call(planned.path + (first,), self._ctx(planned, steps, row))
+        ctx = self._ctx(planned, steps, row)
+        if not self._call(planned.path + paths[0], ctx):
+            return False
+        for path in paths[1:]:
+            if not self._call(planned.path + path, ctx):
+                break
+        return True
 
     def _may_group(self, planned: PlannedStep, row: dict | None, row_key: str) -> bool:
         """Whether ``planned`` is a create that would join the group."""
