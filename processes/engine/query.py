@@ -3,8 +3,8 @@
 The whole result or a named failure at the byte ceiling; a per-read time ceiling; and a small pool
 of read slots shared by every run on this worker process, with a wait bound several times longer
 than an app request's. Each bound names itself when it stops a step. The invoker's access is
-checked again at a delivery's first read (``query_reader``), so a run whose invoker lost access
-stops reading at its next delivery at the latest.
+checked again at each delivery's first read (``query_reader``; ``engine.runtime`` keeps it for
+the delivery), so a run whose invoker lost access stops reading from its next delivery on.
 """
 
 from __future__ import annotations

@@ -34,11 +34,12 @@ class ModuleRuntime:
     def __init__(self, *, process_id: str, version: int, user_id: int, fingerprint: str) -> None:
         self._user_id, self._fingerprint = user_id, fingerprint
         # The invoker as ``query_reader`` let them read, checked at this delivery's first read
-        # and kept for its others. A run's invoker is fixed when it is invoked; what can change
-        # is their access (groups, staff, active), and a delivery's reads all happen within its
-        # one claim, bounded by the slice's wall clock (processes.slice_max_ms): a change made
-        # meanwhile is seen by the next delivery's first read, as a change made just after a
-        # read always was. One check a delivery, not two statements a read.
+        # and kept for its others: one check a delivery, not two statements a read. A run's
+        # invoker is fixed when it is invoked and this runtime lives for one delivery (one claim
+        # of the run); what can change meanwhile is the invoker's access (groups, staff, active).
+        # A change made during a delivery is refused from the next delivery's first read on —
+        # the delivery under way was already reading with the access it started with, as a read
+        # made just before the change was.
         self._reader: Any = None
         self._query_failure: Exception | None = None
         # Run before every ctx.query read (the delivery writes its waiting steps first). What it
