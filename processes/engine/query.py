@@ -3,7 +3,8 @@
 The whole result or a named failure at the byte ceiling; a per-read time ceiling; and a small pool
 of read slots shared by every run on this worker process, with a wait bound several times longer
 than an app request's. Each bound names itself when it stops a step. The invoker's access is
-re-checked on every read, so a run whose invoker lost access stops reading.
+checked again at each delivery's first read (``query_reader``; ``engine.runtime`` keeps it for
+the delivery), so a run whose invoker lost access stops reading from its next delivery on.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from guardrails.settings import setting_get
 from kernel.errors import TurbobaseError
 from processes.codes import ProcessCode, ProcessError
 from records.rest.execute import rest_read
+from records.rest.timed import rest_read_timed
 
 T = TypeVar("T")
 
@@ -70,21 +72,29 @@ def _read_deadline(timeout_ms: int) -> Iterator[None]:
 
 
 def query_run(
-    *, user_id: int, fingerprint: str, path_and_query: Any, budget_ms: float | None = None
+    *, user: Any, path_and_query: Any, budget_ms: float | None = None
 ) -> list[dict[str, Any]]:
-    """One ``ctx.query`` read. Raises ``QueryRefused`` naming the bound or rule that stopped it,
-    or the read's own refusal (the code and message ``GET /v1/rest`` answers for it).
+    """One ``ctx.query`` read as ``user`` — the invoker, as ``query_reader`` let them read. Raises
+    ``QueryRefused`` naming the bound or rule that stopped it, or the read's own refusal (the code
+    and message ``GET /v1/rest`` answers for it).
 
     ``budget_ms`` is what is left of the step's time budget: the slot wait and the read are
     bounded by it too, so a read cannot carry a step past its budget.
+
+    On PostgreSQL outside a transaction (a lane worker), the read and its time ceiling are one
+    statement (``records.rest.timed``); elsewhere the read runs under ``_read_deadline``.
     """
     path = _path_checked(path_and_query)
-    return query_bounded(
-        lambda user, max_bytes: rest_read(user=user, path_and_query=path, max_bytes=max_bytes),
-        user_id=user_id,
-        fingerprint=fingerprint,
-        budget_ms=budget_ms,
-    )
+
+    def read(max_bytes: int, timeout_ms: int) -> list[dict[str, Any]]:
+        if connection.vendor == "postgresql" and connection.get_autocommit():
+            return rest_read_timed(
+                user=user, path_and_query=path, max_bytes=max_bytes, timeout_ms=timeout_ms
+            )
+        with _read_deadline(timeout_ms):
+            return rest_read(user=user, path_and_query=path, max_bytes=max_bytes)
+
+    return _slotted(read, budget_ms=budget_ms)
 
 
 def query_bounded(
@@ -92,7 +102,17 @@ def query_bounded(
 ) -> T:
     """``read(user, max_bytes)`` as the invoking user under ``ctx.query``'s bounds (the access
     check, a read slot, the time ceiling, the byte ceiling), refusals named as ``query_run``'s."""
-    user = _reader(user_id, fingerprint)
+    user = query_reader(user_id, fingerprint)
+
+    def bounded(max_bytes: int, timeout_ms: int) -> T:
+        with _read_deadline(timeout_ms):
+            return read(user, max_bytes)
+
+    return _slotted(bounded, budget_ms=budget_ms)
+
+
+def _slotted(read: Callable[[int, int], T], *, budget_ms: float | None) -> T:
+    """``read(max_bytes, timeout_ms)`` in a read slot, its failures named as ``query_run``'s."""
     slot_wait_ms, wait_bound = _bounded(
         setting_get(SettingKey.PROCESSES_QUERY_SLOT_WAIT_MS),
         SettingKey.PROCESSES_QUERY_SLOT_WAIT_MS,
@@ -110,8 +130,7 @@ def query_bounded(
         budget_ms,
     )
     try:
-        with _read_deadline(timeout_ms):
-            return read(user, setting_get(SettingKey.PROCESSES_QUERY_MAX_BYTES))
+        return read(setting_get(SettingKey.PROCESSES_QUERY_MAX_BYTES), timeout_ms)
     except TurbobaseError as exc:
         # What GET /v1/rest answers this user for the same read, so the author learns why:
         # a refusal carries its own code; a NotFound (an unknown resource) is named by its error.
@@ -138,8 +157,9 @@ def _path_checked(path_and_query: Any) -> str:
     return path_and_query.lstrip("/")
 
 
-def _reader(user_id: int, fingerprint: str) -> Any:
-    """The invoking user, refused when their access changed since the run was invoked."""
+def query_reader(user_id: int, fingerprint: str) -> Any:
+    """The invoking user, refused (``QUERY_ACCESS_CHANGED``) when their access changed since the
+    run was invoked: two statements (the user, their groups)."""
     from processes.invoke import access_fingerprint
 
     user = get_user_model().objects.filter(pk=user_id).first()

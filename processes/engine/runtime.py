@@ -15,7 +15,7 @@ from extensions.sandbox import SandboxError, SandboxLimits, SandboxTimeBudgetExc
 from guardrails.setting_keys import SettingKey
 from guardrails.settings import setting_get
 from kernel.text import CODE_MAX_CHARS, MESSAGE_MAX_CHARS, text_clean
-from processes.engine.query import query_run
+from processes.engine.query import query_reader, query_run
 
 
 class StepCodeFailed(Exception):
@@ -33,6 +33,14 @@ class ModuleRuntime:
 
     def __init__(self, *, process_id: str, version: int, user_id: int, fingerprint: str) -> None:
         self._user_id, self._fingerprint = user_id, fingerprint
+        # The invoker as ``query_reader`` let them read, checked at this delivery's first read
+        # and kept for its others: one check a delivery, not two statements a read. A run's
+        # invoker is fixed when it is invoked and this runtime lives for one delivery (one claim
+        # of the run); what can change meanwhile is the invoker's access (groups, staff, active).
+        # A change made during a delivery is refused from the next delivery's first read on —
+        # the delivery under way was already reading with the access it started with, as a read
+        # made just before the change was.
+        self._reader: Any = None
         self._query_failure: Exception | None = None
         # Run before every ctx.query read (the delivery writes its waiting steps first). What it
         # raises is the engine's, not the read's: it stops the call and surfaces as itself.
@@ -57,9 +65,10 @@ class ModuleRuntime:
                 self._interrupted = exc
                 raise
         try:
+            if self._reader is None:
+                self._reader = query_reader(self._user_id, self._fingerprint)
             return query_run(
-                user_id=self._user_id,
-                fingerprint=self._fingerprint,
+                user=self._reader,
                 path_and_query=path_and_query,
                 budget_ms=self.sandbox.wall_remaining_ms(),
             )

@@ -23,11 +23,9 @@ Comparison rules (PostgREST's, made to hold on SQLite too):
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 import uuid
 from collections.abc import Generator
-from decimal import Decimal
 from typing import Any, cast
 
 from django.contrib.auth.models import User
@@ -49,7 +47,7 @@ from django.utils.dateparse import parse_date, parse_datetime
 from guardrails.setting_keys import SettingKey
 from guardrails.settings import setting_get
 from records.rest.codes import ReadCode
-from records.rest.errors import InvalidQuery, ReadNotAuthenticated, ResponseTooLarge
+from records.rest.errors import InvalidQuery, ReadNotAuthenticated
 from records.rest.expressions import (
     ILike,
     JsonKeyNumber,
@@ -58,8 +56,9 @@ from records.rest.expressions import (
     JsonKeyType,
     Like,
 )
-from records.rest.parser import Filter, Operator, RestQuery, SelectItem, query_parse
+from records.rest.parser import Filter, Operator, RestQuery, query_parse
 from records.rest.resources import Column, ColumnKind, Resource, resource_get
+from records.rest.rows import ReadPlan, rows_encoded, select_resolve
 
 CHUNK_SIZE = 500
 # The widest integer a column holds (and SQLite binds).
@@ -108,12 +107,22 @@ def rows_stream(
     *, user: User, query: RestQuery, max_bytes: int | None = None
 ) -> Generator[tuple[dict[str, Any], bytes], None, None]:
     """Yield ``(row, its JSON bytes)``; raise ``ResponseTooLarge`` once past the ceiling."""
+    plan = read_plan(user=user, query=query, max_bytes=max_bytes)
+    # QuerySet.iterator() is a generator (the stubs say Iterator): it is closed below.
+    stream = cast(Generator[tuple[Any, ...], None, None], plan.rows.iterator(chunk_size=CHUNK_SIZE))
+    try:
+        yield from rows_encoded(plan, stream)
+    finally:
+        # Close the server-side cursor now, not whenever the abandoned generator is collected.
+        stream.close()
+
+
+def read_plan(*, user: User, query: RestQuery, max_bytes: int | None = None) -> ReadPlan:
+    """The read ``query`` makes as ``user``, not yet sent; ``ReadNotAuthenticated`` without a user."""
     if user is None or not getattr(user, "is_authenticated", False):
         raise ReadNotAuthenticated("a read runs as a signed-in user", field=None)
-    ceiling = max_bytes_default() if max_bytes is None else max_bytes
-    ceiling_name = "rest.max_response_bytes" if max_bytes is None else "this read's byte budget"
     resource = resource_get(query.resource)
-    select = _select_resolve(resource, query.select)
+    select = select_resolve(resource, query.select)
     rows = queryset_build(resource, query, user)
     paths = [c.path for _, c in select if c.kind is not ColumnKind.JSON_KEY]
     # No select, or ``*``, means every column: the fixed ones, then each row's own JSON keys.
@@ -123,73 +132,15 @@ def rows_stream(
     )
     json_field = resource.json_field if needs_json else None
     fetched = list(dict.fromkeys(paths + ([json_field] if json_field else [])))
-    size = 2  # the array's brackets
-    # QuerySet.iterator() is a generator (the stubs say Iterator): it is closed below.
-    stream = cast(
-        Generator[tuple[Any, ...], None, None],
-        rows.values_list(*fetched).iterator(chunk_size=CHUNK_SIZE),
+    return ReadPlan(
+        resource=resource,
+        select=select,
+        rows=rows.values_list(*fetched),
+        fetched=fetched,
+        is_every_key=is_every_key,
+        ceiling=max_bytes_default() if max_bytes is None else max_bytes,
+        ceiling_name="rest.max_response_bytes" if max_bytes is None else "this read's byte budget",
     )
-    try:
-        for count, values in enumerate(stream):
-            record = dict(zip(fetched, values, strict=True))
-            row = _row_build(select, record, resource, is_every_key=is_every_key)
-            encoded = json.dumps(row, separators=(",", ":"), ensure_ascii=False).encode()
-            size += len(encoded) + (1 if count else 0)
-            if size > ceiling:
-                raise ResponseTooLarge(
-                    f"the answer to this read is larger than the read byte ceiling of {ceiling} bytes "
-                    f"({ceiling_name}); ask for a page with limit and offset, or filter more",
-                    field=None,
-                )
-            yield row, encoded
-    finally:
-        # Close the server-side cursor now, not whenever the abandoned generator is collected.
-        stream.close()
-
-
-def _select_resolve(
-    resource: Resource, select: tuple[SelectItem, ...] | None
-) -> list[tuple[str, Column]]:
-    if select is None:
-        return [(c.name, c) for c in resource.columns]
-    out: list[tuple[str, Column]] = []
-    for item in select:
-        if item.is_star:
-            out.extend((c.name, c) for c in resource.columns)
-        else:
-            out.append((item.alias, resource.column(item.column, field="select")))
-    return out
-
-
-def _row_build(
-    select: list[tuple[str, Column]],
-    record: dict[str, Any],
-    resource: Resource,
-    *,
-    is_every_key: bool,
-) -> dict[str, Any]:
-    document = record.get(resource.json_field) if resource.json_field else None
-    document = document if isinstance(document, dict) else {}
-    row: dict[str, Any] = {}
-    for alias, column in select:
-        if column.kind is ColumnKind.JSON_KEY:
-            row[alias] = document.get(column.path)
-        else:
-            row[alias] = _jsonable(record[column.path])
-    if is_every_key:
-        for key, value in document.items():
-            row.setdefault(key, value)
-    return row
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    if isinstance(value, (dt.datetime, dt.date)):
-        return value.isoformat()
-    if isinstance(value, Decimal):
-        return float(value)
-    return value
 
 
 def queryset_build(
