@@ -42,6 +42,7 @@ def on_verdicts_folded(sender: Any = None, *, folded: Sequence[Folded], **kwargs
     now = connection.ops.adapt_datetimefield_value(timezone.now())
     params = []
     for pk, _run, write_state_id, disposition, external_id in waiting:
+        assert write_state_id is not None  # the filter named it
         f = by_state[write_state_id]
         taken = ledger_verdict(
             status=f.status,
