@@ -33,15 +33,18 @@ def on_verdicts_folded(sender: Any = None, *, folded: Sequence[Folded], **kwargs
     """Connected to ``records.verdicts.verdicts_folded`` (inside the verdicts' transaction)."""
     by_state = {f.write_state_id: f for f in folded}
     waiting = list(
-        ProcessRunStep.objects.filter(write_state_id__in=by_state, awaiting_verdict=True)
+        # Not a row a rollback or a redrive has decided since: its disposition stands.
+        ProcessRunStep.objects.filter(
+            write_state_id__in=by_state, awaiting_verdict=True, disposition=Disposition.CONFIRMED
+        )
         .order_by("id")
-        .values_list("pk", "run_id", "write_state_id", "disposition", "external_id")
+        .values_list("pk", "run_id", "write_state_id", "external_id")
     )
     if not waiting:
         return
     now = connection.ops.adapt_datetimefield_value(timezone.now())
     params = []
-    for pk, _run, write_state_id, disposition, external_id in waiting:
+    for pk, _run, write_state_id, external_id in waiting:
         assert write_state_id is not None  # the filter named it
         f = by_state[write_state_id]
         taken = ledger_verdict(
@@ -53,7 +56,7 @@ def on_verdicts_folded(sender: Any = None, *, folded: Sequence[Folded], **kwargs
             message=f.message,
         )
         if taken.status == VerdictWait.CONFIRMED:
-            values = [taken.external_id, disposition, None, None, None]
+            values = [taken.external_id, Disposition.CONFIRMED, None, None, None]
         else:
             assert taken.refusal is not None
             refusal = taken.refusal

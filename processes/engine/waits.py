@@ -127,8 +127,10 @@ def source_wait_detail(run_pk: Any) -> dict[str, str | None] | None:
     ``pacedUntil`` is when its write may next be sent — the source backing off (429/503
     Retry-After, a timeout) or its rate, or the write's own retry — and null while it may go now.
     """
+    # The run's last write is the one it parked on (its ledger row no longer awaits once the
+    # verdict is folded, until a worker takes the run).
     write_state_id = (
-        ProcessRunStep.objects.filter(run_id=run_pk, awaiting_verdict=True)
+        ProcessRunStep.objects.filter(run_id=run_pk)
         .exclude(write_state_id=None)
         .order_by("-sequence")
         .values_list("write_state_id", flat=True)

@@ -17,6 +17,7 @@ from django_q.signing import SignedPackage
 from processes.engine import parking
 from processes.lanes import DELIVER_TASK
 from processes.models import ProcessRun
+from processes.pending_detail import pending_detail
 from processes.tasks import run_deliver
 from records.models import Record
 from sources.outbound import outbound_drain
@@ -39,13 +40,14 @@ export default defineProcess({
 """
 
 # At most these statements in each phase of one awaitSource step followed by one plain step (as
-# measured; a regression fails here). The wait's own share: the parking delivery's look (1 UPDATE), the
+# measured; one more where a delivery re-reads its process's switch, at most once a second; a
+# regression fails here). The wait's own share: the parking delivery's look (1 UPDATE), the
 # verdict's fold into the waiting ledger row (a read of the waiting rows and one UPDATE, in the
 # verdict's transaction), the wake-up (1 UPDATE … RETURNING and the broker's insert). The resumed
 # delivery reads the step as done: nothing of the wait is left for it.
 COST = {
-    "sqlite": {"first": 21, "drain": 62, "resumed": 17},
-    "postgresql": {"first": 16, "drain": 62, "resumed": 13},
+    "sqlite": {"first": 22, "drain": 62, "resumed": 18},
+    "postgresql": {"first": 17, "drain": 62, "resumed": 13},
 }
 WAIT_IN_DRAIN = 4  # waiting rows' read, their fold, the wake-up, its broker row
 
@@ -81,6 +83,11 @@ def test_an_await_source_step_costs_its_write_its_wake_up_and_its_ledger_row(adm
     first_sqls = _counted(lambda: run_deliver(*first))
     drain_sqls = _counted(lambda: outbound_drain(record_type="purchaseOrder"))
     [resumed] = _deliveries()
+    waiting = ProcessRun.objects.get(pk=run.pk)  # woken, not yet taken: its reason still reads
+    assert (waiting.pending_reason, pending_detail(waiting)) == (
+        "awaitingSource",
+        {"source": "netsuite", "pacedUntil": None},
+    )
     resumed_sqls = _counted(lambda: run_deliver(*resumed))
 
     run.refresh_from_db()
