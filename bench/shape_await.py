@@ -72,7 +72,7 @@ def await_bench(*, rounds: int = 5) -> ShapeOutcome:
         "await_chain",
         "us_per_step",
         statistics.median(timed) * 1e6,
-        statements_per_step=counted.count,
+        statements_per_step=float(counted.count),
         per_step_floor=floor,
         grouped_floor=floor,
         dbos=None,
