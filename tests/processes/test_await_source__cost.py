@@ -5,16 +5,20 @@ once by one conditional UPDATE, and the resumed delivery reads the step as done.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.db import connection
 from django.test import TestCase
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 from django_q.models import OrmQ
 from django_q.signing import SignedPackage
 
 from processes.engine import parking
+from processes.engine.lease import lease_seconds
+from processes.engine.wakeups import waits_sweep
 from processes.lanes import DELIVER_TASK
 from processes.models import ProcessRun
 from processes.pending_detail import pending_detail
@@ -168,3 +172,26 @@ def test_a_verdict_landing_while_the_run_parks_wakes_it_exactly_once(
     run_deliver(*woken[0])
     run.refresh_from_db()
     assert (run.state, run.writes, _deliveries()) == ("committed", 2, [])
+
+
+@pytest.mark.django_db
+def test_the_sweeper_sends_a_lost_wake_up_again_from_the_folded_verdict(admin_user, alice):
+    deploy(PROCESS, by=admin_user)
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        run = invoke("acme:await-one", {}, alice)
+    [first] = _deliveries()
+    run_deliver(*first)
+    assert waits_sweep() == 0  # parked, no verdict: not due
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        outbound_drain(record_type="purchaseOrder")
+    assert len(_deliveries()) == 1  # the wake-up, lost here (taken and never performed)
+
+    assert waits_sweep() == 0  # sent less than a lease ago: it may still be waiting for a worker
+    later = timezone.now() + timedelta(seconds=lease_seconds() + 1)
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        assert waits_sweep(later) == 1
+    [again] = _deliveries()
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        run_deliver(*again)
+    run.refresh_from_db()
+    assert (run.state, run.writes) == ("committed", 2)
