@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from shape_await import await_bench
 from shape_chains import CHAINS, ShapeOutcome, chain_bench
 from shape_migrations import Migrations, flatness_row, migration_bench
 from shape_result import shape_result, targets_row
@@ -19,7 +20,7 @@ MIGRATIONS = (
     "migration_create_stamp",
     "migration_create_stamp_50k",
 )
-SHAPES = (*CHAINS, *MIGRATIONS)
+SHAPES = (*CHAINS, "await_chain", *MIGRATIONS)
 
 TITLES = {
     "create_chain": "a step of a chain of creates",
@@ -27,6 +28,7 @@ TITLES = {
     "mixed_chain": "a step of a chain of create / update it / ctx.query it + create",
     "delete_chain": "a step of a chain of deletes (records made beforehand)",
     "single_step": "a run of a single create step",
+    "await_chain": "an awaitSource create into purchaseOrder: deliver, drain, resumed delivery",
     "migration_connected": "eachRow create into entity (connected) + stamp, outbound worker on",
     "migration_create": "eachRow create into customer (one slice)",
     "migration_create_stamp": "eachRow create into customer + stamp migrated_at",
@@ -45,6 +47,8 @@ def _one(
 ) -> ShapeOutcome:
     if shape in CHAINS:
         return chain_bench(shape, rounds=rounds, dbos=dbos)
+    if shape == "await_chain":
+        return await_bench(rounds=rounds)
     if shape == "migration_create_stamp_50k":
         if not large_rows:
             skipped = shape_result(

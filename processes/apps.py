@@ -26,7 +26,7 @@ def _lower_rooms_connect() -> None:
     from processes.api.reads import triggers_provider_register
     from processes.authoring_types import deploy_declarations
     from processes.contract import process_contract_check
-    from processes.engine.verdict_wakeups import on_source_verdicts
+    from processes.engine.verdict_wakeups import on_source_verdicts, on_verdicts_folded
     from processes.events.service import event_starter_register
     from processes.lineage import lineage_runs_describe
     from processes.observe import observe_connect
@@ -39,7 +39,7 @@ def _lower_rooms_connect() -> None:
     from processes.triggers.index import trigger_index_forget
     from processes.triggers.record_entered import record_watcher
     from records.lineage import lineage_runs_describer
-    from records.verdicts import source_verdicts
+    from records.verdicts import source_verdicts, verdicts_folded
     from records.watches import watcher_provider_register
 
     observe_connect()  # runs started and finished (/metrics), a run's trace
@@ -52,6 +52,8 @@ def _lower_rooms_connect() -> None:
         schedule_remove_guard, dispatch_uid="processes.schedules.remove_guard"
     )
     source_verdicts.connect(on_source_verdicts, dispatch_uid="processes.wake_on_verdict")
+    # In the verdicts' transaction: the ledger row of a step waiting on the write takes its verdict.
+    verdicts_folded.connect(on_verdicts_folded, dispatch_uid="processes.fold_verdict")
     triggers_provider_register(schedule_triggers_for)
     # Record triggers: the boundary asks for a type's watcher; a deploy here forgets the index.
     watcher_provider_register(record_watcher)

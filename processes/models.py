@@ -265,6 +265,12 @@ class ProcessRunStep(models.Model):
             models.Index(fields=["run", "sequence"]),
             # Which runs wrote a record: the run page's linked runs, a rollback delete's verdict.
             models.Index(fields=["pg_row_id"], name="run_step_pg_row_id"),
+            # The steps waiting on a source's verdict, read inside every verdicts' transaction.
+            models.Index(
+                fields=["write_state_id"],
+                name="run_step_awaiting_verdict",
+                condition=models.Q(awaiting_verdict=True),
+            ),
         ]
 
     def __str__(self) -> str:

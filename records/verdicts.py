@@ -40,6 +40,10 @@ source_verdict = Signal()
 # before their ``source_verdict``s, with verdicts=[Announced, …]: a receiver that reads per
 # verdict (which runs wait on it) reads once for the run.
 source_verdicts = Signal()
+# Sent INSIDE the transaction that folds verdicts, once their rows are written, with
+# folded=[Folded, …]: what a receiver writes (the ledger row of a step waiting on the write)
+# commits or rolls back with the verdicts; a receiver that raises rolls them back.
+verdicts_folded = Signal()
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,37 @@ class Announced:
     record_id: Any
     operation: str  # a WriteOperation
     verdict: VerdictKind
+
+
+@dataclass(frozen=True)
+class Folded:
+    """One verdict as folded into its write, as ``verdicts_folded`` tells it."""
+
+    write_state_id: int
+    status: str  # the write's WriteStatus now
+    external_id: str | None  # the record's id at the source, else the write's
+    write_external_id: str | None  # the write's own (a settle conflict's: the record is not linked)
+    code: str
+    field: str
+    message: str
+
+
+def _folded_tell(states: Sequence[RecordWriteState], records: dict[Any, Record]) -> None:
+    """Inside the verdicts' transaction: tell ``verdicts_folded`` what they did to each write."""
+    folded = [
+        Folded(
+            write_state_id=s.pk,
+            status=s.status,
+            external_id=records[s.record_id].external_id or s.external_id,
+            write_external_id=s.external_id,
+            code=s.reason_code,
+            field=s.field,
+            message=s.message,
+        )
+        for s in states
+    ]
+    if folded:
+        verdicts_folded.send(sender=RecordWriteState, folded=folded)
 
 
 @dataclass(frozen=True)
@@ -93,6 +128,7 @@ def verdict_apply(*, write_state_id: int, verdict: Verdict) -> RecordWriteState:
     _fold(state, record, verdict, timezone.now())
     state.save()
     record.save(update_fields=RECORD_FIELDS)
+    _folded_tell([state], {record.pk: record})
     _announce([state], [verdict.kind])
     return state
 
@@ -127,6 +163,7 @@ def verdicts_apply(verdicts: Sequence[tuple[int, Verdict]]) -> list[RecordWriteS
         record.updated_at = now
     _rows_update(RecordWriteState, STATE_FIELDS, states)
     _rows_update(Record, RECORD_FIELDS, list(records.values()))
+    _folded_tell(states, records)
     _announce(states, [by_id[state.pk].kind for state in states])
     return states
 

@@ -20,7 +20,7 @@ from processes.engine.ledger import (
 from processes.engine.plan import PlannedStep
 from processes.engine.rollback import rollback_continue
 from processes.engine.statuses import WalkStatus
-from processes.engine.waits import verdict_pending
+from processes.engine.wakeups import source_wake
 from processes.engine.walks import Walk
 from processes.events.models import EventWait, WaitState
 from processes.events.service import wait_claim_earlier
@@ -107,9 +107,9 @@ class Parking:
             wake_at=deadline,
             waiting_step=waiting_on,
         )
-        # The verdict may have landed while we were parking: then nobody else will wake us.
-        if not verdict_pending(row):
-            run_redeliver(self.run.pk)
+        # The verdict may have landed while we were parking (its wake-up found the run not yet
+        # parked): then wake it here — one conditional UPDATE, which a wake-up since parked beat.
+        source_wake([self.run.pk], row_pk=row.pk)
 
     def wait_action(self, planned: PlannedStep, task: HumanTask) -> None:
         """Park until a person decides the step's task; its timeout, if any, is the due time."""

@@ -1,8 +1,9 @@
 """awaitSource: take the outbound worker's verdict for a step's write, without holding a worker.
 
 A waiting run records why (``pending_reason``) and until when (``wait_deadline``) and gives its
-worker back. The verdict (``records.verdicts.source_verdict``) re-queues it; the sweeper
-re-queues waits whose time is up and any run whose wake-up was lost.
+worker back. The verdict's transaction folds it into the waiting ledger row and, once committed,
+re-queues the run (``verdict_wakeups``); the sweeper re-queues waits whose time is up and any run
+whose wake-up was lost.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from processes.engine.ledger import Refused
@@ -26,49 +28,75 @@ class VerdictOutcome:
     status: VerdictWait
 
 
+@dataclass(frozen=True)
+class LedgerVerdict:
+    """What a write's verdict makes of the ledger row waiting on it (no longer awaiting)."""
+
+    status: VerdictWait  # CONFIRMED or FAILED
+    external_id: str | None
+    refusal: Refused | None = None
+
+
+def ledger_verdict(
+    *,
+    status: str,
+    external_id: str | None,
+    write_external_id: str | None,
+    code: str,
+    field: str,
+    message: str,
+) -> LedgerVerdict:
+    """The waiting ledger row's verdict from its write's (``status``: a decided WriteStatus;
+    ``external_id``: the record's id at the source, else the write's)."""
+    if status in (WriteStatus.CONFIRMED, WriteStatus.SETTLED):
+        return LedgerVerdict(VerdictWait.CONFIRMED, external_id)
+    if status == WriteStatus.SETTLE_CONFLICT:
+        refusal = Refused(
+            RefusalCode.SOURCE_APPLIED_UNLINKED,
+            field or None,
+            message or "the source created the record but linking it back failed",
+        )
+        return LedgerVerdict(VerdictWait.FAILED, write_external_id, refusal)
+    refusal = Refused(
+        code or RefusalCode.SOURCE_REFUSED, field or None, message or "the source refused the write"
+    )
+    return LedgerVerdict(VerdictWait.FAILED, None, refusal)
+
+
 def verdict_take(row: ProcessRunStep) -> VerdictOutcome:
-    """Fold the write's verdict, if there is one, into the waiting ledger row."""
+    """Fold the write's verdict, if there is one, into the waiting ledger row. The verdicts'
+    transaction folds it already (``verdict_wakeups.on_verdicts_folded``): this takes a write
+    decided another way (a held delete an operator rejected)."""
     state = None
     if row.write_state_id is not None:
         state = RecordWriteState.reads.filter(pk=row.write_state_id).first()
     if state is None or state.status in (WriteStatus.PENDING, WriteStatus.HELD):
         return VerdictOutcome(VerdictWait.PENDING)
+    record = Record.reads.filter(pk=state.record_id).values("external_id").first()
+    taken = ledger_verdict(
+        status=state.status,
+        external_id=(record["external_id"] if record else None) or state.external_id,
+        write_external_id=state.external_id,
+        code=state.reason_code,
+        field=state.field,
+        message=state.message,
+    )
     with transaction.atomic():
         row.awaiting_verdict = False
-        if state.status in (WriteStatus.CONFIRMED, WriteStatus.SETTLED):
-            record = Record.reads.filter(pk=state.record_id).values("external_id").first()
-            row.external_id = (record["external_id"] if record else None) or state.external_id
+        if taken.refusal is None:
+            row.external_id = taken.external_id
             row.save(update_fields=["awaiting_verdict", "external_id", "updated_at"])
-            return VerdictOutcome(VerdictWait.CONFIRMED)
-        if state.status == WriteStatus.SETTLE_CONFLICT:
-            refusal = Refused(
-                RefusalCode.SOURCE_APPLIED_UNLINKED,
-                state.field or None,
-                state.message or "the source created the record but linking it back failed",
-            )
-            row.external_id = state.external_id
-        else:
-            refusal = Refused(
-                state.reason_code or RefusalCode.SOURCE_REFUSED,
-                state.field or None,
-                state.message or "the source refused the write",
-            )
+            return VerdictOutcome(taken.status)
+        if taken.external_id is not None:
+            row.external_id = taken.external_id
         row.disposition = Disposition.FAILED
         row.refusal_code, row.refusal_field, row.refusal_message = (
-            refusal.code,
-            refusal.field,
-            refusal.message,
+            taken.refusal.code,
+            taken.refusal.field,
+            taken.refusal.message,
         )
         row.save()
-        return VerdictOutcome(VerdictWait.FAILED)
-
-
-def runs_waiting_on(write_state_id: int) -> list[Any]:
-    return list(
-        ProcessRunStep.objects.filter(write_state_id=write_state_id, awaiting_verdict=True)
-        .values_list("run_id", flat=True)
-        .distinct()
-    )
+        return VerdictOutcome(taken.status)
 
 
 def verdict_pending(row: ProcessRunStep) -> bool:
@@ -80,14 +108,29 @@ def verdict_pending(row: ProcessRunStep) -> bool:
     ).exists()
 
 
+def verdict_in(run_pk: Any) -> bool:
+    """Whether the verdict an ``awaitingSource`` run waits on is in: folded into its ledger row
+    (no row of the run awaits one any more), or its write decided another way. One read."""
+    undecided = RecordWriteState.reads.filter(
+        pk=OuterRef("write_state_id"), status__in=[WriteStatus.PENDING, WriteStatus.HELD]
+    )
+    return not (
+        ProcessRunStep.objects.filter(run_id=run_pk, awaiting_verdict=True)
+        .filter(Exists(undecided))
+        .exists()
+    )
+
+
 def source_wait_detail(run_pk: Any) -> dict[str, str | None] | None:
     """What an ``awaitingSource`` run waits on: ``{"source", "pacedUntil"}``, worked out when read.
 
     ``pacedUntil`` is when its write may next be sent — the source backing off (429/503
     Retry-After, a timeout) or its rate, or the write's own retry — and null while it may go now.
     """
+    # The run's last write is the one it parked on (its ledger row no longer awaits once the
+    # verdict is folded, until a worker takes the run).
     write_state_id = (
-        ProcessRunStep.objects.filter(run_id=run_pk, awaiting_verdict=True)
+        ProcessRunStep.objects.filter(run_id=run_pk)
         .exclude(write_state_id=None)
         .order_by("-sequence")
         .values_list("write_state_id", flat=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
@@ -13,21 +14,19 @@ from django.utils import timezone
 from processes.engine.ending import run_end, run_redeliver
 from processes.engine.lease import lease_seconds
 from processes.engine.rollback import rolled_back_reason
-from processes.engine.waits import runs_waiting_on
+from processes.engine.waits import verdict_in
 from processes.lanes import lane_send_many
 from processes.models import Disposition, PendingReason, ProcessRun, ProcessRunStep, RunState
 from processes.status import RunMove, states_from
-from records.models import RecordWriteState, WriteOperation
+from records.models import RecordWriteState, WriteOperation, WriteStatus
 from records.outcomes import VerdictKind
 
 
 def on_source_verdict(
     sender: Any = None, *, write_state_id: int, record_id: Any, verdict: str, **kwargs: Any
 ) -> None:
-    """Connected to ``records.verdicts.source_verdict``: wake runs waiting on this write, and
-    keep a rolled-back run honest about the deletes it sent."""
-    for run_id in runs_waiting_on(write_state_id):
-        run_redeliver(run_id)
+    """Handed a delete's verdict (``verdict_wakeups``): keep a rolled-back run honest about the
+    deletes it sent. (A run waiting on the write was woken by the verdict's fold.)"""
     state = (
         RecordWriteState.reads.filter(pk=write_state_id)
         .only("operation", "message", "reason_code")
@@ -56,6 +55,49 @@ def on_source_verdict(
                     )
         elif run.state == RunState.ROLLED_BACK:
             ProcessRun.objects.filter(pk=run.pk).update(reason=rolled_back_reason(run))
+
+
+def source_wake(run_ids: Sequence[Any], *, row_pk: int | None = None) -> int:
+    """Wake the runs of ``run_ids`` parked on a source's verdict, in one UPDATE … RETURNING that
+    claims the wake-up as the lanes' watch claims a due one: it clears ``wake_at`` (the budget's
+    end), so of the verdict's wake-up, the parking delivery's look and the budget's exactly one
+    sends the delivery; a run not parked yet (still ``running``) is not woken here — the delivery
+    parking it looks itself. ``row_pk`` (that look): wake only if the ledger row no longer
+    awaits an undecided write. Sent after the current transaction commits. Returns how many."""
+    if not run_ids:
+        return 0
+    ops, pk = connection.ops, ProcessRun._meta.pk
+    assert pk is not None
+    stamp = ops.adapt_datetimefield_value(timezone.now())
+    ids = [pk.get_db_prep_value(run_id, connection) for run_id in run_ids]
+    params: list[Any] = [stamp, stamp, *ids, RunState.RUNNING, PendingReason.AWAITING_SOURCE]
+    landed = ""
+    if row_pk is not None:
+        landed = (
+            f" AND NOT EXISTS (SELECT 1 FROM {ProcessRunStep._meta.db_table} s"
+            f" JOIN {RecordWriteState._meta.db_table} w ON w.id = s.write_state_id"
+            " WHERE s.id = %s AND s.awaiting_verdict AND w.status IN (%s, %s))"
+        )
+        params += [row_pk, WriteStatus.PENDING, WriteStatus.HELD]
+    sql = (
+        f"UPDATE {ProcessRun._meta.db_table} SET delivery = delivery + 1, wake_at = NULL,"
+        f" enqueued_at = %s, updated_at = %s WHERE run_id IN ({', '.join(['%s'] * len(ids))})"
+        f" AND state = %s AND pending_reason = %s AND wake_at IS NOT NULL{landed}"
+        " RETURNING run_id, delivery, mode"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    by_mode: dict[str, list[tuple[UUID, int]]] = {}
+    for run_id, delivery, mode in rows:
+        by_mode.setdefault(mode, []).append((_uuid(run_id), delivery))
+    for mode, woken in by_mode.items():
+        lane_send_many(woken, mode=mode)
+    return len(rows)
+
+
+def _uuid(value: Any) -> UUID:
+    return value if isinstance(value, UUID) else UUID(value)
 
 
 WAKE_POLL_S = 0.5  # how often each lane's watch reads the due-time index
@@ -126,7 +168,7 @@ def wake_due_claim(*, mode: str, now: datetime, limit: int) -> list[tuple[UUID, 
     with connection.cursor() as cursor:
         cursor.execute(sql, [stamp, stamp, mode, RunState.RUNNING, at, at, limit])
         rows = cursor.fetchall()
-    return [(run_id if isinstance(run_id, UUID) else UUID(run_id), n) for run_id, n in rows]
+    return [(_uuid(run_id), n) for run_id, n in rows]
 
 
 def runs_due(now: datetime | None = None) -> list[Any]:
@@ -142,7 +184,7 @@ def runs_due(now: datetime | None = None) -> list[Any]:
             run.pending_reason in WANTS_WORKER
             or (run.wait_deadline is not None and run.wait_deadline <= now)
             or (run.wake_at is not None and run.wake_at <= now)
-            or (run.pending_reason == PendingReason.AWAITING_SOURCE and _verdict_in(run))
+            or (run.pending_reason == PendingReason.AWAITING_SOURCE and verdict_in(run.pk))
         ):
             due.append(run.pk)
     return due
@@ -177,10 +219,3 @@ def waits_sweep(now: datetime | None = None) -> int:
     for run_id in swept:
         run_redeliver(run_id)
     return len(swept)
-
-
-def _verdict_in(run: ProcessRun) -> bool:
-    from processes.engine.waits import verdict_pending
-
-    waiting = ProcessRunStep.objects.filter(run_id=run.pk, awaiting_verdict=True).first()
-    return waiting is not None and not verdict_pending(waiting)

@@ -154,3 +154,16 @@ def test_a_skipped_large_migration_says_so_in_its_line() -> None:
     assert list(line) == ISSUE_KEYS
     assert all(line[key] is None for key in ISSUE_KEYS[3:])
     assert rows == [("skipped", "--large-rows 0: every figure null")]
+
+
+@pytest.mark.postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_the_await_shape_prints_its_line_from_a_real_run() -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("the floors are bare PostgreSQL (psycopg on the bench database)")
+    lines, rows, failed = _run(["await_chain"], rounds=1, rows=0, large_rows=0, dbos=False)
+    assert failed == []
+    _sane(lines["await_chain"], "await_chain", "us_per_step")
+    assert (lines["await_chain"]["dbos"], lines["await_chain"]["over_dbos"]) == (None, None)
+    assert [label for label, _ in rows][0] == "engine"
+    assert set(ProcessRun.objects.values_list("state", flat=True)) == {"committed"}

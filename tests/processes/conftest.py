@@ -22,7 +22,8 @@ from django.utils import timezone
 from extensions.deploy import DeployResult, extension_deploy
 from extensions.store import store_forget
 from processes.engine.runner import run_deliver
-from processes.models import ProcessRun, ProcessRunStep, RunState
+from processes.engine.waits import verdict_in
+from processes.models import ProcessRun, RunState
 from records.models import RecordWriteState, WriteStatus
 from sources.outbound import outbound_drain
 
@@ -82,14 +83,8 @@ def _due(now) -> Q:
 
 
 def _verdict_in(run: ProcessRun) -> bool:
-    waiting = ProcessRunStep.objects.filter(run_id=run.pk, awaiting_verdict=True).values_list(
-        "write_state_id", flat=True
-    )
-    return (
-        RecordWriteState.reads.filter(pk__in=list(waiting))
-        .exclude(status__in=[WriteStatus.PENDING, WriteStatus.HELD])
-        .exists()
-    )
+    """The sweeper's look: the verdict is folded into the waiting ledger row (or decided)."""
+    return verdict_in(run.pk)
 
 
 def outbound_drain_all() -> None:
