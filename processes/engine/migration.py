@@ -20,7 +20,9 @@ hooks still run per write, before anything is written; a row the batch cannot ta
 it declines or fails, a check or hook refuses it, its key was used) ends the batch and runs alone,
 as every row did before, so it is refused, failed or handed on exactly as then (its functions are
 called again). The stops and the slice budget are checked before each batch: a cancel lands within
-one batch.
+one batch. While a batch writes, the sandbox child computes the next batch's functions (sent
+ahead, ``SliceBatches.batch``'s ``next_rows``): a later slice's batches start at
+``PIPELINED_FIRST`` rows and double, so that most of its rows are built beside the writes.
 """
 
 from __future__ import annotations
@@ -50,6 +52,10 @@ from processes.models import (
     SkipReason,
 )
 from records.rest.leading import Leading, rest_read_leading
+
+# A later slice's first batch: the batches after it double, each one's functions computed by the
+# sandbox child while the batch before it writes (``SliceBatches.batch``'s ``next_rows``).
+PIPELINED_FIRST = 64
 
 
 class MigrationSlice:
@@ -181,7 +187,7 @@ class MigrationSlice:
         # later slice knows the pace of the one before and starts as large as its budget allows
         # (a batch's fixed cost — its exchanges with the sandbox, its statements — paid ~3 times
         # a slice, not ~9).
-        size = batch_rows if self.pace_ms is not None else 1
+        size = min(batch_rows, PIPELINED_FIRST) if self.pace_ms is not None else 1
         rows, position = current.rows, 0
         while position < len(rows):
             row = rows[position]
@@ -204,7 +210,8 @@ class MigrationSlice:
                 if batch_rows > 1 and not alone:
                     fitting = batches.rows_fitting(elapsed_ms, finished, self.pace_ms)
                     wanted = min(size, batch_rows, fitting)
-                    taken = batches.batch(current, rows, position, done, wanted)
+                    ahead = max(0, min(size * 2, batch_rows, fitting - wanted))
+                    taken = batches.batch(current, rows, position, done, wanted, ahead)
                     finished, position, size = finished + taken, position + taken, size * 2
                     alone = position < len(rows) and taken < wanted
                     if taken:

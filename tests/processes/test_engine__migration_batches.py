@@ -415,3 +415,50 @@ def test_a_slice_s_first_batch_fits_its_wall_clock_at_the_previous_pace():
     assert batches.rows_fitting(0, 0, pace_ms=4.0) == 250
     assert batches.rows_fitting(600, 0, pace_ms=4.0) == 100
     assert batches.rows_fitting(500, 100, pace_ms=4.0) == 100  # its own pace, once it has one
+
+
+def test_a_batch_takes_its_functions_values_computed_while_the_batch_before_wrote(
+    stamped, alice, monkeypatch
+):
+    """Each batch after a slice's first takes its functions' values from the request sent ahead
+    while the batch before it wrote (one request for its three calls); a later slice's batches
+    start at PIPELINED_FIRST rows and double. What is written is what row by row writes: each
+    row's stamp names the customer created from it (its id chosen when the request went ahead)."""
+    import json
+
+    from extensions.child_process import ChildProcess
+    from processes.engine.migration import PIPELINED_FIRST
+
+    requests: list[tuple[str, object]] = []
+    send_encoded = ChildProcess.send_encoded
+
+    def recording(self: ChildProcess, encoded: str) -> None:
+        message = json.loads(encoded)
+        if message.get("op") == "call_each":
+            requests.append(("call_each", len(message["ctxs"])))
+        elif message.get("op") == "call_each_many":
+            requests.append(("call_each_many", [len(c["ctxs"]) for c in message["calls"]]))
+        send_encoded(self, encoded)
+
+    monkeypatch.setattr(ChildProcess, "send_encoded", recording)
+    setting_set("processes.slice_batch_rows", 1000)
+    _items(alice, 100 + PIPELINED_FIRST + 10, batch="ahead")
+    run = invoke(stamped, {"batch": "ahead"}, alice)
+    pump(sources=False)
+
+    run.refresh_from_db()
+    assert (run.state, run.outstanding, run.slices) == ("committed", 0, 2)
+    assert run.writes == 2 * (100 + PIPELINED_FIRST + 10)
+    got = _migrated(run, "ahead")
+    assert len(got["marked"]) == 100 + PIPELINED_FIRST + 10
+    assert {m[1:] for m in got["marked"]} == {("sent", 2)}
+    # The first slice: 1 row, then 2 (no pace known before the first row: nothing goes ahead),
+    # then 4, … 32 and the 37 left, each sent ahead; the second slice: PIPELINED_FIRST rows, then
+    # the 10 left, sent ahead.
+    assert requests == [
+        *[("call_each", 1)] * 3,
+        *[("call_each", 2)] * 3,
+        *[("call_each_many", [n] * 3) for n in (4, 8, 16, 32, 37)],
+        *[("call_each", PIPELINED_FIRST)] * 3,
+        ("call_each_many", [10] * 3),
+    ]
