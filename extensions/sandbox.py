@@ -50,7 +50,7 @@ from extensions.sandbox_messages import (
     module_id,
     too_deep_in,
 )
-from extensions.value_depth import MAX_VALUE_DEPTH, json_depth_within, nesting_exceeds, too_deep
+from extensions.value_depth import MAX_VALUE_DEPTH, json_nests_within, nesting_exceeds, too_deep
 from kernel.metrics import SANDBOX_CALL_SECONDS
 
 # The public names callers import from here, wherever they are defined.
@@ -197,7 +197,7 @@ class Sandbox(AheadCalls):
         answered = self._each_answered(encoded)
         if answered is not None:
             return answered
-        if encoded is None or not json_depth_within(encoded):
+        if encoded is None or not json_nests_within(encoded):
             for index, ctx in enumerate(ctxs):
                 if nesting_exceeds(ctx):
                     raise SandboxValueTooDeep(too_deep(f"ctxs[{index}]"))

@@ -25,7 +25,7 @@ from extensions.sandbox_messages import (
     message_encoded,
     too_deep_in,
 )
-from extensions.value_depth import json_depth_within
+from extensions.value_depth import nesting_exceeds
 
 WALL_FACTOR = 3.0
 WALL_GRACE_S = 2.0
@@ -135,8 +135,10 @@ class AheadCalls:
             return False
         messages = [each_message(path, ctxs) for path, ctxs in parts]
         encoded = [message_encoded(m) for m in messages]
-        if any(e is None or not json_depth_within(e) for e in encoded):
-            return False  # not JSON, or deep enough to be checked: each call says so itself
+        if any(e is None for e in encoded) or any(
+            nesting_exceeds(c) for m in messages for c in m["ctxs"]
+        ):
+            return False  # not JSON, or too deep: each call says so itself
         count = sum(len(m["ctxs"]) for m in messages)
         if not self._lock.acquire(blocking=False):
             return False

@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from extensions.codes import ExtensionCode
-from extensions.value_depth import json_depth_within, too_deep
+from extensions.value_depth import json_nests_within, nesting_exceeds, too_deep
 
 # dukpy's QuickJS heap limit is fixed at 128 MiB per context; a larger result than this is a
 # runaway, not a record payload, and would otherwise be copied three times on its way out.
@@ -43,7 +43,7 @@ def json_loads_bounded(raw: bytes | str, what: str) -> Any:
     except RecursionError:
         value, is_deep = None, True
     else:
-        is_deep = not json_depth_within(raw)  # a scan of the text, not a walk of the value
+        is_deep = not json_nests_within(raw) and nesting_exceeds(value)
     if is_deep:
         raise Fault(ExtensionCode.SANDBOX_VALUE_TOO_DEEP, too_deep(what))
     return value

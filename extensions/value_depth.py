@@ -5,7 +5,6 @@ Imported by both ends of the sandbox's pipe: stdlib only, so the child processes
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 # How deep a JSON value crossing the boundary (ctx, args, results, bridge calls) may nest. Python's
@@ -70,25 +69,6 @@ def json_nests_within(text: bytes | str, limit: int = MAX_VALUE_DEPTH) -> bool:
     if isinstance(text, str):
         return text.count("[") + text.count("{") <= limit
     return text.count(b"[") + text.count(b"{") <= limit
-
-
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
-_BRACKET = re.compile(r"[\[\]{}]")
-
-
-def json_depth_within(text: bytes | str, limit: int = MAX_VALUE_DEPTH) -> bool:
-    """True when the JSON ``text`` nests no more than ``limit`` deep (its strings set aside):
-    ``json_nests_within`` for a text of many values (a batch's ctxs), each shallow, whose
-    brackets together are more than ``limit``. A scan of the brackets, not a walk of the value."""
-    if json_nests_within(text, limit):
-        return True
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", "replace")
-    depth = deepest = 0
-    for bracket in _BRACKET.findall(_STRING.sub("", text)):
-        depth += 1 if bracket in "[{" else -1
-        deepest = max(deepest, depth)
-    return deepest <= limit
 
 
 def too_deep(what: str, limit: int = MAX_VALUE_DEPTH) -> str:
