@@ -15,6 +15,13 @@ from dataclasses import dataclass
 from typing import Any, Self
 
 from extensions.child_process import SPAWN_TIMEOUT_S, ChildExited, ChildOverrun, ChildProcess
+from extensions.sandbox_ahead import (
+    AHEAD_MAX,
+    WALL_FACTOR,
+    WALL_GRACE_S,
+    AheadCalls,
+    SandboxLimits,
+)
 from extensions.sandbox_bridge import Bridge, BridgeError, BridgeHost
 from extensions.sandbox_errors import (
     SANDBOX_ERRORS,
@@ -34,20 +41,21 @@ from extensions.sandbox_errors import (
 )
 from extensions.sandbox_messages import (
     Ahead,
+    EachAhead,
     Path_,
-    ahead_dropped,
-    ahead_key,
     budgeted,
     call_message,
+    each_message,
     message_encoded,
     module_id,
     too_deep_in,
 )
-from extensions.value_depth import MAX_VALUE_DEPTH, nesting_exceeds, too_deep
+from extensions.value_depth import MAX_VALUE_DEPTH, json_nests_within, nesting_exceeds, too_deep
 from kernel.metrics import SANDBOX_CALL_SECONDS
 
 # The public names callers import from here, wherever they are defined.
 __all__ = [
+    "AHEAD_MAX",
     "MAX_VALUE_DEPTH",
     "SANDBOX_ERRORS",
     "Bridge",
@@ -69,26 +77,6 @@ __all__ = [
     "SourceLocation",
 ]
 
-WALL_FACTOR = 3.0
-WALL_GRACE_S = 2.0
-# Calls that may be ahead at once (``call_ahead``): the next step's and the one after it, so
-# the child has the step after next to build while the caller takes the next one.
-AHEAD_MAX = 2
-
-
-@dataclass(frozen=True)
-class SandboxLimits:
-    """The budgets one sandbox runs under."""
-
-    call_budget_ms: int = 1_000  # CPU per call (and for loading the modules)
-    slice_budget_ms: int = 30_000  # CPU across every call of one Sandbox
-    memory_mb: int = 512  # address space of the child process (QuickJS's heap is 128 MiB)
-    # Wall time of one call: its CPU and the time the host spends answering ctx.query / ctx.log
-    # together. The CPU budget cannot see a loop of reads; past this the call is stopped
-    # (SandboxTimeBudgetExceeded), and a bridge function can bound its own work by
-    # ``Sandbox.wall_remaining_ms()``.
-    wall_budget_ms: int = 30_000
-
 
 @dataclass(frozen=True)
 class LoadedModule:
@@ -100,7 +88,7 @@ class LoadedModule:
     definition: Any
 
 
-class Sandbox:
+class Sandbox(AheadCalls):
     """One child interpreter for one slice (or one hook call): load once, call many times.
 
     Not shared between threads: one caller drives it at a time. Create it after forking.
@@ -120,6 +108,7 @@ class Sandbox:
         self._cpu_used_ms = 0.0
         # Calls sent ahead whose replies are not read yet, in the order the child answers them.
         self._ahead: list[Ahead] = []
+        self._each: EachAhead | None = None  # the call_each_ahead whose parts are being taken
 
     def __enter__(self) -> Self:
         return self
@@ -129,7 +118,7 @@ class Sandbox:
 
     def close(self) -> None:
         """End the child process. The sandbox respawns one if it is used again."""
-        self._ahead = []
+        self._ahead, self._each = [], None
         if self._child is not None:
             self._child.close()
             self._child = None
@@ -191,50 +180,6 @@ class Sandbox:
             raise SandboxValueTooDeep(too_deep(deep))
         return self._request(message, budget_ms=budget_ms, ahead=ahead, encoded=encoded)
 
-    def call_ahead(
-        self,
-        path: Path_,
-        args: Sequence[Any] = (),
-        *,
-        ctx: Mapping[str, Any] | None = None,
-        budget_ms: int | None = None,
-    ) -> bool:
-        """Start ``call(path, args, ctx=ctx)`` and return at once: the child computes while the
-        caller does other work (a process step commits while the next step's ``build`` runs).
-        Up to ``AHEAD_MAX`` calls may be ahead; the child answers them in the order sent. The
-        next ``call`` takes the first one's reply if it is the same call (path, args, ctx and
-        budget); any other request first reads every reply ahead and drops them. The call is
-        the same call, under the same budgets (its wall clock runs from when its reply is
-        awaited); a ``ctx.query`` it makes is answered only then, so it reads what the caller
-        committed in between. Best effort: when it cannot start (a call in hand, ``AHEAD_MAX``
-        already ahead, a value too deep or not JSON), nothing is sent and the later ``call``
-        runs as usual. Answers whether it was sent."""
-        if self._entry is None or len(self._ahead) >= AHEAD_MAX:
-            return False
-        encoded = message_encoded(call_message(path, args, ctx))
-        if encoded is None:  # not JSON (or too deep for the encoder): the call itself says so
-            return False
-        if too_deep_in(ctx, args, encoded) is not None:
-            return False
-        if not self._lock.acquire(blocking=False):
-            return False
-        try:
-            budget = self._budget(budget_ms)
-            child = self._ready_child()
-            # The request is the message with its budget: one encoding serves as the key too.
-            child.send_encoded(budgeted(encoded, budget))
-            self._ahead.append(Ahead(ahead_key(encoded, budget_ms), budget))
-            return True
-        except (TypeError, ValueError):  # not JSON: the call itself says so
-            return False
-        except ChildExited:
-            self._discard_child()
-            return False
-        except SandboxError:  # no budget left, or the modules did not load: the call says so
-            return False
-        finally:
-            self._lock.release()
-
     def call_each(self, path: Path_, ctxs: Sequence[Mapping[str, Any]]) -> list[Any]:
         """Call the function at ``path`` once per ``ctx`` in one exchange (a slice's row builds),
         each in a fresh scope as ``call``. Answers the values of the leading calls that settled
@@ -243,16 +188,24 @@ class Sandbox:
         job used its ``ctx`` bridge after the next call had started (the batch's jobs run
         together after its last call, so a call's bridge closes when its turn ends): that call,
         too, is made alone. The budgets (CPU, wall) are one call's times the number of ctxs; a
-        batch that overruns them raises, as ``call`` does."""
+        batch that overruns them raises, as ``call`` does. The next part of a ``call_each_ahead``
+        with the same path and ctxs is answered from its reply."""
         if not ctxs:
             return []
-        for index, ctx in enumerate(ctxs):
-            if nesting_exceeds(ctx):
-                raise SandboxValueTooDeep(too_deep(f"ctxs[{index}]"))
-        message = {"op": "call_each", "path": list(path), "ctxs": [dict(c) for c in ctxs]}
+        message = each_message(path, ctxs)
+        encoded = message_encoded(message)
+        answered = self._each_answered(encoded)
+        if answered is not None:
+            return answered
+        if encoded is None or not json_nests_within(encoded):
+            for index, ctx in enumerate(ctxs):
+                if nesting_exceeds(ctx):
+                    raise SandboxValueTooDeep(too_deep(f"ctxs[{index}]"))
         self._host.wall_scale = len(ctxs)
         try:
-            values = self._request(message, budget_ms=self.limits.call_budget_ms * len(ctxs))
+            values = self._request(
+                message, budget_ms=self.limits.call_budget_ms * len(ctxs), encoded=encoded
+            )
         finally:
             self._host.wall_scale = 1
         return list(values)
@@ -324,37 +277,6 @@ class Sandbox:
             if started is not None:
                 SANDBOX_CALL_SECONDS.labels(outcome=outcome).observe(time.monotonic() - started)
 
-    def _ahead_of(self, encoded: str | None, budget_ms: int | None) -> Ahead | None:
-        """The first call sent ahead if ``encoded`` (a call's message, ``message_encoded``) is that
-        call, else None (only the first one's reply is next in the pipe)."""
-        if not self._ahead or encoded is None:
-            return None
-        first = self._ahead[0]
-        return first if ahead_key(encoded, budget_ms) == first.key else None
-
-    def _ahead_settle(self, taken: Ahead | None) -> Ahead | None:
-        """``taken`` if it is the first call sent ahead (its reply is next in the pipe; the
-        others stay ahead); else every call ahead has its reply read and dropped (its
-        ``ctx.query`` refused) so the pipe is clear."""
-        if taken is not None and self._ahead and self._ahead[0] is taken:
-            del self._ahead[0]
-            return taken
-        ahead, self._ahead = self._ahead, []
-        for dropped in ahead:
-            if self._child is None:
-                break
-            try:
-                reply = self._child.receive(
-                    dropped.budget / 1000 * WALL_FACTOR + WALL_GRACE_S, ahead_dropped
-                )
-                self._cpu_used_ms += reply.get("cpu_ms", 0.0)
-            except ChildOverrun:
-                self._discard_child()
-                self._cpu_used_ms += dropped.budget
-            except ChildExited:
-                self._discard_child()
-        return None
-
     def _budget(self, budget_ms: int | None) -> int:
         remaining = self.limits.slice_budget_ms - self._cpu_used_ms
         if remaining < 1:
@@ -386,7 +308,7 @@ class Sandbox:
         return self._child
 
     def _discard_child(self) -> None:
-        self._ahead = []  # their replies died with the child
+        self._ahead, self._each = [], None  # their replies died with the child
         if self._child is not None:
             self._child.close(is_forced=True)
             self._child = None

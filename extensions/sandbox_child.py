@@ -1,17 +1,18 @@
 """The sandbox's child process: one QuickJS interpreter serving a whole slice over JSON lines.
 
 Run by ``extensions.sandbox.Sandbox`` through ``child_process.ChildProcess`` (``python -I -B -c``,
-``main(argv)`` with ``argv`` ``[_, MEM_MB, CPU_S]``). It imports the standard library, dukpy and the
-child modules only (``child_channel``, ``child_confine``, ``sandbox_faults``, ``value_depth``,
-``codes``), never Django, so nothing of the host is loaded into the process that runs author code.
-The protocol is one JSON object per line: the parent sends ``{"op": ...}`` requests; the child
-answers ``{"ok": value, "cpu_ms": n}`` or ``{"error": {"code", "message", "location"}, "cpu_ms":
-n}``, and while a call is running it may ask ``{"bridge": name, "args": [...]}`` and wait for
-``{"ok": value}`` / ``{"error": message}``. Why the CPU timer works here: docs/sandbox.md.
+``main(argv)``, ``argv`` ``[_, MEM_MB, CPU_S]``). It imports the standard library, dukpy and the
+child modules only (``child_*``, ``sandbox_faults``, ``value_depth``, ``codes``), never Django.
+The protocol is one JSON object per line: ``{"op": ...}`` requests, answered ``{"ok": value,
+"cpu_ms": n}`` or ``{"error": {"code", "message", "location"}, "cpu_ms": n}``; while a call runs
+the child may ask ``{"bridge": name, "args": [...]}`` and wait for ``{"ok": value}`` / ``{"error":
+message}``. Why the CPU timer works here: docs/sandbox.md.
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
 import json
 import signal
 import sys
@@ -25,18 +26,20 @@ from dukpy import _dukpy
 from extensions.child_channel import Channel
 from extensions.child_confine import child_confine
 from extensions.codes import ExtensionCode
-from extensions.sandbox_faults import Fault, classify, classify_text, json_loads_bounded
+from extensions.sandbox_faults import (
+    MAX_DESCRIBE_DEPTH,
+    MAX_RESULT_BYTES,
+    CpuBudgetExceeded,
+    Fault,
+    classify,
+    classify_text,
+    json_loads_bounded,
+)
 from extensions.value_depth import too_deep
 
 JS_DIR = Path(__file__).resolve().parent / "js"
 SDK_ID = "@turbobase/extensions"
 VIOLATION = "turbobase.violation"
-# dukpy's QuickJS heap limit is fixed at 128 MiB per context; a larger result than this is a
-# runaway, not a record payload, and would otherwise be copied three times on its way out.
-MAX_RESULT_BYTES = 16 * 1024 * 1024
-# The default export's JSON picture is drawn by recursion in JavaScript (runtime.js snapshot),
-# whose stack holds ~200 levels; a definition is a page of object literals, far shallower.
-MAX_DESCRIBE_DEPTH = 100
 # After the budget, the timer keeps firing at this interval so a timeout the script swallowed
 # (one raised inside a bridge call becomes a catchable JS error) is raised again at once.
 TIMER_REPEAT_S = 0.005
@@ -49,10 +52,6 @@ STALE_AT_LOAD = (
     "loading the modules leaves state on the global object that a fresh call cannot clear "
     "(a global that cannot be deleted, or a frozen or re-parented global object)"
 )
-
-
-class CpuBudgetExceeded(BaseException):
-    """Raised by the SIGPROF handler; BaseException so no ``except Exception`` swallows it."""
 
 
 class Realm:
@@ -242,6 +241,17 @@ class Engine:
             return self._run(budget_s, lambda realm: self._call(realm, request))
         if op == "call_each":
             return self._run(budget_s, lambda realm: self._call_each(realm, request))
+        if op == "call_each_many":  # a migration's next batch, sent ahead: each part in turn
+            outcomes: list[Any] = []
+            per_call_s = budget_s / max(1, sum(len(call["ctxs"]) for call in request["calls"]))
+            for call in request["calls"]:
+                action = functools.partial(self._call_each, request=call)
+                try:
+                    outcomes.append({"ok": self._run(per_call_s * len(call["ctxs"]), action)})
+                except Fault as fault:  # the parts after it are not run
+                    outcomes.append({"error": fault.as_dict()})
+                    break
+            return outcomes
         raise Fault(ExtensionCode.SANDBOX_ERROR, f"unknown op {op!r}")
 
     def _describe(self, realm: Realm, path: list[Any]) -> Any:
@@ -276,19 +286,13 @@ class Engine:
         """The values of the leading calls that settled; the first that did not ends the list
         (the parent runs it alone, where its failure is classified as any call's)."""
         name = ".".join(["default", *map(str, request["path"])])
+        what = f"the values {name} returned"
         is_clean, *outcomes = realm.eval(
-            _INVOKE_EACH,
-            path=request["path"],
-            ctxs=request["ctxs"],
-            what=f"the values {name} returned",
+            _INVOKE_EACH, path=request["path"], ctxs=request["ctxs"], what=what
         )
         realm.is_clean = is_clean is True
-        values = []
-        for outcome in outcomes:
-            if outcome["state"] != "fulfilled":
-                break
-            values.append(outcome.get("value"))
-        return values
+        settled = itertools.takewhile(lambda outcome: outcome["state"] == "fulfilled", outcomes)
+        return [outcome.get("value") for outcome in settled]
 
     def _run(self, budget_s: float, action: Callable[[Realm], Any]) -> Any:
         """Run ``action`` on the run's realm (building it first) under the CPU budget."""

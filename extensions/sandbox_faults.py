@@ -10,7 +10,17 @@ from typing import Any
 from extensions.codes import ExtensionCode
 from extensions.value_depth import json_nests_within, nesting_exceeds, too_deep
 
+# dukpy's QuickJS heap limit is fixed at 128 MiB per context; a larger result than this is a
+# runaway, not a record payload, and would otherwise be copied three times on its way out.
+MAX_RESULT_BYTES = 16 * 1024 * 1024
+# The default export's JSON picture is drawn by recursion in JavaScript (runtime.js snapshot),
+# whose stack holds ~200 levels; a definition is a page of object literals, far shallower.
+MAX_DESCRIBE_DEPTH = 100
 _FRAME = re.compile(r"at (?:\S+ \()?(?P<file>[^\s()]+):(?P<line>\d+):(?P<column>\d+)\)?")
+
+
+class CpuBudgetExceeded(BaseException):
+    """Raised by the SIGPROF handler; BaseException so no ``except Exception`` swallows it."""
 
 
 class Fault(Exception):

@@ -23,6 +23,11 @@ def call_message(path: Path_, args: Sequence[Any], ctx: Mapping[str, Any] | None
     }
 
 
+def each_message(path: Path_, ctxs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The request of a ``call_each`` (its budget is added when it is sent)."""
+    return {"op": "call_each", "path": list(path), "ctxs": [dict(c) for c in ctxs]}
+
+
 def message_encoded(message: dict[str, Any]) -> str | None:
     """``message`` as JSON, or None when it is not JSON (or too deep for the encoder): then it is
     not sent encoded, and the call refuses it as it always did (too deep, or not JSON on
@@ -62,6 +67,18 @@ class Ahead:
 
     key: str
     budget: int
+
+
+@dataclass
+class EachAhead:
+    """``call_each`` requests sent ahead in one (``Sandbox.call_each_ahead``): each part as
+    encoded, the outcome of each once the reply is read, and how many were taken."""
+
+    ahead: Ahead
+    parts: list[str]
+    count: int  # the calls of every part (the wall budget's multiple)
+    outcomes: list[dict[str, Any]] | None = None
+    taken: int = 0
 
 
 def ahead_key(encoded: str, budget_ms: int | None) -> str:

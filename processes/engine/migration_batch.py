@@ -31,6 +31,8 @@ class SliceBatches:
 
     def __init__(self, runner: SliceHost, plan: list[PlannedStep], key: str) -> None:
         self.runner, self.run, self.plan, self.key = runner, runner.run, plan, key
+        # The next batch's row keys and create ids, as its functions were started (``_ahead``).
+        self._chosen: tuple[list[str], list[dict[str, uuid.UUID]]] | None = None
 
     def batchable(self) -> bool:
         """Every step a create or an update (by ``pgRowId``) that neither asks ``when`` nor waits
@@ -56,19 +58,21 @@ class SliceBatches:
         position: int,
         done: dict[str, dict[str, ProcessRunStep]],
         batch_rows: int,
+        next_rows: int = 0,
     ) -> int:
         """Write up to ``batch_rows`` unvisited rows from ``position`` — every step of each — in
-        one transaction with their ledger rows; answers how many rows it finished (from the first)."""
+        one transaction with their ledger rows; answers how many rows it finished (from the first).
+        With ``next_rows``, the functions of the next batch's rows are started in the sandbox
+        before this batch writes (``_ahead``)."""
         per_row = len(self.plan)
         room = (self.runner.ceilings.max_writes - self.run.writes) // per_row  # the write ceiling
-        batch: list[dict] = []
-        for row in rows[position : position + min(batch_rows, room)]:
-            if str(row[self.key]) in done:
-                break
-            batch.append(row)
+        batch = _leading(rows, position, min(batch_rows, room), done, self.key)
         writes = self._built(batch)
         if not writes:
             return 0
+        if next_rows and len(writes) == len(batch):
+            after = min(next_rows, room - len(batch))
+            self._ahead(_leading(rows, position + len(batch), after, done, self.key))
         try:
             with transaction.atomic():
                 written = rows_write(rows=writes)
@@ -83,12 +87,46 @@ class SliceBatches:
         self.run.writes += count
         return len(written)
 
+    def _ids(self, batch: list[dict]) -> list[dict[str, uuid.UUID]]:
+        """The record id each create step of each row takes: those the batch's functions were
+        started with ahead (``_ahead``) when it is that batch, else new ones."""
+        keys = [str(row[self.key]) for row in batch]
+        chosen, self._chosen = self._chosen, None
+        if chosen is not None and chosen[0] == keys:
+            return chosen[1]
+        creates = [p.step_id for p in self.plan if p.kind == StepKind.CREATE]
+        return [{step_id: uuid.uuid4() for step_id in creates} for _ in batch]
+
+    def _ahead(self, batch: list[dict]) -> None:
+        """Start the functions of ``batch`` (the next batch's rows) in the sandbox, in the order
+        ``_built`` will call them, with the ``ctx`` each will have if every row before it builds
+        a write: the child computes them while this batch writes (``Sandbox.call_each_ahead``).
+        Up to the first update: a later step sees the record it read. A batch that turns out
+        otherwise makes other calls, and what was started is dropped."""
+        if not batch:
+            return
+        ids = self._ids(batch)
+        self._chosen = ([str(row[self.key]) for row in batch], ids)
+        steps: list[dict[str, dict]] = [{} for _ in batch]
+        parts: list[tuple[tuple, list[dict]]] = []
+        for planned in self.plan:
+            ctxs = [self.runner.ctx(planned, dict(steps[n]), row) for n, row in enumerate(batch)]
+            parts.append((planned.path + ("build",), ctxs))
+            if planned.kind != StepKind.CREATE:
+                parts.append((planned.path + ("update", "pgRowId"), ctxs))
+                break
+            for n in range(len(batch)):
+                chosen = ids[n][planned.step_id]
+                steps[n][planned.step_id] = write_outcome(chosen, None, Disposition.CONFIRMED)
+        self.runner.runtime().call_each_ahead(parts)
+
     def _built(self, batch: list[dict]) -> list[list[BatchWrite]]:
         """Each row's writes, step by step: every step's functions called for the batch's rows in
         one exchange with the sandbox, with the ``ctx.steps`` the row will have (a create's record
         id chosen now). The list ends before the first row a function of which did not answer a
         write (it declined, failed or is malformed: the row alone records which)."""
         runtime = self.runner.runtime()
+        ids = self._ids(batch)
         steps: list[dict[str, dict]] = [{} for _ in batch]
         writes: list[list[BatchWrite]] = [[] for _ in batch]
         usable = len(batch)
@@ -106,7 +144,7 @@ class SliceBatches:
                 for n, value in enumerate(payloads):
                     key = f"row:{self.run.process_id}:{batch[n][self.key]}:{planned.step_id}"
                     item = CreateItem(value["parent"], value.get("lines"), key)
-                    chosen = uuid.uuid4()
+                    chosen = ids[n][planned.step_id]
                     writes[n].append(BatchWrite(actor, record_type, item, chosen))
                     steps[n][planned.step_id] = write_outcome(chosen, None, Disposition.CONFIRMED)
                 usable = len(payloads)
@@ -187,6 +225,18 @@ def _batches(planned: PlannedStep) -> bool:
         and update.get("step") is None
         and update.get("expectedSyncVersion") is None
     )
+
+
+def _leading(
+    rows: list[dict], position: int, count: int, done: dict[str, dict], key: str
+) -> list[dict]:
+    """Up to ``count`` rows from ``position``, ending before the first a delivery visited."""
+    leading: list[dict] = []
+    for row in rows[position : position + max(count, 0)]:
+        if str(row[key]) in done:
+            break
+        leading.append(row)
+    return leading
 
 
 def _external_ids(targets: list) -> dict:

@@ -117,5 +117,10 @@ class ModuleRuntime:
         except SandboxError:
             return []
 
+    def call_each_ahead(self, parts: list[tuple[tuple, list[dict[str, Any]]]]) -> bool:
+        """Start ``call_each`` of each of ``parts`` now, to be taken by those calls later
+        (``Sandbox.call_each_ahead``): a migration's next batch is built while this one writes."""
+        return self.sandbox.call_each_ahead([(list(path), ctxs) for path, ctxs in parts])
+
     def close(self) -> None:
         """Hand the interpreter back to the pool (the next delivery starts a fresh context)."""

@@ -393,7 +393,7 @@ def _transactions_by_slice(run: ProcessRun) -> dict[int, int]:
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="counts PostgreSQL transactions")
 def test_a_later_slice_starts_at_the_previous_slices_pace_not_one_row(stamped, alice):
     """The first slice's batches grow 1, 2, 4 … rows; the next slices know a row's time in the
-    slice before and take their rows in one batch (within the slice's wall clock)."""
+    slice before and take their rows in two batches (a third, then the rest built ahead)."""
     setting_set("processes.slice_max_rows", 10)
     setting_set("processes.slice_batch_rows", 1000)
     _items(alice, 30)
@@ -401,7 +401,7 @@ def test_a_later_slice_starts_at_the_previous_slices_pace_not_one_row(stamped, a
     pump(sources=False)
     run.refresh_from_db()
     assert (run.state, run.outstanding, run.slices, run.writes) == ("committed", 0, 3, 60)
-    assert _transactions_by_slice(run) == {1: 4, 2: 1, 3: 1}  # 1 + 2 + 4 + 3 rows; 10; 10
+    assert _transactions_by_slice(run) == {1: 4, 2: 2, 3: 2}  # 1 + 2 + 4 + 3 rows; 4 + 6; 4 + 6
 
 
 def test_a_slice_s_first_batch_fits_its_wall_clock_at_the_previous_pace():
@@ -415,3 +415,50 @@ def test_a_slice_s_first_batch_fits_its_wall_clock_at_the_previous_pace():
     assert batches.rows_fitting(0, 0, pace_ms=4.0) == 250
     assert batches.rows_fitting(600, 0, pace_ms=4.0) == 100
     assert batches.rows_fitting(500, 100, pace_ms=4.0) == 100  # its own pace, once it has one
+
+
+def test_a_batch_takes_its_functions_values_computed_while_the_batch_before_wrote(
+    stamped, alice, monkeypatch
+):
+    """Each batch after a slice's first takes its functions' values from the request sent ahead
+    while the batch before it wrote (one request for its three calls); a later slice's first
+    batch is a third of its rows, the second the rest. What is written is what row by row
+    writes: each row's stamp names the customer created from it (its id chosen when the request
+    went ahead)."""
+    import json
+
+    from extensions.child_process import ChildProcess
+
+    requests: list[tuple[str, object]] = []
+    send_encoded = ChildProcess.send_encoded
+
+    def recording(self: ChildProcess, encoded: str) -> None:
+        message = json.loads(encoded)
+        if message.get("op") == "call_each":
+            requests.append(("call_each", len(message["ctxs"])))
+        elif message.get("op") == "call_each_many":
+            requests.append(("call_each_many", [len(c["ctxs"]) for c in message["calls"]]))
+        send_encoded(self, encoded)
+
+    monkeypatch.setattr(ChildProcess, "send_encoded", recording)
+    setting_set("processes.slice_batch_rows", 1000)
+    _items(alice, 160, batch="ahead")
+    run = invoke(stamped, {"batch": "ahead"}, alice)
+    pump(sources=False)
+
+    run.refresh_from_db()
+    assert (run.state, run.outstanding, run.slices) == ("committed", 0, 2)
+    assert run.writes == 2 * 160
+    got = _migrated(run, "ahead")
+    assert len(got["marked"]) == 160
+    assert {m[1:] for m in got["marked"]} == {("sent", 2)}
+    # The first slice: 1 row, then 2 (no pace known before the first row: nothing goes ahead),
+    # then 4, … 32 and the 37 left, each sent ahead; the second slice (60 rows): 20, then the 40
+    # left, sent ahead.
+    assert requests == [
+        *[("call_each", 1)] * 3,
+        *[("call_each", 2)] * 3,
+        *[("call_each_many", [n] * 3) for n in (4, 8, 16, 32, 37)],
+        *[("call_each", 20)] * 3,
+        ("call_each_many", [40] * 3),
+    ]
