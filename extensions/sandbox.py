@@ -211,7 +211,10 @@ class Sandbox(AheadCalls):
         return list(values)
 
     def slice_start(self) -> None:
-        """A new slice on this interpreter: the per-slice CPU budget starts again."""
+        """A new slice on this interpreter: the per-slice CPU budget starts again. Calls an
+        earlier slice sent ahead and never took are dropped first, so their CPU is charged to
+        that slice's budget, not to the next run's (a pooled interpreter serves other runs)."""
+        self._ahead_settle(None)
         self._cpu_used_ms = 0.0
 
     def new_run(self, *, bridge: Bridge | None = None) -> None:

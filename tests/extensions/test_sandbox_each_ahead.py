@@ -153,3 +153,14 @@ def test_a_part_that_overruns_its_budget_times_out(box: Sandbox) -> None:
 
     box.call_each_ahead(spin)  # dropped: the next call waits it out, then answers
     assert box.call(["ok"]) == "ok"
+
+
+def test_a_new_slice_is_not_charged_for_what_the_last_one_left_ahead(box: Sandbox) -> None:
+    box.slice_start()
+    box.call_each_ahead([(["spin"], [{"row": {}}])])  # never taken: this slice's budget pays it
+
+    box.slice_start()
+
+    assert box.cpu_used_ms == 0.0  # the dropped call was waited out before the budget restarted
+    assert box.call(["ok"]) == "ok"
+    assert box.cpu_used_ms < LIMITS.call_budget_ms
