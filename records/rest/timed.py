@@ -13,10 +13,10 @@ Only outside a transaction (a lane worker, autocommit): inside one, the caller b
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.core.exceptions import EmptyResultSet
 from django.db import connections, transaction
 
 from records.rest.execute import CHUNK_SIZE, read_plan, rows_stream
@@ -32,23 +32,31 @@ def rest_read_timed(
     query = query_parse(path_and_query)
     plan = read_plan(user=user, query=query, max_bytes=max_bytes)
     head = plan.rows[: CHUNK_SIZE + 1]
-    compiler = head.query.get_compiler(using=head.db)
-    try:
-        sql, params = compiler.as_sql()
-    except EmptyResultSet:  # a filter no row can match (``in.()``): Django sends nothing either
-        return []
     connection = connections[head.db]
-    with connection.cursor() as cursor:
-        # The timeout is an int we made, never the author's text; the SELECT is the ORM's.
-        cursor.execute(f"SET LOCAL statement_timeout = {int(timeout_ms)}; {sql}", params)
-        cursor.nextset()  # past the SET's result, to the SELECT's
-        fetched = cursor.fetchall()
+    # Django's public instrumentation hook puts the bound in front of the ORM's own SELECT; a
+    # filter no row can match (``in.()``) sends nothing, as it would untimed.
+    with connection.execute_wrapper(_bounded(timeout_ms)):
+        fetched = list(head)
     if len(fetched) > CHUNK_SIZE:
         with transaction.atomic(using=head.db):
             with connection.cursor() as cursor:
                 cursor.execute("SET LOCAL statement_timeout = %s", [int(timeout_ms)])
             return [row for row, _ in rows_stream(user=user, query=query, max_bytes=max_bytes)]
-    if compiler.has_extra_select:
-        fetched = [row[: compiler.col_count] for row in fetched]
-    values = compiler.results_iter(results=[fetched], tuple_expected=True)
-    return [row for row, _ in rows_encoded(plan, values)]
+    return [row for row, _ in rows_encoded(plan, fetched)]
+
+
+def _bounded(timeout_ms: int) -> Callable[..., Any]:
+    """An ``execute_wrapper`` sending ``SET LOCAL statement_timeout`` and the statement as one
+    query string, then moving the cursor past the SET's result to the statement's."""
+
+    def wrapper(
+        execute: Callable[..., Any], sql: str, params: Any, many: bool, context: dict
+    ) -> Any:
+        # The timeout is an int we made, never the author's text; the statement is the ORM's.
+        result = execute(
+            f"SET LOCAL statement_timeout = {int(timeout_ms)}; {sql}", params, many, context
+        )
+        context["cursor"].nextset()
+        return result
+
+    return wrapper
