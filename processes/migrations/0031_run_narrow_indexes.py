@@ -4,6 +4,14 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
+# A delivery moves its run twice (queued -> running at the claim, then to its end), and ``state``
+# is indexed, so neither UPDATE is a HOT one: every index of process_run takes a new entry. Fewer
+# of them: the single-column process_id and invoked_by indexes (and process_id's and
+# idempotency_key's varchar_pattern_ops twins, which no query uses) go — the (process_id,
+# created_at) and (invoked_by, created_at) indexes serve their lookups — and the indexes of the
+# columns most runs leave empty hold only the runs that set them (partial). 14 indexes become 10,
+# and a claim's UPDATE writes 6 entries, not 14.
+
 
 class Migration(migrations.Migration):
     dependencies = [
