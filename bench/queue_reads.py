@@ -191,7 +191,7 @@ def cli_pages_ms(cli: CliOverTestClient, calls: int) -> tuple[list[float], list[
     """``turbobase processes runs`` over one process's whole history, ``calls`` times, in pages of
     CLI_PAGE runs: the first page's timings, every full page's (deep ones included), and the
     pages one walk takes."""
-    args = Namespace(process_id=PROBED_PROCESS, json=False)
+    args = Namespace(process_id=PROBED_PROCESS, json=False, where=[], state=[])
     cli_processes.HISTORY_PAGE = CLI_PAGE
     first: list[float] = []
     full: list[float] = []

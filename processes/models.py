@@ -85,7 +85,10 @@ class RunMode(models.TextChoices):
 
 class ProcessRun(models.Model):
     run_id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    process_id = models.CharField(max_length=200, db_index=True)
+    # No index of its own (nor the ``invoked_by``/``linked_from`` ones Django adds): the indexes
+    # below that lead with it serve its lookups, and every index is one more entry each time a
+    # delivery moves the run (a state change is no HOT update): see ``Meta.indexes``.
+    process_id = models.CharField(max_length=200)
     mode = models.CharField(max_length=8, choices=RunMode.choices, default=RunMode.ASYNC)
     state = models.CharField(max_length=16, choices=RunState.choices, default=RunState.QUEUED)
     reason = models.TextField(null=True, blank=True)
@@ -98,17 +101,21 @@ class ProcessRun(models.Model):
     waiting_step = models.CharField(max_length=255, blank=True, default="")
     # When the engine must deliver this parked run (a wait budget's end, a window's free time):
     # the due-time index each lane's watch reads twice a second (engine.wakeups.wakeups_due).
-    wake_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    wake_at = models.DateTimeField(null=True, blank=True)
     # How many times the current step's provider failed transiently (``retrying``); 0 once the
     # step is recorded. Kept here so a dead worker's attempts still count (engine.ai_step).
     transient_attempts = models.PositiveIntegerField(default=0)
     invoked_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,
     )
     schedule_name = models.CharField(max_length=200, blank=True, default="")
     # What started it, once: a triggered run's key (``record:<process>:<pgRowId>:<syncVersion>``,
     # ``event:<process>:<eventId>``). Unique, so one transition or one event never starts two runs.
-    idempotency_key = models.CharField(max_length=255, null=True, blank=True, unique=True)
+    idempotency_key = models.CharField(max_length=255, null=True, blank=True)
     input = models.JSONField(default=dict)
     module_version = models.PositiveIntegerField()
     started_at = models.DateTimeField(null=True, blank=True)
@@ -142,7 +149,12 @@ class ProcessRun(models.Model):
     # The run this one was started from by a retry or a redirect (``processes.steering``), and how;
     # the old run's ``linked_to`` lists the runs started from it.
     linked_from = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="linked_to"
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="linked_to",
+        db_index=False,
     )
     linked_how = models.CharField(
         max_length=16, blank=True, choices=LinkHow.choices, default=LinkHow.NONE
@@ -166,7 +178,33 @@ class ProcessRun(models.Model):
             models.Index(fields=["mode", "created_at"], name="process_run_mode_newest"),
             models.Index(fields=["created_at", "run_id"], name="process_run_newest"),
             # The history purge walks finished runs oldest first (processes.history.selection).
-            models.Index(fields=["finished_at", "run_id"], name="process_run_finished"),
+            # It and the three below hold only the runs their column is set on (partial): a
+            # queued or running run — most writes of the table — has no entry to update in them.
+            models.Index(
+                fields=["finished_at", "run_id"],
+                name="process_run_finished",
+                condition=models.Q(finished_at__isnull=False),
+            ),
+            # The lanes' watch reads the due parked runs (engine.wakeups, ``wake_at <= now``).
+            models.Index(
+                fields=["wake_at"],
+                name="process_run_wake_at",
+                condition=models.Q(wake_at__isnull=False),
+            ),
+            # The runs retried or redirected from one (``linked_to``; the purge's unlinking).
+            models.Index(
+                fields=["linked_from"],
+                name="process_run_linked_from",
+                condition=models.Q(linked_from__isnull=False),
+            ),
+        ]
+        constraints = [
+            # One run per trigger key (``processes.invoke``); most runs have none.
+            models.UniqueConstraint(
+                fields=["idempotency_key"],
+                name="process_run_idempotency_key",
+                condition=models.Q(idempotency_key__isnull=False),
+            ),
         ]
 
     def __str__(self) -> str:
