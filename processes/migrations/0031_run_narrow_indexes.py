@@ -29,28 +29,50 @@ class Migration(migrations.Migration):
             name="idempotency_key",
             field=models.CharField(blank=True, max_length=255, null=True),
         ),
-        migrations.AlterField(
-            model_name="processrun",
-            name="invoked_by",
-            field=models.ForeignKey(
-                db_index=False,
-                null=True,
-                on_delete=django.db.models.deletion.SET_NULL,
-                related_name="+",
-                to=settings.AUTH_USER_MODEL,
-            ),
+        # Not AlterField alone for the two foreign keys: on PostgreSQL it drops and re-adds the
+        # key, which checks every existing run under an exclusive lock. Only the index goes.
+        migrations.SeparateDatabaseAndState(
+            state_operations=[
+                migrations.AlterField(
+                    model_name="processrun",
+                    name="invoked_by",
+                    field=models.ForeignKey(
+                        db_index=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+            ],
+            database_operations=[
+                migrations.RunSQL(
+                    'DROP INDEX IF EXISTS "process_run_invoked_by_id_10f6c36b"',
+                    reverse_sql='CREATE INDEX "process_run_invoked_by_id_10f6c36b" ON "process_run" ("invoked_by_id")',
+                ),
+            ],
         ),
-        migrations.AlterField(
-            model_name="processrun",
-            name="linked_from",
-            field=models.ForeignKey(
-                blank=True,
-                db_index=False,
-                null=True,
-                on_delete=django.db.models.deletion.SET_NULL,
-                related_name="linked_to",
-                to="processes.processrun",
-            ),
+        migrations.SeparateDatabaseAndState(
+            state_operations=[
+                migrations.AlterField(
+                    model_name="processrun",
+                    name="linked_from",
+                    field=models.ForeignKey(
+                        blank=True,
+                        db_index=False,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="linked_to",
+                        to="processes.processrun",
+                    ),
+                ),
+            ],
+            database_operations=[
+                migrations.RunSQL(
+                    'DROP INDEX IF EXISTS "process_run_linked_from_id_86e90e9c"',
+                    reverse_sql='CREATE INDEX "process_run_linked_from_id_86e90e9c" ON "process_run" ("linked_from_id")',
+                ),
+            ],
         ),
         migrations.AlterField(
             model_name="processrun",
