@@ -46,7 +46,9 @@ def own(admin_user, alice, monkeypatch) -> ProcessRun:
 
 def _outcome(run: ProcessRun) -> tuple[list, list, list]:
     """The ledger, the records and the trail, generated ids named by the step that made them."""
-    ledger = list(run.ledger.order_by("sequence").values_list("step_id", "disposition", "pg_row_id"))
+    ledger = list(
+        run.ledger.order_by("sequence").values_list("step_id", "disposition", "pg_row_id")
+    )
     names = {}
     for step, _, pk in ledger:
         if pk is not None:
@@ -58,9 +60,10 @@ def _outcome(run: ProcessRun) -> tuple[list, list, list]:
     return (
         [(step, disposition, names.get(pk)) for step, disposition, pk in ledger],
         records,
-        [(s, a, o, names.get(pk)) for s, a, o, pk in trail.values_list(
-            "process_step", "action", "outcome", "pg_row_id"
-        )],
+        [
+            (s, a, o, names.get(pk))
+            for s, a, o, pk in trail.values_list("process_step", "action", "outcome", "pg_row_id")
+        ],
     )
 
 
@@ -69,11 +72,19 @@ def _groups(queries: CaptureQueriesContext) -> list[str]:
 
 
 EXPECTED = (
-    [("a", "confirmed", "a"), ("u", "confirmed", "a"), ("v", "confirmed", "a"),
-     ("c", "confirmed", "c")],
+    [
+        ("a", "confirmed", "a"),
+        ("u", "confirmed", "a"),
+        ("v", "confirmed", "a"),
+        ("c", "confirmed", "c"),
+    ],
     [("a", {"n": 3, "tag": "v", "note": "<a>"}, 3), ("c", {"n": 4}, 1)],
-    [("a", "create", "allowed", "a"), ("u", "update", "allowed", "a"),
-     ("v", "update", "allowed", "a"), ("c", "create", "allowed", "c")],
+    [
+        ("a", "create", "allowed", "a"),
+        ("u", "update", "allowed", "a"),
+        ("v", "update", "allowed", "a"),
+        ("c", "create", "allowed", "c"),
+    ],
 )
 
 
