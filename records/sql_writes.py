@@ -168,6 +168,8 @@ class GroupRows:
     hidden_from: str | None = None  # a delete that hides a connected record in this sync state
     charge: models.Model | None = None  # its delete window's charge
     state_ref: str = ""  # the field of ``row`` that takes ``state``'s id (a ledger row's)
+    final: Record | None = None  # a create: its record as the group's updates of it leave it
+    folded: bool = False  # an update of a record the group creates: no UPDATE (``final``)
 
 
 class GroupMoved(Exception):
@@ -228,7 +230,7 @@ def _group_statement(
     are read only when the gate's answer is false. The answer: the gate's row, the ids of the
     trail rows, callers' rows and outbound states, in order, and a check that fails the
     statement when an update or delete changed fewer rows than it should (``GroupMoved``)."""
-    created = [(n, row_insert(conn, w.record)) for n, w in enumerate(writes) if w.version is None]
+    created, stopped = _created(conn, writes, cut=cut)
     tables = [
         ("trailed", [(n, row_insert(conn, w.trail)) for n, w in enumerate(writes)]),
         # before the callers' rows: a row may take its write's state's id (``_row_linked``)
@@ -238,10 +240,12 @@ def _group_statement(
     ]
     ctes, params = [f"gate AS ({gate})"], []
     if created:
-        source, values = _table_source(created, cut=cut)
+        source, values = _table_source(created, cut=cut, stopped=stopped)
         ctes.append(f"created AS ({source})")
         params += values
-    changed = [(n, w) for n, w in enumerate(writes) if w.version is not None and not w.delete]
+    changed = [
+        (n, w) for n, w in enumerate(writes) if w.version is not None and not (w.delete or w.folded)
+    ]
     if changed:
         source, values = _update_source(conn, changed, cut=cut)
         ctes.append(f"changed AS ({source})")
@@ -339,11 +343,37 @@ def _row_linked(conn: Any, write: GroupRows) -> RowInsert:
     return RowInsert(head=insert.head, values=", ".join(values), params=params)
 
 
-def _table_source(inserts: list[tuple[int, RowInsert]], *, cut: bool) -> tuple[str, list]:
-    """One table's INSERT … SELECT from the gate, and its params (see ``_group_statement``)."""
+def _created(
+    conn: Any, writes: Sequence[GroupRows], *, cut: bool
+) -> tuple[list[tuple[int, RowInsert]], list[RowInsert]]:
+    """The INSERTs of the group's created records, each as the group's updates of it leave it
+    (``final``); and, for a ``cut`` group's first write so changed, its record as created, which
+    is written instead when the gate stops the group after that write."""
+    created, stopped = [], []
+    for n, w in enumerate(writes):
+        if w.version is not None:
+            continue
+        if w.final is None:
+            created.append((n, row_insert(conn, w.record)))
+            continue
+        if n == 0 and cut:
+            stopped.append(row_insert(conn, w.record))
+            n = -1  # the final record only where the gate did not stop the group
+        created.append((n, row_insert(conn, w.final)))
+    return created, stopped
+
+
+def _table_source(
+    inserts: list[tuple[int, RowInsert]], *, cut: bool, stopped: Sequence[RowInsert] = ()
+) -> tuple[str, list]:
+    """One table's INSERT … SELECT from the gate, and its params (see ``_group_statement``);
+    ``stopped``: rows written only when the gate stopped a ``cut`` group."""
     first = [insert for n, insert in inserts if n == 0 or not cut]
     rest = [insert for n, insert in inserts if n != 0 and cut]
     parts = []
+    if stopped:
+        listed = ", ".join(f"({insert.values})" for insert in stopped)
+        parts.append(f"SELECT v.* FROM gate AS g (stop), (VALUES {listed}) AS v WHERE g.stop")
     if first:
         listed = ", ".join(f"({insert.values})" for insert in first)
         parts.append(f"SELECT v.* FROM gate, (VALUES {listed}) AS v")
@@ -351,6 +381,6 @@ def _table_source(inserts: list[tuple[int, RowInsert]], *, cut: bool) -> tuple[s
         listed = ", ".join(f"({insert.values})" for insert in rest)
         parts.append(f"SELECT v.* FROM gate AS g (stop), (VALUES {listed}) AS v WHERE NOT g.stop")
     params: list = []
-    for insert in first + rest:
+    for insert in [*stopped, *first, *rest]:
         params += insert.params
     return f"{inserts[0][1].head} {' UNION ALL '.join(parts)}", params

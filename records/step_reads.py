@@ -117,7 +117,7 @@ def first_moved(writes: list[Any], changes: tuple[type, ...]) -> int:
     """The first update or delete of ``writes`` whose record is no longer at the version it was
     read at (or, hiding a connected record, in the sync state), or gone (the first of them if
     none is now)."""
-    updates = dict(_of(writes, changes))
+    updates = {n: w for n, w in _of(writes, changes) if not getattr(w, "folded", False)}
     read = Record.reads.filter(pk__in=[w.record.pk for w in updates.values()])
     now = {pk: (v, state) for pk, v, state in read.values_list("pk", "sync_version", "sync_state")}
     return next((n for n, w in updates.items() if _moved(w, now)), min(updates, default=0))

@@ -7,7 +7,8 @@ checked and built here first (``record_create_ready``: payload, entitlement, gua
 ``CreateReady``: its record, its ``allowed`` trail row, a connected type's outbound write state,
 and the caller's row that must commit with it (the step's ledger row); an update or delete of a
 type with nothing to run on its record first is made ready before its record is read, and the
-group's records are read in one query as it commits (``records.step_reads``). ``group_commit`` then
+group's records are read in one query as it commits (``records.step_reads``); an update of a
+record the group creates is folded into its create (``records.step_folds``). ``group_commit`` then
 writes a group — the caller's lease proof, and every row of every write in it — in one
 autocommitted statement (``records.sql_writes.group_insert``): all of them or none. When a type of
 the group is watched, that statement and the watchers' rows (a record trigger's run) share one
@@ -120,6 +121,7 @@ class UpdateReady:
     row: models.Model | None = None
     state: RecordWriteState | None = None  # a connected type's outbound write
     later: ReadLater | None = None  # its record read with the group's (``records.step_reads``)
+    folded: bool = False  # its record is one the group creates (``records.step_folds``)
 
 
 GroupReady = CreateReady | UpdateReady | DeleteReady
@@ -147,8 +149,7 @@ class GroupStale(Exception):
 
 @dataclass(frozen=True)
 class GroupCommitted:
-    """What ``group_commit`` did: whether the gate's proof answered a row (False: nothing was
-    written, and the gate raised) and how many creates, from the first, were ``written``."""
+    """What ``group_commit`` did: whether the gate's proof answered a row, how many writes landed."""
 
     proved: bool
     written: int
@@ -339,6 +340,7 @@ def group_commit(writes: list[GroupReady], gate: StepGate, *, cut: bool) -> Grou
     unread = group_reads(writes)  # the records of writes made ready before their read
     if unread is not None:
         raise GroupStale(unread)
+    final = {w.record.pk: w.record for w in writes if isinstance(w, UpdateReady) and w.folded}
     rows = [
         GroupRows(
             w.record,
@@ -347,6 +349,8 @@ def group_commit(writes: list[GroupReady], gate: StepGate, *, cut: bool) -> Grou
             w.state,
             version=None if isinstance(w, CreateReady) else w.version,
             delete=isinstance(w, DeleteReady),
+            final=final.get(w.record.pk) if isinstance(w, CreateReady) else None,
+            folded=isinstance(w, UpdateReady) and w.folded,
             **(w.group_parts() if isinstance(w, DeleteReady) else {}),
         )
         for w in writes

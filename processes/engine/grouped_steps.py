@@ -15,6 +15,7 @@ from processes.engine.plan import PlannedStep
 from processes.engine.statuses import StepStatus
 from processes.engine.step_record import StepResult, StepScope, step_placed, step_refused
 from processes.models import Disposition
+from records.step_folds import record_update_folded
 from records.step_writes import record_create_ready, record_delete_ready, record_update_ready
 from records.units import WriteUnit
 
@@ -73,7 +74,10 @@ def update_grouped(
     target = uuid_or_none(str(address.get("pg_row_id")))
     if group is None or target is None or not group.open_to(record_type, scope.idempotency_key):
         return None
-    if group.holds(target):  # its record is created or changed in the group: read it after
+    if group.holds(target):  # created in the group: folded into it; changed: read it after
+        folded = _update_folded(scope, planned, parent, address, target)
+        if folded is not None:
+            return folded
         group.flush()
     unit = WriteUnit()
     try:
@@ -92,6 +96,34 @@ def update_grouped(
     record = ready.record
     if scope.ahead is not None:
         scope.ahead(write_outcome(record.pk, record.external_id, Disposition.CONFIRMED))
+    return _joined(scope, planned, group, ready)
+
+
+def _update_folded(
+    scope: StepScope, planned: PlannedStep, parent: dict, address: dict, target: uuid.UUID
+) -> StepResult | None:
+    """An update of a record the group creates, joined without a read (``records.step_folds``);
+    None when it cannot be folded (the group is written, and the update made as before)."""
+    group = scope.rides
+    base = group.pending(target) if group is not None else None
+    if base is None:
+        return None
+    unit = WriteUnit()
+    try:
+        ready = record_update_folded(
+            actor=scope.actor,
+            record_type=planned.definition["recordType"],
+            parent=parent,
+            base=base,
+            expected_sync_version=address.get("expected_sync_version"),
+            unit=unit,
+        )
+    except (Refusal, NotFound, TurbobaseError) as exc:
+        return step_refused(scope, planned, unit, exc)
+    if ready is None:
+        return None
+    if scope.ahead is not None:
+        scope.ahead(write_outcome(target, None, Disposition.CONFIRMED))
     return _joined(scope, planned, group, ready)
 
 

@@ -13,8 +13,10 @@ record id is chosen before the write). The group is written — the lease proof 
 autocommitted statement (``group_commit``): at the setting ``processes.step_group_max`` steps (1:
 every step alone), once ``RIDE_GROUP_MS`` have passed since its first step, and always before
 anything else touches the database for the run — a step that is not grouped, a refusal, a
-``ctx.query`` read (it reads after the group is written: flush first), an update of a record the
-group creates or changes, the walk's end. An update or delete is written only where its record is
+``ctx.query`` read (it reads after the group is written: flush first), an update or delete of a
+record the group changes, a delete of one it creates, the walk's end. An update of a record the
+group creates joins it without a read (``records.step_folds``): the create's INSERT writes the
+record as the update leaves it. An update or delete is written only where its record is
 still at the version it was read at; if another writer moved it, the statement writes nothing and that
 step is made again alone (locked), the steps before it written again without it. So nothing
 outside the delivery can tell a grouped step from one committed alone, except that it lands with
@@ -51,10 +53,13 @@ from processes.engine.ledger import sequence_release, write_outcome
 from processes.engine.plan import PlannedStep
 from processes.engine.statuses import StepKind
 from processes.models import Disposition, ProcessRun
+from records.models import Record
 from records.step_writes import (
+    CreateReady,
     GroupKeyTaken,
     GroupReady,
     GroupStale,
+    UpdateReady,
     create_groupable,
     group_commit,
 )
@@ -105,6 +110,16 @@ class RideGroup:
         """Whether a write waiting in the group creates or changes the record ``pg_row_id``
         (an update of it is made after the group is written: it reads the record)."""
         return any(ride.record.pk == pg_row_id for ride in self._rides)
+
+    def pending(self, pg_row_id: Any) -> Record | None:
+        """The record ``pg_row_id`` as the group will write it, when the group creates it (and
+        its later writes of it, if any, are updates folded into that create): an update of it
+        joins without a read (``records.step_folds``). None otherwise."""
+        for ride in reversed(self._rides):
+            if ride.record.pk == pg_row_id:
+                folded = isinstance(ride, UpdateReady) and ride.folded
+                return ride.record if isinstance(ride, CreateReady) or folded else None
+        return None
 
     def join(self, ride: GroupReady, step_id: str, key: str) -> None:
         """Add a step's write (its ledger row built, its sequence taken); the run's ``writes``

@@ -232,3 +232,45 @@ def _triggered_named(seen: dict) -> dict:
 
 def _spied(record_type: str) -> bool:
     return record_type == "legacy_customer"
+
+
+WATCHED_OWN = """import { defineProcess } from '@turbobase/extensions';
+export default defineProcess({
+  id: 't:kinds-watched-own',
+  input: { type: 'object' },
+  steps: [
+    { id: 'a', recordType: 'legacy_customer', build: (ctx) => ({ parent: { status: 'draft' } }) },
+    { id: 'u', recordType: 'legacy_customer', update: { pgRowId: (ctx) => ctx.steps.a.pgRowId },
+      build: (ctx) => ({ parent: { status: 'approved' } }) },
+    { id: 'v', recordType: 'legacy_customer', update: { pgRowId: (ctx) => ctx.steps.a.pgRowId },
+      build: (ctx) => ({ parent: { status: 'approved', note: 'again' } }) },
+  ],
+});
+"""
+
+
+def test_a_watched_record_created_and_updated_in_one_group_triggers_as_alone(admin_user, alice):
+    """The updates of a record the group creates are folded into its create (``records.step_folds``):
+    the watchers are still told of the create as created and of each update as it left the
+    record, so the record enters the trigger's state at the first update, as alone."""
+    deploy(WATCHER, by=admin_user, name="processes/watcher.ts")
+    deploy(WATCHED_OWN, by=admin_user)
+    run, seeds, groups = _run("t:kinds-watched-own", "legacy_customer", 16, alice)
+    grouped, triggered = observed(run, seeds), _triggered(seeds, run)
+    keys = sorted(
+        ProcessRun.objects.filter(process_id="t:kinds-on-approved").values_list(
+            "idempotency_key", flat=True
+        )
+    )
+    main_alone, seeds_alone, groups_alone = _run("t:kinds-watched-own", "legacy_customer", 1, alice)
+    alone, triggered_alone = observed(main_alone, seeds_alone), _triggered(seeds_alone, main_alone)
+    keys_alone = sorted(
+        ProcessRun.objects.filter(process_id="t:kinds-on-approved").values_list(
+            "idempotency_key", flat=True
+        )
+    )
+
+    assert (groups, groups_alone) == (1, 3)  # a, u and v in one statement; alone, three
+    assert triggered == triggered_alone == ["step:a"]  # entered once, at u
+    assert [k.rsplit(":", 1)[1] for k in keys] == [k.rsplit(":", 1)[1] for k in keys_alone] == ["2"]
+    assert _triggered_named(grouped) == _triggered_named(alone)

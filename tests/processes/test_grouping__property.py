@@ -193,6 +193,8 @@ class Writer:
         head = f"{{ id: '{step_id}', recordType: '{record_type}', {when}"
         if kind == "update":
             target = self._target(record_type)
+            if self.made[record_type] and self.draw(st.booleans()):  # often the record just made
+                target = f"{_ref(self.made[record_type][-1])}?.pgRowId"
             address = (
                 f"{{ step: '{target.split(chr(39))[1]}' }}"
                 if target.startswith("ctx.steps") and self.draw(st.booleans())
