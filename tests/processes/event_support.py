@@ -24,6 +24,11 @@ def trial_to_paid(
             else ""
         )
 
+    def busy_when(ms: int) -> str:
+        # Busy in its `when` too: each call has its own CPU budget (1 s), so the step is in a
+        # worker's hands for about twice ``ms`` — wide enough for a test's poll on a loaded machine.
+        return f" when: (ctx) => {{ {busy(ms).strip()} return true; }}," if ms else ""
+
     first = (
         "    { id: 'welcome', recordType: 'legacy_customer', build: (ctx) => {\n"
         f"        {busy(before_ms)}return {{ parent: {{ run: ctx.runId }} }};\n"
@@ -37,7 +42,7 @@ export default defineProcess({{
   input: {{ type: 'object', properties: {{ customer: {{ type: 'string' }} }}, required: ['customer'] }},
   steps: [
 {first}    {{ id: 'paid', waitFor: {{ event: 'order.paid',{matcher} timeout: '{timeout}' }} }},
-    {{ id: 'note', recordType: 'salesOrder', build: (ctx) => {{
+    {{ id: 'note', recordType: 'salesOrder',{busy_when(then_ms)} build: (ctx) => {{
         {busy(then_ms)}const paid = ctx.steps.paid.event;
         const memo = paid ? `${{ctx.input.customer}} paid ${{paid.data.order}} (${{paid.eventId}})`
           : `${{ctx.input.customer}} did not pay`;

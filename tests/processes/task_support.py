@@ -13,7 +13,7 @@ def approval(
 ) -> str:
     """``approve`` (a task for ``assignee``), then ``order``, a salesOrder whose memo carries the
     task's output note — or, if the task failed and the process carries on, says so. ``then_ms``
-    keeps the order step busy that long (a run surely in a worker's hands after the decision)."""
+    keeps the order step busy that long, twice (a run surely in a worker's hands after the decision)."""
     extra = f", timeout: '{timeout}'" if timeout else ""
     refused = f" onRefused: '{on_refused}'," if on_refused else ""
     busy = (
@@ -21,6 +21,9 @@ def approval(
         if then_ms
         else ""
     )
+    # Busy in its `when` too: each call has its own CPU budget (1 s), so the step is in a worker's
+    # hands for about twice ``then_ms`` — wide enough for a test's poll on a loaded machine.
+    busy_when = f" when: (ctx) => {{ {busy.strip()} return true; }}," if then_ms else ""
     return f"""import {{ defineProcess }} from '@turbobase/extensions';
 export default defineProcess({{
   id: '{process_id}',
@@ -31,7 +34,7 @@ export default defineProcess({{
         title: (ctx) => `Approve ${{ctx.input.memo}}`,
         details: (ctx) => ({{ memo: ctx.input.memo, run: ctx.runId }}){extra},
     }} }},
-    {{ id: 'order', recordType: 'salesOrder', build: (ctx) => {{
+    {{ id: 'order', recordType: 'salesOrder',{busy_when} build: (ctx) => {{
         {busy}const approve = ctx.steps.approve;
         const note = approve.disposition === 'confirmed' ? approve.output.note : 'not approved';
         return {{ parent: {{ memo: `${{ctx.input.memo}}: ${{note}}` }} }};
