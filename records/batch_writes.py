@@ -280,7 +280,7 @@ def rows_write(*, rows: list[list[BatchWrite]]) -> list[list[Written]]:
     writes = [write for row in ready for write in row]
     if not writes:
         return []
-    creates = [w for w in writes if w.is_new]
+    creates = [w.record for w in writes if w.is_new and isinstance(w.record, Record)]
     if creates:
         _records_insert(creates)
     _records_update([w for w in writes if not w.is_new])
@@ -316,25 +316,25 @@ def _records_update(updates: list[_Ready]) -> None:
         rows_update(Record, shown, ["fields", "sync_version", "updated_at"])
 
 
-def _records_insert(creates: list[_Ready]) -> None:
-    first = creates[0].record
+def _records_insert(creates: list[Record]) -> None:
+    first = creates[0]
     rows_insert(
         Record,
         first,
         {
-            "pg_row_id": [w.record.pg_row_id for w in creates],
-            "record_type": [w.record.record_type for w in creates],
-            "source_system": [w.record.source_system for w in creates],
-            "sync_state": [w.record.sync_state for w in creates],
-            "owner_id": [w.record.owner_id for w in creates],
-            "group_id": [w.record.group_id for w in creates],
-            "fields": [w.record.fields for w in creates],
-            "lines": [w.record.lines for w in creates],
-            "idempotency_key": [w.record.idempotency_key for w in creates],
+            "pg_row_id": [r.pg_row_id for r in creates],
+            "record_type": [r.record_type for r in creates],
+            "source_system": [r.source_system for r in creates],
+            "sync_state": [r.sync_state for r in creates],
+            "owner_id": [r.owner_id for r in creates],
+            "group_id": [r.group_id for r in creates],
+            "fields": [r.fields for r in creates],
+            "lines": [r.lines for r in creates],
+            "idempotency_key": [r.idempotency_key for r in creates],
         },
     )
-    for write in creates:  # the template's times are every row's
-        write.record.created_at, write.record.updated_at = first.created_at, first.updated_at
+    for record in creates:  # the template's times are every row's
+        record.created_at, record.updated_at = first.created_at, first.updated_at
 
 
 def _write_states_insert(writes: list[_Ready]) -> None:
