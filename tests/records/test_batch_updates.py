@@ -106,3 +106,35 @@ def test_a_stamp_of_a_record_the_actor_may_not_write_ends_the_batch_before_it(al
         theirs[0].pk: (None, 1),
         mine[1].pk: (None, 1),
     }
+
+
+def test_a_watched_types_stamps_tell_its_watchers_in_row_order_with_the_record(admin_user, alice):
+    """``salesOrder`` is watched (a record trigger): its records are read whole, and each update
+    entering the state starts one run with the record as written, in row order."""
+    from processes.models import ProcessRun
+    from tests.processes.engine_support import deploy
+    from tests.processes.test_triggers_record import ON_APPROVED
+
+    deploy(ON_APPROVED, by=admin_user, name="processes/on-approved.ts")
+    actor = Actor(user=alice)
+    orders = [
+        record_create(
+            actor=actor, record_type="salesOrder", parent={"memo": f"m{n}", "status": "draft"}
+        ).record
+        for n in range(3)
+    ]
+    stamp = Actor(user=alice, process_step="stamp")
+    changes = [{"status": "approved"}, {"memo": "kept"}, {"status": "approved"}]
+    written = _written(
+        [
+            [BatchWrite(stamp, "salesOrder", UpdateItem(change, order.pk))]
+            for order, change in zip(orders, changes, strict=True)
+        ]
+    )
+    assert len(written) == 3
+    runs = ProcessRun.objects.filter(process_id="acme:on-approved").order_by("created_at")
+    assert [(run.input["pgRowId"], run.input["record"]) for run in runs] == [
+        (str(orders[0].pk), {"memo": "m0", "status": "approved"}),
+        (str(orders[2].pk), {"memo": "m2", "status": "approved"}),
+    ]
+    assert Record.reads.get(pk=orders[1].pk).fields == {"memo": "kept", "status": "draft"}
