@@ -6,9 +6,12 @@ in step order. Every write is checked as the boundary checks one — payload, wr
 records the actor may write and locked — all of them **before anything is written**. The rows
 that pass, from the first up to the first row any of whose writes would not (refused, its
 idempotency key used, its record not found or already written in this batch), are then written
-with one INSERT per table in the caller's transaction: the new records, the updated records (one
-``rows_update``), the outbound write states of connected types and the trail rows, in row order;
-the records' watchers are told of each write as one write tells them.
+with one statement per table in the caller's transaction: the new records, the updated records,
+the outbound write states of connected types and the trail rows, in row order; the records'
+watchers are told of each write as one write tells them. An update's record is read as the
+columns the batch needs, not as a model (``_Locked``), and its changes merged into its fields
+by the database (``records.sql_writes.fields_merge``) — unless its type has ``before_save``
+hooks or watchers, which are shown the ``Record`` (read whole, written by ``rows_update``).
 
 The row that stopped the batch is not written here: the caller makes it alone, through the
 boundary's one-record services, where its refusal is trailed (or its used key answered) exactly
@@ -25,7 +28,7 @@ from __future__ import annotations
 import functools
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -46,13 +49,12 @@ from records.models import (
     WriteStatus,
     WriteTrail,
 )
-from records.outcomes import WriteOutcome
 from records.policies import records_writable, write_entitlement_check
 from records.signals import outbound_write_queued
+from records.sql_writes import fields_merge
 from records.trail import Actor, trail_row
-from records.watches import record_written
+from records.watches import record_watched, record_written
 from records.write_rules import (
-    WriteResult,
     before_save_on_create,
     before_save_on_update,
     payload_check,
@@ -94,15 +96,43 @@ class BatchWrite:
     pg_row_id: uuid.UUID | None = None
 
 
+class Written(NamedTuple):
+    """A write of a batch as it was written: the record it wrote and whether it created it."""
+
+    record_type: str
+    pg_row_id: uuid.UUID
+    external_id: str | None
+    is_new: bool
+
+
+class _Locked(NamedTuple):
+    """An update's record, locked, as the batch needs it: its columns, no model instance (a type
+    with ``before_save`` hooks or watchers gets its ``Record``: they are shown it)."""
+
+    pg_row_id: uuid.UUID
+    external_id: str | None
+    sync_version: int
+    source_system: str
+
+
 @dataclass
 class _Ready:
-    """A write checked and built: its record as it will be stored, and its fields before."""
+    """A write checked and built: a create's record as it will be stored; an update's record
+    locked (``_Locked``, or a ``Record`` with its fields before and after)."""
 
     write: BatchWrite
     rt: RecordType
-    record: Record
-    before: dict | None = None  # an update's fields before it
-    fields: dict | None = None  # an update's fields after it (as its hooks saw them)
+    record: Record | _Locked
+    before: dict | None = None  # a Record update's fields before it
+    fields: dict | None = None  # a Record update's fields after it (as its hooks saw them)
+
+    @property
+    def is_new(self) -> bool:
+        return isinstance(self.write.item, CreateItem)
+
+
+def _uuid(value: Any) -> uuid.UUID | None:
+    return value if isinstance(value, uuid.UUID) else uuid_or_none(str(value))
 
 
 class _RowStops(Exception):
@@ -114,6 +144,7 @@ class _Checks:
 
     def __init__(self, rows: list[list[BatchWrite]]) -> None:
         self._passed: dict[tuple, bool] = {}
+        self._hooked: dict[str, bool] = {}
         creates = [
             w.item.idempotency_key for row in rows for w in row if isinstance(w.item, CreateItem)
         ]
@@ -123,7 +154,13 @@ class _Checks:
             )
         )
         self.seen: set[Any] = set()  # keys and records this batch already writes
-        self.locked = _lock_targets(rows)
+        self.locked = _lock_targets(rows, self)
+
+    def hooked(self, name: str) -> bool:
+        """Whether ``name`` has ``before_save`` hooks (asked once a batch)."""
+        if name not in self._hooked:
+            self._hooked[name] = bool(hooks_for(HookSlot.BEFORE_SAVE, name))
+        return self._hooked[name]
 
     def entitled(self, actor: Actor, rt: RecordType, action: RuleAction) -> None:
         key = (actor.user.pk, rt.name, action)
@@ -146,20 +183,23 @@ class _Checks:
         self.seen.add(key)
 
 
-def _lock_targets(rows: list[list[BatchWrite]]) -> dict[tuple[str, uuid.UUID], Record]:
+def _lock_targets(
+    rows: list[list[BatchWrite]], checks: _Checks
+) -> dict[tuple[str, uuid.UUID], Record | _Locked]:
     """The records the batch's updates name, each locked, read as their actor may write them
-    (one query per actor and type, in primary-key order so that batches lock alike)."""
+    (one query per actor and type, in primary-key order so that batches lock alike): their
+    columns (``_Locked``), or the ``Record`` where the type's hooks or watchers are shown it."""
     wanted: dict[tuple[Any, str], tuple[Actor, set[uuid.UUID]]] = {}
     for row in rows:
         for write in row:
             if isinstance(write.item, UpdateItem):
-                parsed = uuid_or_none(str(write.item.pg_row_id))
+                parsed = _uuid(write.item.pg_row_id)
                 if parsed is not None:
                     entry = wanted.setdefault(
                         (write.actor.user.pk, write.record_type), (write.actor, set())
                     )
                     entry[1].add(parsed)
-    locked: dict[tuple[str, uuid.UUID], Record] = {}
+    locked: dict[tuple[str, uuid.UUID], Record | _Locked] = {}
     for (_, name), (actor, ids) in wanted.items():
         try:
             rt = record_type_get(name)
@@ -171,8 +211,11 @@ def _lock_targets(rows: list[list[BatchWrite]]) -> dict[tuple[str, uuid.UUID], R
             .filter(pg_row_id__in=ids)
             .order_by("pk")
         )
-        for record in found:
-            locked[(name, record.pk)] = record
+        if checks.hooked(name) or record_watched(name):
+            locked.update(((name, record.pk), record) for record in found)
+            continue
+        columns = found.values_list("pg_row_id", "external_id", "sync_version", "source_system")
+        locked.update(((name, values[0]), _Locked(*values)) for values in columns)
     return locked
 
 
@@ -195,18 +238,20 @@ def _ready(write: BatchWrite, checks: _Checks) -> _Ready:
         if write.pg_row_id is not None:
             record.pg_row_id = write.pg_row_id
         payload_check(rt, item.parent, item.lines, is_create=True)
-        if hooks_for(HookSlot.BEFORE_SAVE, rt.name):
+        if checks.hooked(rt.name):
             before_save_on_create(write.actor, rt, record, item.parent)
         return _Ready(write, rt, record)
     checks.entitled(write.actor, rt, RuleAction.UPDATE)
-    target = uuid_or_none(str(item.pg_row_id))
+    target = _uuid(item.pg_row_id)
     locked = checks.locked.get((rt.name, target)) if target is not None else None
     if locked is None or (
         item.seen_external_id is not _UNSEEN and item.seen_external_id != locked.external_id
     ):
         raise _RowStops
-    checks.claim(locked.pk)
+    checks.claim(locked.pg_row_id)
     payload_check(rt, item.parent, None, is_create=False)
+    if isinstance(locked, _Locked):  # no hooks, no watchers: nothing is shown the record
+        return _Ready(write, rt, locked)
     merged = before_save_on_update(write.actor, rt, locked, item.parent)
     return _Ready(write, rt, locked, before=locked.fields, fields=merged["parent"])
 
@@ -224,9 +269,9 @@ def _rows_ready(rows: list[list[BatchWrite]]) -> list[list[_Ready]]:
 
 
 @door_opened
-def rows_write(*, rows: list[list[BatchWrite]]) -> list[list[WriteResult]]:
+def rows_write(*, rows: list[list[BatchWrite]]) -> list[list[Written]]:
     """Write the leading ``rows`` whose every write passes (see the module docstring) in the
-    caller's transaction; answers each written row's results, in order. A concurrent writer
+    caller's transaction; answers each written row's writes, in order. A concurrent writer
     that took a create's key since it was checked fails the INSERT with ``IntegrityError``,
     which undoes the caller's transaction."""
     if not connection.in_atomic_block:
@@ -235,51 +280,61 @@ def rows_write(*, rows: list[list[BatchWrite]]) -> list[list[WriteResult]]:
     writes = [write for row in ready for write in row]
     if not writes:
         return []
-    now = timezone.now()
-    creates = [w for w in writes if w.before is None]
-    updates = [w for w in writes if w.before is not None]
+    creates = [w.record for w in writes if w.is_new and isinstance(w.record, Record)]
     if creates:
         _records_insert(creates)
-    if updates:
-        for write in updates:
-            write.record.fields = write.fields
-            write.record.sync_version += 1
-            write.record.updated_at = now
-        rows_update(Record, [w.record for w in updates], ["fields", "sync_version", "updated_at"])
+    _records_update([w for w in writes if not w.is_new])
     _write_states_insert([w for w in writes if w.rt.is_connected])
     for write in writes:  # a type's watchers (record triggers) see each write
-        record_written(write.write.actor, write.record, before=write.before)
+        if isinstance(write.record, Record):
+            record_written(write.write.actor, write.record, before=write.before)
     _trail_insert(writes)
     return [
-        [
-            WriteResult(
-                w.record, WriteOutcome.CREATED if w.before is None else WriteOutcome.UPDATED
-            )
-            for w in row
-        ]
+        [Written(w.rt.name, w.record.pg_row_id, w.record.external_id, w.is_new) for w in row]
         for row in ready
     ]
 
 
-def _records_insert(creates: list[_Ready]) -> None:
-    first = creates[0].record
+def _records_update(updates: list[_Ready]) -> None:
+    """The updates: one statement for the records read as columns (their changes merged into
+    their fields, version guarded), one for those read as ``Record`` (hooks, watchers)."""
+    now = timezone.now()
+    merged = [
+        (w.record.pg_row_id, w.write.item.parent, w.record.sync_version)
+        for w in updates
+        if isinstance(w.record, _Locked) and isinstance(w.write.item, UpdateItem)
+    ]
+    if merged:
+        fields_merge(merged, now)
+    shown = [w.record for w in updates if isinstance(w.record, Record)]
+    for write in updates:
+        if isinstance(write.record, Record):
+            write.record.fields = write.fields
+            write.record.sync_version += 1
+            write.record.updated_at = now
+    if shown:
+        rows_update(Record, shown, ["fields", "sync_version", "updated_at"])
+
+
+def _records_insert(creates: list[Record]) -> None:
+    first = creates[0]
     rows_insert(
         Record,
         first,
         {
-            "pg_row_id": [w.record.pg_row_id for w in creates],
-            "record_type": [w.record.record_type for w in creates],
-            "source_system": [w.record.source_system for w in creates],
-            "sync_state": [w.record.sync_state for w in creates],
-            "owner_id": [w.record.owner_id for w in creates],
-            "group_id": [w.record.group_id for w in creates],
-            "fields": [w.record.fields for w in creates],
-            "lines": [w.record.lines for w in creates],
-            "idempotency_key": [w.record.idempotency_key for w in creates],
+            "pg_row_id": [r.pg_row_id for r in creates],
+            "record_type": [r.record_type for r in creates],
+            "source_system": [r.source_system for r in creates],
+            "sync_state": [r.sync_state for r in creates],
+            "owner_id": [r.owner_id for r in creates],
+            "group_id": [r.group_id for r in creates],
+            "fields": [r.fields for r in creates],
+            "lines": [r.lines for r in creates],
+            "idempotency_key": [r.idempotency_key for r in creates],
         },
     )
-    for write in creates:  # the template's times are every row's
-        write.record.created_at, write.record.updated_at = first.created_at, first.updated_at
+    for record in creates:  # the template's times are every row's
+        record.created_at, record.updated_at = first.created_at, first.updated_at
 
 
 def _write_states_insert(writes: list[_Ready]) -> None:
@@ -287,7 +342,7 @@ def _write_states_insert(writes: list[_Ready]) -> None:
     if not writes:
         return
     template = RecordWriteState(
-        record_id=writes[0].record.pk,
+        record_id=writes[0].record.pg_row_id,
         record_type=writes[0].rt.name,
         operation=WriteOperation.CREATE,
         status=WriteStatus.PENDING,
@@ -296,11 +351,11 @@ def _write_states_insert(writes: list[_Ready]) -> None:
         RecordWriteState,
         template,
         {
-            "record_id": [w.record.pk for w in writes],
+            "record_id": [w.record.pg_row_id for w in writes],
             "record_type": [w.rt.name for w in writes],
             "source_system": [w.record.source_system for w in writes],
             "operation": [
-                WriteOperation.CREATE if w.before is None else WriteOperation.UPDATE for w in writes
+                WriteOperation.CREATE if w.is_new else WriteOperation.UPDATE for w in writes
             ],
             "payload": [_outbound_payload(w) for w in writes],
         },
@@ -333,9 +388,7 @@ def _trail_insert(writes: list[_Ready]) -> None:
         WriteTrail,
         template,
         {
-            "action": [
-                TrailAction.CREATE if w.before is None else TrailAction.UPDATE for w in writes
-            ],
+            "action": [TrailAction.CREATE if w.is_new else TrailAction.UPDATE for w in writes],
             "record_type": [w.rt.name for w in writes],
             "pg_row_id": [w.record.pg_row_id for w in writes],
             "process_step": [w.write.actor.process_step for w in writes],

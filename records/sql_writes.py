@@ -13,6 +13,7 @@ boundary's modules, which call these.
 - ``pair_insert``: a created record and its ``allowed`` trail row: on PostgreSQL one statement.
 - ``group_insert``: a group of creates — the proof, every record, trail row, caller's row and
   outbound write state — in one autocommitted statement, all of them or none.
+- ``fields_merge``: a migration batch's updates of locked records, in one statement.
 
 Rows written here are marked by the primary key their INSERT answered; their ``_state`` is left
 as built (nothing saves them again as new rows).
@@ -20,13 +21,14 @@ as built (nothing saves them again as new rows).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from django.db import DataError, connections, models, router
+from django.db import DataError, IntegrityError, connections, models, router
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from kernel.rows import RowInsert, bound_cursor, row_insert
@@ -384,3 +386,43 @@ def _table_source(
     for insert in [*stopped, *first, *rest]:
         params += insert.params
     return f"{inserts[0][1].head} {' UNION ALL '.join(parts)}", params
+
+
+def fields_merge(rows: Sequence[tuple[Any, dict, int]], at: Any) -> None:
+    """Merge each ``(pg_row_id, changes, version)``'s changes into its record's fields (top-level
+    keys, as ``dict.update``), its version one more and ``updated_at`` ``at`` — the records locked
+    by the caller. On PostgreSQL one UPDATE from one JSON document (``fields || changes``: the
+    fields are never read); elsewhere one read of the fields and one ``executemany``. A record
+    whose version is not ``version`` (the guard) is not written and raises ``IntegrityError``."""
+    Record._default_manager.bulk_update([], ["fields"])  # the manager's own guard (records' door)
+    conn = connections[router.db_for_write(Record)]
+    table = conn.ops.quote_name(Record._meta.db_table)
+    pk, fields, version, updated = (
+        conn.ops.quote_name(_column(Record, name))
+        for name in ("pg_row_id", "fields", "sync_version", "updated_at")
+    )
+    at = conn.ops.adapt_datetimefield_value(at)
+    with conn.cursor() as cursor:
+        if conn.vendor == "postgresql":
+            document = [{"i": str(i), "c": changes, "v": v} for i, changes, v in rows]
+            cursor.execute(
+                f"UPDATE {table} AS r SET {fields} = r.{fields} || v.c, {version} = v.v + 1,"
+                f" {updated} = %s FROM jsonb_to_recordset(%s::jsonb) AS v(i uuid, c jsonb, v integer)"
+                f" WHERE r.{pk} = v.i AND r.{version} = v.v",
+                [at, json.dumps(document, separators=(",", ":"))],
+            )
+        else:
+            ids = [i for i, _, _ in rows]
+            stored = dict(Record.reads.filter(pk__in=ids).values_list("pk", "fields"))
+            params = [
+                (json.dumps({**stored.get(i, {}), **changes}), at, i.hex, v)
+                for i, changes, v in rows
+            ]
+            cursor.executemany(
+                f"UPDATE {table} SET {fields} = %s, {version} = {version} + 1, {updated} = %s"
+                f" WHERE {pk} = %s AND {version} = %s",
+                params,
+            )
+        written = cursor.rowcount
+    if written != len(rows):
+        raise IntegrityError("a record's version moved since it was locked")

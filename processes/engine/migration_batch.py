@@ -21,8 +21,7 @@ from processes.models import (
     ProcessRunStep,
     SkipReason,
 )
-from records.batch_writes import BatchWrite, CreateItem, UpdateItem, rows_write
-from records.boundary import WriteResult
+from records.batch_writes import BatchWrite, CreateItem, UpdateItem, Written, rows_write
 from records.models import Record
 
 
@@ -172,7 +171,7 @@ class SliceBatches:
         return writes[:usable]
 
     def _ledger_insert(
-        self, current: ProcessRunSlice, batch: list[dict], written: list[list[WriteResult]]
+        self, current: ProcessRunSlice, batch: list[dict], written: list[list[Written]]
     ) -> None:
         """The ledger row of every write, in row order (each row's steps in step order)."""
         placed = [
@@ -195,11 +194,11 @@ class SliceBatches:
             {
                 "sequence": [sequence_next(self.run) for _ in placed],
                 "step_id": [planned.step_id for _, planned, _ in placed],
-                "record_type": [result.record.record_type for _, _, result in placed],
+                "record_type": [result.record_type for _, _, result in placed],
                 "action": [str(planned.kind) for _, planned, _ in placed],
                 "row_key": [key for key, _, _ in placed],
-                "pg_row_id": [result.record.pk for _, _, result in placed],
-                "external_id": [result.record.external_id for _, _, result in placed],
+                "pg_row_id": [result.pg_row_id for _, _, result in placed],
+                "external_id": [result.external_id for _, _, result in placed],
                 "created_record": [result.is_new for _, _, result in placed],
                 "rollback_keep": [planned.is_keep for _, planned, _ in placed],
             },
