@@ -10,7 +10,7 @@ with one statement per table in the caller's transaction: the new records, the u
 the outbound write states of connected types and the trail rows, in row order; the records'
 watchers are told of each write as one write tells them. An update's record is read as the
 columns the batch needs, not as a model (``_Locked``), and its changes merged into its fields
-by the database (``records.sql_writes.fields_merge``) — unless its type has ``before_save``
+by the database (``records.sql_merges.fields_merge``) — unless its type has ``before_save``
 hooks or watchers, which are shown the ``Record`` (read whole, written by ``rows_update``).
 
 The row that stopped the batch is not written here: the caller makes it alone, through the
@@ -51,7 +51,7 @@ from records.models import (
 )
 from records.policies import records_writable, write_entitlement_check
 from records.signals import outbound_write_queued
-from records.sql_writes import fields_merge
+from records.sql_merges import fields_merge
 from records.trail import Actor, trail_row
 from records.watches import record_watched, record_written
 from records.write_rules import (

@@ -16,15 +16,10 @@ from typing import TYPE_CHECKING, Any
 from django.db import models
 
 from records.models import Record, RecordWriteState, SyncState
+from records.sql_columns import column_name
 
 if TYPE_CHECKING:
     from records.sql_writes import GroupRows
-
-
-def _column(model: type[models.Model], name: str) -> str:
-    field = model._meta.get_field(name)
-    assert isinstance(field, models.Field)
-    return str(field.column)
 
 
 def delete_sources(
@@ -56,7 +51,10 @@ def _delete_source(
     their write states first."""
     quote = conn.ops.quote_name
     meta = Record._meta
-    pk, version = quote(_column(Record, "pg_row_id")), quote(_column(Record, "sync_version"))
+    pk, version = (
+        quote(column_name(Record, "pg_row_id")),
+        quote(column_name(Record, "sync_version")),
+    )
     listed, params = [], []
     for n, write in removed:
         listed.append("(%s::uuid, %s::integer, %s::boolean)")
@@ -79,7 +77,7 @@ def _hide_source(conn: Any, hidden: list[tuple[int, GroupRows]], *, cut: bool) -
     delete meanwhile, is not hidden (nor its delete queued) twice."""
     quote = conn.ops.quote_name
     pk, version, state, stamp = (
-        quote(_column(Record, name))
+        quote(column_name(Record, name))
         for name in ("pg_row_id", "sync_version", "sync_state", "updated_at")
     )
     stamp_type = Record._meta.get_field("updated_at")

@@ -13,7 +13,6 @@ boundary's modules, which call these.
 - ``pair_insert``: a created record and its ``allowed`` trail row: on PostgreSQL one statement.
 - ``group_insert``: a group of creates — the proof, every record, trail row, caller's row and
   outbound write state — in one autocommitted statement, all of them or none.
-- ``fields_merge``: a migration batch's updates of locked records, in one statement.
 
 Rows written here are marked by the primary key their INSERT answered; their ``_state`` is left
 as built (nothing saves them again as new rows).
@@ -21,28 +20,22 @@ as built (nothing saves them again as new rows).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from django.db import DataError, IntegrityError, connections, models, router
+from django.db import DataError, connections, models, router
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from kernel.rows import RowInsert, bound_cursor, row_insert
 from records.models import Record, RecordWriteState
+from records.sql_columns import column_name
 from records.sql_deletes import delete_sources
 
 if TYPE_CHECKING:
     from records.step_writes import LeaseProof, StepGate
-
-
-def _column(model: type[models.Model], name: str) -> str:
-    field = model._meta.get_field(name)
-    assert isinstance(field, models.Field)
-    return str(field.column)
 
 
 @lru_cache(maxsize=64)
@@ -57,11 +50,11 @@ def _proof_text(
     meta = model._meta
     assert meta.pk is not None
     fields = tuple(meta.get_field(name) for name in names)
-    assignments = ", ".join(f"{quote(_column(model, name))} = %s" for name in names)
+    assignments = ", ".join(f"{quote(column_name(model, name))} = %s" for name in names)
     sql = (
         f"UPDATE {quote(meta.db_table)} SET {assignments} "
-        f"WHERE {quote(str(meta.pk.column))} = %s AND {quote(_column(model, owner))} = %s "
-        f"RETURNING {quote(_column(model, answer))}"
+        f"WHERE {quote(str(meta.pk.column))} = %s AND {quote(column_name(model, owner))} = %s "
+        f"RETURNING {quote(column_name(model, answer))}"
     )
     return sql, fields  # type: ignore[return-value]
 
@@ -257,7 +250,7 @@ def _group_statement(
     ctes += sources
     params += values
     pk = conn.ops.quote_name(str(_pk(writes[0].row).column))
-    state_of = conn.ops.quote_name(_column(RecordWriteState, "record"))  # for ``_row_linked``
+    state_of = conn.ops.quote_name(column_name(RecordWriteState, "record"))  # for ``_row_linked``
     returned = {
         "trailed": " RETURNING id",
         "rode": f" RETURNING {pk}",
@@ -306,7 +299,7 @@ def _update_source(
     meta = Record._meta
     names = ("pg_row_id", "sync_version", "fields", "updated_at")
     fields = [meta.get_field(name) for name in names]
-    columns = [quote(_column(Record, name)) for name in names]
+    columns = [quote(column_name(Record, name)) for name in names]
     casts = [str(field.db_type(conn)) for field in fields]
     listed, params = [], []
     for n, write in changed:
@@ -339,7 +332,7 @@ def _row_linked(conn: Any, write: GroupRows) -> RowInsert:
     at = names.index(write.state_ref)
     values = _VALUE.split(insert.values)
     assert len(values) == len(names) == len(insert.params)
-    record = conn.ops.quote_name(_column(RecordWriteState, "record"))
+    record = conn.ops.quote_name(column_name(RecordWriteState, "record"))
     values[at] = f"(SELECT id FROM stated WHERE {record} = %s::uuid)"
     params = [*insert.params[:at], write.record.pk, *insert.params[at + 1 :]]
     return RowInsert(head=insert.head, values=", ".join(values), params=params)
@@ -386,43 +379,3 @@ def _table_source(
     for insert in [*stopped, *first, *rest]:
         params += insert.params
     return f"{inserts[0][1].head} {' UNION ALL '.join(parts)}", params
-
-
-def fields_merge(rows: Sequence[tuple[Any, dict, int]], at: Any) -> None:
-    """Merge each ``(pg_row_id, changes, version)``'s changes into its record's fields (top-level
-    keys, as ``dict.update``), its version one more and ``updated_at`` ``at`` — the records locked
-    by the caller. On PostgreSQL one UPDATE from one JSON document (``fields || changes``: the
-    fields are never read); elsewhere one read of the fields and one ``executemany``. A record
-    whose version is not ``version`` (the guard) is not written and raises ``IntegrityError``."""
-    Record._default_manager.bulk_update([], ["fields"])  # the manager's own guard (records' door)
-    conn = connections[router.db_for_write(Record)]
-    table = conn.ops.quote_name(Record._meta.db_table)
-    pk, fields, version, updated = (
-        conn.ops.quote_name(_column(Record, name))
-        for name in ("pg_row_id", "fields", "sync_version", "updated_at")
-    )
-    at = conn.ops.adapt_datetimefield_value(at)
-    with conn.cursor() as cursor:
-        if conn.vendor == "postgresql":
-            document = [{"i": str(i), "c": changes, "v": v} for i, changes, v in rows]
-            cursor.execute(
-                f"UPDATE {table} AS r SET {fields} = r.{fields} || v.c, {version} = v.v + 1,"
-                f" {updated} = %s FROM jsonb_to_recordset(%s::jsonb) AS v(i uuid, c jsonb, v integer)"
-                f" WHERE r.{pk} = v.i AND r.{version} = v.v",
-                [at, json.dumps(document, separators=(",", ":"))],
-            )
-        else:
-            ids = [i for i, _, _ in rows]
-            stored = dict(Record.reads.filter(pk__in=ids).values_list("pk", "fields"))
-            params = [
-                (json.dumps({**stored.get(i, {}), **changes}), at, i.hex, v)
-                for i, changes, v in rows
-            ]
-            cursor.executemany(
-                f"UPDATE {table} SET {fields} = %s, {version} = {version} + 1, {updated} = %s"
-                f" WHERE {pk} = %s AND {version} = %s",
-                params,
-            )
-        written = cursor.rowcount
-    if written != len(rows):
-        raise IntegrityError("a record's version moved since it was locked")
