@@ -9,23 +9,19 @@ a call taken from ahead is one request, a call that missed is two.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from extensions.child_process import ChildProcess
 from extensions.sandbox import (
     Sandbox,
-    SandboxLimits,
     SandboxScriptError,
     SandboxTimeout,
     SandboxValueTooDeep,
     SourceLocation,
 )
-
-LIMITS = SandboxLimits(call_budget_ms=300, slice_budget_ms=20_000)
+from tests.extensions.ahead_support import LIMITS, Host, requests_recorded, sandbox_loaded
 
 MODULE = """exports.default = {
   steps: [{ id: 'a', build: (ctx) => ({ parent: { n: ctx.n } }) }],
@@ -40,18 +36,6 @@ MODULE = """exports.default = {
 };"""
 
 
-class Host:
-    """The bridge's ``query``: records each read it runs and whether ``call`` had begun."""
-
-    def __init__(self) -> None:
-        self.calling = False
-        self.reads: list[tuple[str, bool]] = []
-
-    def query(self, path: str) -> list[dict[str, Any]]:
-        self.reads.append((path, self.calling))
-        return [{"read": path}]
-
-
 @pytest.fixture
 def host() -> Host:
     return Host()
@@ -59,25 +43,14 @@ def host() -> Host:
 
 @pytest.fixture
 def box(host: Host) -> Iterator[Sandbox]:
-    with Sandbox(bridge={"query": host.query}, limits=LIMITS) as sandbox:
-        sandbox.load(MODULE)
+    with sandbox_loaded(MODULE, host) as sandbox:
         yield sandbox
 
 
 @pytest.fixture
 def sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, tuple]]:
     """The requests sandbox children receive, in order: (op, path)."""
-    requests: list[tuple[str, tuple]] = []
-    send_encoded = ChildProcess.send_encoded
-
-    def recording(self: ChildProcess, encoded: str) -> None:
-        message = json.loads(encoded)
-        if "op" in message:  # a request (not a bridge answer)
-            requests.append((message["op"], tuple(message.get("path", ()))))
-        send_encoded(self, encoded)
-
-    monkeypatch.setattr(ChildProcess, "send_encoded", recording)
-    return requests
+    return requests_recorded(monkeypatch, lambda m: (m["op"], tuple(m.get("path", ()))))
 
 
 def calls(sent: list[tuple[str, tuple]]) -> list[tuple]:
@@ -85,11 +58,11 @@ def calls(sent: list[tuple[str, tuple]]) -> list[tuple]:
 
 
 def call(box: Sandbox, host: Host, path: list, *args: Any, **kwargs: Any) -> Any:
-    host.calling = True
+    host.taking = True
     try:
         return box.call(path, list(args), **kwargs)
     finally:
-        host.calling = False
+        host.taking = False
 
 
 def test_the_same_call_takes_the_reply_sent_ahead(box: Sandbox, sent: list) -> None:

@@ -8,16 +8,12 @@ requests each child received (the real ``ChildProcess.send_encoded``, observed, 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
-from extensions.child_process import ChildProcess
-from extensions.sandbox import Sandbox, SandboxLimits, SandboxTimeout
-
-LIMITS = SandboxLimits(call_budget_ms=300, slice_budget_ms=20_000)
+from extensions.sandbox import Sandbox, SandboxTimeout
+from tests.extensions.ahead_support import LIMITS, Host, requests_recorded, sandbox_loaded
 
 MODULE = """let calls = 0;
 exports.default = {
@@ -29,18 +25,6 @@ exports.default = {
 };"""
 
 
-class Host:
-    """The bridge's ``query``: records each read it runs and whether the caller was taking."""
-
-    def __init__(self) -> None:
-        self.taking = False
-        self.reads: list[tuple[str, bool]] = []
-
-    def query(self, path: str) -> list[dict[str, Any]]:
-        self.reads.append((path, self.taking))
-        return [{"read": path}]
-
-
 @pytest.fixture
 def host() -> Host:
     return Host()
@@ -48,25 +32,14 @@ def host() -> Host:
 
 @pytest.fixture
 def box(host: Host) -> Iterator[Sandbox]:
-    with Sandbox(bridge={"query": host.query}, limits=LIMITS) as sandbox:
-        sandbox.load(MODULE)
+    with sandbox_loaded(MODULE, host) as sandbox:
         yield sandbox
 
 
 @pytest.fixture
 def sent(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The ops of the requests sandbox children receive, in order."""
-    requests: list[str] = []
-    send_encoded = ChildProcess.send_encoded
-
-    def recording(self: ChildProcess, encoded: str) -> None:
-        message = json.loads(encoded)
-        if "op" in message:  # a request (not a bridge answer)
-            requests.append(message["op"])
-        send_encoded(self, encoded)
-
-    monkeypatch.setattr(ChildProcess, "send_encoded", recording)
-    return requests
+    return requests_recorded(monkeypatch, lambda m: m["op"])
 
 
 ROWS = [{"row": {"n": n}, "steps": {"a": {"pgRowId": f"r{n}"}}} for n in range(3)]
