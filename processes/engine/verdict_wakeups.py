@@ -70,15 +70,19 @@ def on_verdicts_folded(sender: Any = None, *, folded: Sequence[Folded], **kwargs
 
 def _ledger_fold(params: list[list[Any]]) -> None:
     """One statement text for every waiting row (``executemany``): no longer awaiting, its
-    verdict's columns written."""
+    verdict's columns written. The read's conditions are asked again: a rollback that decided a
+    row after the read (and whose lock this UPDATE waited for) keeps its decision."""
     quote = connection.ops.quote_name
     assignments = ", ".join(f"{quote(c)} = %s" for c in (*_COLUMNS, "updated_at"))
     sql = (
         f"UPDATE {quote(ProcessRunStep._meta.db_table)} SET {quote('awaiting_verdict')} = %s,"
-        f" {assignments} WHERE {quote('id')} = %s"
+        f" {assignments} WHERE {quote('id')} = %s AND {quote('awaiting_verdict')} = %s"
+        f" AND {quote('disposition')} = %s"
     )
     with connection.cursor() as cursor:
-        cursor.executemany(sql, [[False, *row] for row in params])
+        cursor.executemany(
+            sql, [[False, *row, True, Disposition.CONFIRMED.value] for row in params]
+        )
 
 
 def on_source_verdicts(sender: Any = None, *, verdicts: Sequence[Announced], **kwargs: Any) -> None:
