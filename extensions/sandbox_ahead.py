@@ -104,24 +104,8 @@ class AheadCalls:
             return False
         if too_deep_in(ctx, args, encoded) is not None:
             return False
-        if not self._lock.acquire(blocking=False):
-            return False
-        try:
-            budget = self._budget(budget_ms)
-            child = self._ready_child()
-            # The request is the message with its budget: one encoding serves as the key too.
-            child.send_encoded(budgeted(encoded, budget))
-            self._ahead.append(Ahead(ahead_key(encoded, budget_ms), budget))
-            return True
-        except (TypeError, ValueError):  # not JSON: the call itself says so
-            return False
-        except ChildExited:
-            self._discard_child()
-            return False
-        except SandboxError:  # no budget left, or the modules did not load: the call says so
-            return False
-        finally:
-            self._lock.release()
+        # The request is the message with its budget: one encoding serves as the key too.
+        return self._sent_ahead(encoded, ahead_key(encoded, budget_ms), budget_ms) is not None
 
     def call_each_ahead(self, parts: Sequence[tuple[Path_, Sequence[Mapping[str, Any]]]]) -> bool:
         """Start ``call_each(path, ctxs)`` for each of ``parts``, in order, in one request, and
@@ -140,22 +124,34 @@ class AheadCalls:
         ):
             return False  # not JSON, or too deep: each call says so itself
         count = sum(len(m["ctxs"]) for m in messages)
-        if not self._lock.acquire(blocking=False):
+        request = '{"op": "call_each_many", "calls": [' + ", ".join(encoded) + "]}"  # type: ignore[arg-type]
+        ahead = self._sent_ahead(
+            request, ahead_key(request, None), self.limits.call_budget_ms * count
+        )
+        if ahead is None:
             return False
+        self._each = EachAhead(ahead, [e for e in encoded if e is not None], count)
+        return True
+
+    def _sent_ahead(self, request: str, key: str, budget_ms: int | None) -> Ahead | None:
+        """Send ``request`` (an encoded message) with its budget and remember it as ahead under
+        ``key``; None when it could not go, and then nothing was sent (the later call itself says
+        why: not JSON, no budget left, the modules did not load, the child gone)."""
+        if not self._lock.acquire(blocking=False):
+            return None
         try:
-            budget = self._budget(self.limits.call_budget_ms * count)
-            child = self._ready_child()
-            request = '{"op": "call_each_many", "calls": [' + ", ".join(encoded) + "]}"  # type: ignore[arg-type]
-            child.send_encoded(budgeted(request, budget))
-            ahead = Ahead(ahead_key(request, None), budget)
+            budget = self._budget(budget_ms)
+            self._ready_child().send_encoded(budgeted(request, budget))
+            ahead = Ahead(key, budget)
             self._ahead.append(ahead)
-            self._each = EachAhead(ahead, [e for e in encoded if e is not None], count)
-            return True
+            return ahead
+        except (TypeError, ValueError):
+            return None
         except ChildExited:
             self._discard_child()
-            return False
-        except SandboxError:  # no budget left, or the modules did not load: the calls say so
-            return False
+            return None
+        except SandboxError:
+            return None
         finally:
             self._lock.release()
 
