@@ -46,11 +46,17 @@ def tally_counts(
             narrowing["invoked_by_id"] = None
         return runs_counted(ProcessRun.objects.filter(**narrowing))
     # One statement over both tables: a fold committing meanwhile is seen whole or not at all.
-    folded = ProcessRunTally.objects.filter(**narrowing).values("state", "n")
-    pending = ProcessRunTallyDelta.objects.filter(**narrowing).values("state", "n")
-    sql, params = folded.union(pending, all=True).query.sql_with_params()
+    # The narrowing keys are KEY's own columns, so the WHERE is built from them alone.
+    where = " AND ".join(f"{name} = %s" for name in narrowing) or "TRUE"
+    params = list(narrowing.values()) * 2
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT state, SUM(n) FROM ({sql}) AS tally GROUP BY state", params)
+        cursor.execute(
+            f"SELECT state, SUM(n) FROM ("
+            f"SELECT state, n FROM {ProcessRunTally._meta.db_table} WHERE {where} UNION ALL "
+            f"SELECT state, n FROM {ProcessRunTallyDelta._meta.db_table} WHERE {where}"
+            f") AS tally GROUP BY state",
+            params,
+        )
         return {state: int(n) for state, n in cursor.fetchall() if n}
 
 
