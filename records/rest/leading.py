@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db.models import Count, F, Value
+from django.db.models import Count, F, TextField, Value
 from django.db.models.functions import NullIf
 
 from records.rest.errors import InvalidQuery
@@ -96,7 +96,7 @@ def _key_count(user: User, query: RestQuery, key: str) -> tuple[int, bool]:
     if column.kind is ColumnKind.JSON_KEY:
         expression = JsonKeyText(resource.json_field or "", column.path)
     if column.kind in (ColumnKind.TEXT, ColumnKind.JSON_KEY):
-        expression = NullIf(expression, Value(""))
+        expression = NullIf(expression, Value(""), output_field=TextField())
     counted = queryset_build(resource, query, user, annotations={_KEY: expression}).aggregate(
         keys=Count(_KEY, distinct=True), keyed=Count(_KEY), rows=Count("pk")
     )

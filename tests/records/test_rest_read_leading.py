@@ -25,10 +25,12 @@ def _rows(user, ids: list[object]) -> None:
         record_create(actor=Actor(user=user), record_type="legacy_customer", parent=parent)
 
 
-def _read(user, key: str = "legacy_id", take: int = 3, select: str = "pg_row_id,legacy_id"):
+def _read(
+    user, key: str = "legacy_id", take: int = 3, select: str = "pg_row_id,legacy_id", page: str = ""
+):
     return rest_read_leading(
         user=user,
-        path_and_query=f"legacy_customer?select={select}&status=eq.pending&order=legacy_id",
+        path_and_query=f"legacy_customer?select={select}&status=eq.pending&order=legacy_id{page}",
         key=key,
         take=take,
         max_bytes=1_000_000,  # the engine passes its bound: no setting read here
@@ -56,6 +58,19 @@ def test_a_keyless_row_past_the_rows_taken_is_found_by_the_count(alice):
     read = _read(alice, take=2)
     assert [row["legacy_id"] for row in read.rows] == ["L1", "L2"]
     assert (read.keys, read.keyless) == (4, True)
+
+
+def test_an_authors_limit_bounds_what_is_counted(alice):
+    _rows(alice, ["L1", "L2", "L2", "L3", "L4", None])
+    read = _read(alice, take=2, page="&offset=1&limit=3")  # L2, L2, L3: the null is past it
+    assert [row["legacy_id"] for row in read.rows] == ["L2", "L3"]
+    assert (read.keys, read.keyless) == (2, False)
+
+
+def test_an_empty_key_within_an_authors_limit_makes_the_answer_keyless(alice):
+    _rows(alice, ["L1", "L2", "L3", ""])
+    read = _read(alice, take=10, page="&limit=3")  # "", L1, L2: an empty text sorts first
+    assert (read.keys, read.keyless) == (2, True)
 
 
 def test_a_key_of_another_kind_counts_each_row(alice):
