@@ -92,7 +92,7 @@ def _key_count(user: User, query: RestQuery, key: str) -> tuple[int, bool]:
     if column is None:  # not a column the read answers: its rows have no key
         rows = queryset_build(resource, query, user).aggregate(rows=Count("pk"))["rows"]
         return rows, rows > 0
-    expression: Any = F(column.path)
+    expression: F | JsonKeyText | NullIf = F(column.path)
     if column.kind is ColumnKind.JSON_KEY:
         expression = JsonKeyText(resource.json_field or "", column.path)
     if column.kind in (ColumnKind.TEXT, ColumnKind.JSON_KEY):
