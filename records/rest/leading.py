@@ -4,11 +4,11 @@ An ``eachRow`` slice reads its outstanding rows once but works through at most a
 them; the rest it only counts (seed 000: outstanding is the rows the slice read minus the rows it
 finished). ``rest_read_leading`` answers both without building the whole answer in Python: one
 aggregate over the query — its own filters, order, ``limit`` and ``offset`` kept — counts the
-distinct keys and the rows without one, then the rows are read in the query's order and kept until
-``take`` distinct keys are in hand (a row repeating an earlier row's key is passed over: a row
-listed twice is visited once). They are read in pages of ``take`` rows — a LIMIT, so the database
-sorts for the top rows, not the whole answer — and a page more only when keys repeated. The byte
-ceiling bounds the rows read.
+distinct keys and the rows with one (a row without one is the difference), then the rows are read
+in the query's order and kept until ``take`` distinct keys are in hand (a row repeating an earlier
+row's key is passed over: a row listed twice is visited once). They are read in pages of ``take``
+rows — a LIMIT, so the database sorts for the top rows, not the whole answer — and a page more
+only when keys repeated. The byte ceiling bounds the rows read.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.db.models import Count, F, Q
+from django.db.models import Count, F, TextField, Value
+from django.db.models.functions import NullIf
 
 from records.rest.errors import InvalidQuery
 from records.rest.execute import max_bytes_default, queryset_build, rows_stream
@@ -80,23 +81,26 @@ def _pages(query: RestQuery, take: int) -> Iterator[RestQuery]:
 
 
 def _key_count(user: User, query: RestQuery, key: str) -> tuple[int, bool]:
-    """(distinct keys, any row without one) of the whole answer, in one aggregate."""
+    """(distinct keys, any row without one) of the whole answer, in one aggregate.
+
+    The key is read once for the distinct count and once for the rows that have one (an empty
+    text is no key: ``NULLIF``); a row without one is a row the second count leaves out. Each
+    aggregate reads the key from the row again, so this is two reads of it a row, not five.
+    """
     resource = resource_get(query.resource)
     column = _key_column(resource, query, key)
     if column is None:  # not a column the read answers: its rows have no key
         rows = queryset_build(resource, query, user).aggregate(rows=Count("pk"))["rows"]
         return rows, rows > 0
-    expression: JsonKeyText | F = F(column.path)
+    expression: F | JsonKeyText | NullIf = F(column.path)
     if column.kind is ColumnKind.JSON_KEY:
         expression = JsonKeyText(resource.json_field or "", column.path)
-    empty = Q(**{f"{_KEY}__isnull": True})
     if column.kind in (ColumnKind.TEXT, ColumnKind.JSON_KEY):
-        empty |= Q(**{_KEY: ""})
+        expression = NullIf(expression, Value(""), output_field=TextField())
     counted = queryset_build(resource, query, user, annotations={_KEY: expression}).aggregate(
-        keys=Count(_KEY, distinct=True, filter=~empty),
-        keyless=Count("pk", filter=empty),
+        keys=Count(_KEY, distinct=True), keyed=Count(_KEY), rows=Count("pk")
     )
-    return counted["keys"], counted["keyless"] > 0
+    return counted["keys"], counted["rows"] > counted["keyed"]
 
 
 def _key_column(resource: Resource, query: RestQuery, key: str) -> Column | None:
