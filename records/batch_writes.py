@@ -52,6 +52,7 @@ from records.models import (
 )
 from records.policies import records_writable, write_entitlement_check
 from records.signals import outbound_write_queued
+from records.sql_columns import values_among
 from records.sql_merges import fields_merge
 from records.trail import Actor, trail_row
 from records.watches import record_watched, record_written
@@ -151,10 +152,9 @@ class _Checks:
         creates = [
             w.item.idempotency_key for row in rows for w in row if isinstance(w.item, CreateItem)
         ]
-        self.used = set(
-            Record.reads.filter(idempotency_key__in=creates).values_list(
-                "idempotency_key", flat=True
-            )
+        used = Record.reads.filter(idempotency_key__in=values_among(creates)) if creates else None
+        self.used = (
+            set(used.values_list("idempotency_key", flat=True)) if used is not None else set()
         )
         self.seen: set[Any] = set()  # keys and records this batch already writes
         self.locked = _lock_targets(rows, self)
@@ -217,7 +217,7 @@ def _lock_targets(
         found = (
             records_writable(user=actor.user, record_type=rt)
             .select_for_update()
-            .filter(pg_row_id__in=ids)
+            .filter(pg_row_id__in=values_among([str(i) for i in ids], "uuid"))
             .order_by("pk")
         )
         if checks.shown(name):
