@@ -36,6 +36,7 @@ from django.utils import timezone
 from guardrails.models import RuleAction
 from kernel.bulk import rows_insert, rows_update
 from kernel.ids import uuid_or_none
+from records.batch_creates import NewRecord, records_insert
 from records.boundary import record_like, record_shared
 from records.catalog import RecordType, record_type_get
 from records.door import door_opened
@@ -51,6 +52,7 @@ from records.models import (
 )
 from records.policies import records_writable, write_entitlement_check
 from records.signals import outbound_write_queued
+from records.sql_columns import values_among
 from records.sql_merges import fields_merge
 from records.trail import Actor, trail_row
 from records.watches import record_watched, record_written
@@ -117,12 +119,13 @@ class _Locked(NamedTuple):
 
 @dataclass
 class _Ready:
-    """A write checked and built: a create's record as it will be stored; an update's record
-    locked (``_Locked``, or a ``Record`` with its fields before and after)."""
+    """A write checked and built: a create's record as it will be stored (its columns,
+    ``NewRecord``, or the ``Record`` its hooks or watchers are shown); an update's record locked
+    (``_Locked``, or a ``Record`` with its fields before and after)."""
 
     write: BatchWrite
     rt: RecordType
-    record: Record | _Locked
+    record: Record | _Locked | NewRecord
     before: dict | None = None  # a Record update's fields before it
     fields: dict | None = None  # a Record update's fields after it (as its hooks saw them)
 
@@ -145,13 +148,13 @@ class _Checks:
     def __init__(self, rows: list[list[BatchWrite]]) -> None:
         self._passed: dict[tuple, bool] = {}
         self._hooked: dict[str, bool] = {}
+        self._shown: dict[str, bool] = {}
         creates = [
             w.item.idempotency_key for row in rows for w in row if isinstance(w.item, CreateItem)
         ]
-        self.used = set(
-            Record.reads.filter(idempotency_key__in=creates).values_list(
-                "idempotency_key", flat=True
-            )
+        used = Record.reads.filter(idempotency_key__in=values_among(creates)) if creates else None
+        self.used = (
+            set(used.values_list("idempotency_key", flat=True)) if used is not None else set()
         )
         self.seen: set[Any] = set()  # keys and records this batch already writes
         self.locked = _lock_targets(rows, self)
@@ -161,6 +164,12 @@ class _Checks:
         if name not in self._hooked:
             self._hooked[name] = bool(hooks_for(HookSlot.BEFORE_SAVE, name))
         return self._hooked[name]
+
+    def shown(self, name: str) -> bool:
+        """Whether ``name``'s writes are shown their ``Record`` (hooks or watchers; asked once)."""
+        if name not in self._shown:
+            self._shown[name] = self.hooked(name) or record_watched(name)
+        return self._shown[name]
 
     def entitled(self, actor: Actor, rt: RecordType, action: RuleAction) -> None:
         key = (actor.user.pk, rt.name, action)
@@ -208,10 +217,10 @@ def _lock_targets(
         found = (
             records_writable(user=actor.user, record_type=rt)
             .select_for_update()
-            .filter(pg_row_id__in=ids)
+            .filter(pg_row_id__in=values_among([str(i) for i in ids], "uuid"))
             .order_by("pk")
         )
-        if checks.hooked(name) or record_watched(name):
+        if checks.shown(name):
             locked.update(((name, record.pk), record) for record in found)
             continue
         columns = found.values_list("pg_row_id", "external_id", "sync_version", "source_system")
@@ -229,15 +238,15 @@ def _ready(write: BatchWrite, checks: _Checks) -> _Ready:
     if isinstance(item, CreateItem):
         checks.entitled(write.actor, rt, RuleAction.CREATE)
         checks.claim(item.idempotency_key)
-        record = record_like(
-            record_shared(write.actor, rt),
-            parent=item.parent,
-            lines=item.lines or [],
-            key=item.idempotency_key,
-        )
+        shared, lines = record_shared(write.actor, rt), item.lines or []
+        payload_check(rt, item.parent, item.lines, is_create=True)
+        if not checks.shown(rt.name):  # its columns only: no model instance a row
+            chosen = write.pg_row_id or uuid.uuid4()
+            new = NewRecord(chosen, shared, item.parent, lines, item.idempotency_key)
+            return _Ready(write, rt, new)
+        record = record_like(shared, parent=item.parent, lines=lines, key=item.idempotency_key)
         if write.pg_row_id is not None:
             record.pg_row_id = write.pg_row_id
-        payload_check(rt, item.parent, item.lines, is_create=True)
         if checks.hooked(rt.name):
             before_save_on_create(write.actor, rt, record, item.parent)
         return _Ready(write, rt, record)
@@ -280,9 +289,9 @@ def rows_write(*, rows: list[list[BatchWrite]]) -> list[list[Written]]:
     writes = [write for row in ready for write in row]
     if not writes:
         return []
-    creates = [w.record for w in writes if w.is_new and isinstance(w.record, Record)]
+    creates = [w.record for w in writes if isinstance(w.record, Record | NewRecord) and w.is_new]
     if creates:
-        _records_insert(creates)
+        records_insert(creates)
     _records_update([w for w in writes if not w.is_new])
     _write_states_insert([w for w in writes if w.rt.is_connected])
     for write in writes:  # a type's watchers (record triggers) see each write
@@ -314,27 +323,6 @@ def _records_update(updates: list[_Ready]) -> None:
             write.record.updated_at = now
     if shown:
         rows_update(Record, shown, ["fields", "sync_version", "updated_at"])
-
-
-def _records_insert(creates: list[Record]) -> None:
-    first = creates[0]
-    rows_insert(
-        Record,
-        first,
-        {
-            "pg_row_id": [r.pg_row_id for r in creates],
-            "record_type": [r.record_type for r in creates],
-            "source_system": [r.source_system for r in creates],
-            "sync_state": [r.sync_state for r in creates],
-            "owner_id": [r.owner_id for r in creates],
-            "group_id": [r.group_id for r in creates],
-            "fields": [r.fields for r in creates],
-            "lines": [r.lines for r in creates],
-            "idempotency_key": [r.idempotency_key for r in creates],
-        },
-    )
-    for record in creates:  # the template's times are every row's
-        record.created_at, record.updated_at = first.created_at, first.updated_at
 
 
 def _write_states_insert(writes: list[_Ready]) -> None:

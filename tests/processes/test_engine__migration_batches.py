@@ -245,7 +245,26 @@ def _migrated(run: ProcessRun, batch: str) -> dict:
         .order_by("id")
         .values_list("record_type", "operation", "status")
     )
-    return {"ledger": ledger, "marked": marked, "trail": trail, "states": states}
+    # The records it created, column by column (``fields`` by name: values carry the batch).
+    created = sorted(
+        (r.owner_id, r.group_id, r.source_system, r.sync_state, r.sync_version, r.external_id)
+        + (
+            r.lines,
+            sorted(r.fields),
+            r.idempotency_key.rsplit(":", 1)[-1],
+            r.created_at is not None,
+        )
+        for r in Record.reads.filter(
+            pk__in=[s.pg_row_id for s in run.ledger.filter(created_record=True)]
+        )
+    )
+    return {
+        "ledger": ledger,
+        "marked": marked,
+        "trail": trail,
+        "states": states,
+        "created": created,
+    }
 
 
 def test_create_and_stamp_rows_batch_and_write_what_row_by_row_writes(stamped, alice):
@@ -269,6 +288,7 @@ def test_create_and_stamp_rows_batch_and_write_what_row_by_row_writes(stamped, a
         assert (run.state, run.outstanding, run.writes) == ("committed", 0, 60)
     expected, got = _migrated(alone, "one"), _migrated(batched, "two")
     assert got == expected
+    assert len(got["created"]) == 30 and got["created"][0][0] == alice.pk
     assert len(got["marked"]) == 30 and {m[1:] for m in got["marked"]} == {("sent", 2)}
     assert [entry[:2] for entry in got["ledger"][:4]] == [
         (0, "create"),
