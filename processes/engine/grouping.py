@@ -93,6 +93,8 @@ class RideGroup:
         self._since = 0.0
         self._taken: set[str] = set()  # keys found taken or stale: their steps go alone
         self._types: dict[str, bool] = {}
+        # Read once a delivery: a setting changed meanwhile holds from the next delivery on.
+        self._max = setting_get(SettingKey.PROCESSES_STEP_GROUP_MAX)
 
     def open_to(self, record_type: str, key: str) -> bool:
         """Whether a write of ``record_type`` by a step with this key may join: its key was not
@@ -129,7 +131,7 @@ class RideGroup:
         self._rides.append(ride)
         self._steps.append((step_id, key))
         self.run.writes += 1
-        full = len(self._rides) >= setting_get(SettingKey.PROCESSES_STEP_GROUP_MAX)
+        full = len(self._rides) >= self._max
         if full or (time.monotonic() - self._since) * 1000 >= RIDE_GROUP_MS:
             self.flush()
 
