@@ -18,7 +18,9 @@ from django.db import connection
 from extensions.child_process import ChildProcess
 from processes.engine.grouping import AHEAD_STEPS
 from processes.models import ProcessRun
+from records.boundary import record_create
 from records.models import Record
+from records.trail import Actor
 from tests.processes.engine_support import deploy, invoke, ledger, pump
 
 pytestmark = [
@@ -126,3 +128,42 @@ def test_a_step_refused_in_the_middle_drops_the_builds_sent_after_it(admin_user,
     second = run.ledger.get(step_id="s1").pg_row_id
     assert Record.reads.get(pk=second).fields == {"name": "n1", "custom": {"of": str(first)}}
     assert writes[0] == ["s0"] and sum(len(w) for w in writes) == STEPS
+
+
+UPDATES = """import { defineProcess } from '@turbobase/extensions';
+export default defineProcess({
+  id: 't:ahead-updates',
+  input: { type: 'object' },
+  steps: [
+    { id: 's0', recordType: 'legacy_customer', update: { pgRowId: (ctx) => ctx.input.ids[0] },
+      build: (ctx) => ({ parent: { note: 'a' } }) },
+    { id: 's1', recordType: 'legacy_customer', update: { pgRowId: (ctx) => ctx.input.ids[1] },
+      build: (ctx) => ({ parent: { note: `after ${ctx.steps.s0.pgRowId}` } }) },
+    { id: 's2', recordType: 'legacy_customer', update: { pgRowId: (ctx) => ctx.input.ids[2] },
+      build: (ctx) => ({ parent: { note: `after ${ctx.steps.s1.pgRowId}` } }) },
+  ],
+});
+"""
+
+
+def test_a_chain_of_updates_sends_each_next_step_s_functions_in_one_request(
+    admin_user, alice, writes
+):
+    deploy(UPDATES, by=admin_user)
+    actor = Actor(user=alice)
+    ids = [
+        str(record_create(actor=actor, record_type="legacy_customer", parent={"n": n}).record.pk)
+        for n in range(3)
+    ]
+    writes.clear()
+
+    run = invoke("t:ahead-updates", {"ids": ids}, alice)
+    pump()
+    run.refresh_from_db()
+
+    assert run.state == "committed"
+    notes = {str(r.pk): r.fields["note"] for r in Record.reads.filter(pk__in=ids)}
+    assert [notes[pk] for pk in ids] == ["a", f"after {ids[0]}", f"after {ids[1]}"]
+    # The first step's build and address are called; each next step's go together, ahead (its
+    # ctx holds this step's pgRowId, known once this step's address answered).
+    assert writes == [["s0"], ["s0"], ["s1", "s1"], ["s2", "s2"]]
