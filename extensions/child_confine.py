@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import resource
 import signal
@@ -15,7 +14,6 @@ def child_confine(argv: list[str]) -> BinaryIO:
     """Confine this process by ``argv`` (``[_, MEM_MB, CPU_S]``) and answer the protocol's
     writer: the real stdout, which nothing else may write to any more."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when this process ends
-    _batch_scheduled()
     # Backstops under the per-call timer: address space for Python-side allocations QuickJS's
     # heap limit does not see, lifetime CPU for anything the timer cannot stop.
     memory, cpu_seconds = int(argv[1]) * 1024 * 1024, int(argv[2])
@@ -26,12 +24,3 @@ def child_confine(argv: list[str]) -> BinaryIO:
     os.dup2(2, 1)  # a stray write to stdout (Python or C) must not corrupt the protocol
     sys.stdout = sys.stderr
     return protocol
-
-
-def _batch_scheduled() -> None:
-    """Run as a batch task (``SCHED_BATCH``): a request written to this process wakes it without
-    preempting the writer, so the parent goes on with its step while the call runs on a free core
-    or once the parent waits (without it, on a busy machine, each request sent ahead stalls the
-    parent for the whole call). Best effort: where the policy is refused, nothing changes."""
-    with contextlib.suppress(AttributeError, OSError):
-        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
