@@ -32,10 +32,11 @@ write, a grouped update's or delete's once it is made ready — before its recor
 the group reads it, ``records.step_reads`` — another step's once its write is done), the next
 step's functions are started in the sandbox with the ctx that step will have, in the order it
 calls them (``step_functions``: its ``when`` alone, else its ``build`` and its address's
-function), as many as the sandbox takes ahead; and when that next step is a create that would
-join the group, the function of the step after it too, with the outcome the next step will have
-(its record id chosen now, ``Sent.chosen``). A step takes a result only if its ctx is the same
-(the sandbox compares); otherwise the result is dropped.
+function); and while the step before is a create that would join the group, the functions of
+the step after it too, with the outcome that create will have (its record id chosen now,
+``Sent.chosen``) — up to ``AHEAD_STEPS`` steps ahead, all in one request (one wake-up of the
+child), sent again once only the next step is ahead. A step takes a result only if its ctx is the
+same (the sandbox compares); otherwise every result ahead is dropped.
 """
 
 from __future__ import annotations
@@ -282,12 +283,12 @@ class LookAhead:
                 if not self._add(batch, plan[later], known, row):
                     break
             count = self._send(batch) if batch else 0
-            for later, (pg_row_id, pick, first) in planned.items():
+            for later, (pg_row_id, chosen, first) in planned.items():
                 if first >= count:
                     break  # not sent: neither it nor what follows
                 sent.calls[later] = pg_row_id
-                if pick is not None:
-                    sent.chosen[later - 1] = pick
+                if chosen is not None:
+                    sent.chosen[later - 1] = chosen
 
         return start
 
