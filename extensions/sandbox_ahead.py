@@ -29,9 +29,10 @@ from extensions.value_depth import nesting_exceeds
 
 WALL_FACTOR = 3.0
 WALL_GRACE_S = 2.0
-# Calls that may be ahead at once (``call_ahead``): the next step's and the one after it, so
-# the child has the step after next to build while the caller takes the next one.
-AHEAD_MAX = 2
+# Calls that may be ahead at once (``call_ahead``, ``calls_ahead``): a chain's next steps, so
+# the child builds the steps after the next while the caller takes the next one. Sent several in
+# one request, they wake the child once: under load each wake-up costs a scheduling delay.
+AHEAD_MAX = 8
 
 
 @dataclass(frozen=True)
@@ -97,15 +98,29 @@ class AheadCalls:
         committed in between. Best effort: when it cannot start (a call in hand, ``AHEAD_MAX``
         already ahead, a value too deep or not JSON), nothing is sent and the later ``call``
         runs as usual. Answers whether it was sent."""
-        if self._entry is None or len(self._ahead) >= AHEAD_MAX:
-            return False
-        encoded = message_encoded(call_message(path, args, ctx))
-        if encoded is None:  # not JSON (or too deep for the encoder): the call itself says so
-            return False
-        if too_deep_in(ctx, args, encoded) is not None:
-            return False
-        # The request is the message with its budget: one encoding serves as the key too.
-        return self._sent_ahead(encoded, ahead_key(encoded, budget_ms), budget_ms) is not None
+        return self.calls_ahead([(path, args, ctx)], budget_ms=budget_ms) == 1
+
+    def calls_ahead(
+        self,
+        calls: Sequence[tuple[Path_, Sequence[Any], Mapping[str, Any] | None]],
+        *,
+        budget_ms: int | None = None,
+    ) -> int:
+        """``call_ahead`` of each of ``calls`` (path, args, ctx), in order, sent to the child in
+        one write; each is still its own call, its own reply, taken or dropped as one sent
+        alone. Answers how many were sent: the leading calls that fit in ``AHEAD_MAX`` before
+        the first that cannot go (not JSON, too deep)."""
+        room = AHEAD_MAX - len(self._ahead)
+        if self._entry is None or room <= 0:
+            return 0
+        requests: list[tuple[str, str]] = []
+        for path, args, ctx in calls[:room]:
+            encoded = message_encoded(call_message(path, args, ctx))
+            if encoded is None or too_deep_in(ctx, args, encoded) is not None:
+                break  # not JSON or too deep: the call itself says so
+            # The request is the message with its budget: one encoding serves as the key too.
+            requests.append((encoded, ahead_key(encoded, budget_ms)))
+        return len(self._sent_ahead(requests, budget_ms)) if requests else 0
 
     def call_each_ahead(self, parts: Sequence[tuple[Path_, Sequence[Mapping[str, Any]]]]) -> bool:
         """Start ``call_each(path, ctxs)`` for each of ``parts``, in order, in one request, and
@@ -125,33 +140,37 @@ class AheadCalls:
             return False  # not JSON, or too deep: each call says so itself
         count = sum(len(m["ctxs"]) for m in messages)
         request = '{"op": "call_each_many", "calls": [' + ", ".join(encoded) + "]}"  # type: ignore[arg-type]
-        ahead = self._sent_ahead(
-            request, ahead_key(request, None), self.limits.call_budget_ms * count
+        sent = self._sent_ahead(
+            [(request, ahead_key(request, None))], self.limits.call_budget_ms * count
         )
-        if ahead is None:
+        if not sent:
             return False
-        self._each = EachAhead(ahead, [e for e in encoded if e is not None], count)
+        self._each = EachAhead(sent[0], [e for e in encoded if e is not None], count)
         return True
 
-    def _sent_ahead(self, request: str, key: str, budget_ms: int | None) -> Ahead | None:
-        """Send ``request`` (an encoded message) with its budget and remember it as ahead under
-        ``key``; None when it could not go, and then nothing was sent (the later call itself says
-        why: not JSON, no budget left, the modules did not load, the child gone)."""
+    def _sent_ahead(
+        self, requests: Sequence[tuple[str, str]], budget_ms: int | None
+    ) -> list[Ahead]:
+        """Send ``requests`` (each an encoded message and its key) with their budget, in one
+        write (JSON lines: an encoded message holds no newline), and remember them as ahead;
+        empty when they could not go, and then nothing was sent (the later call itself says
+        why: no budget left, the modules did not load, the child gone)."""
         if not self._lock.acquire(blocking=False):
-            return None
+            return []
         try:
             budget = self._budget(budget_ms)
-            self._ready_child().send_encoded(budgeted(request, budget))
-            ahead = Ahead(key, budget)
-            self._ahead.append(ahead)
-            return ahead
+            lines = "\n".join(budgeted(request, budget) for request, _ in requests)
+            self._ready_child().send_encoded(lines)
+            sent = [Ahead(key, budget) for _, key in requests]
+            self._ahead.extend(sent)
+            return sent
         except (TypeError, ValueError):
-            return None
+            return []
         except ChildExited:
             self._discard_child()
-            return None
+            return []
         except SandboxError:
-            return None
+            return []
         finally:
             self._lock.release()
 

@@ -32,10 +32,11 @@ write, a grouped update's or delete's once it is made ready — before its recor
 the group reads it, ``records.step_reads`` — another step's once its write is done), the next
 step's functions are started in the sandbox with the ctx that step will have, in the order it
 calls them (``step_functions``: its ``when`` alone, else its ``build`` and its address's
-function), as many as the sandbox takes ahead; and when that next step is a create that would
-join the group, the function of the step after it too, with the outcome the next step will have
-(its record id chosen now, ``Sent.chosen``). A step takes a result only if its ctx is the same
-(the sandbox compares); otherwise the result is dropped.
+function); and while the step before is a create that would join the group, the functions of
+the step after it too, with the outcome that create will have (its record id chosen now,
+``Sent.chosen``) — up to ``AHEAD_STEPS`` steps ahead, all in one request (one wake-up of the
+child), sent again once only the next step is ahead. A step takes a result only if its ctx is the
+same (the sandbox compares); otherwise every result ahead is dropped.
 """
 
 from __future__ import annotations
@@ -93,6 +94,8 @@ class RideGroup:
         self._since = 0.0
         self._taken: set[str] = set()  # keys found taken or stale: their steps go alone
         self._types: dict[str, bool] = {}
+        # Read once a delivery: a setting changed meanwhile holds from the next delivery on.
+        self._max = setting_get(SettingKey.PROCESSES_STEP_GROUP_MAX)
 
     def open_to(self, record_type: str, key: str) -> bool:
         """Whether a write of ``record_type`` by a step with this key may join: its key was not
@@ -129,7 +132,7 @@ class RideGroup:
         self._rides.append(ride)
         self._steps.append((step_id, key))
         self.run.writes += 1
-        full = len(self._rides) >= setting_get(SettingKey.PROCESSES_STEP_GROUP_MAX)
+        full = len(self._rides) >= self._max
         if full or (time.monotonic() - self._since) * 1000 >= RIDE_GROUP_MS:
             self.flush()
 
@@ -179,6 +182,12 @@ class Sent:
     calls: dict[int, str | None] = field(default_factory=dict)
     chosen: dict[int, uuid.UUID] = field(default_factory=dict)
 
+    def forget(self, at: int) -> None:
+        """What was sent from position ``at`` on is not taken (the sandbox drops it): the
+        steps from there are sent again, once their ctx is known."""
+        self.calls = {n: pg for n, pg in self.calls.items() if n < at}
+        self.chosen = {n: pick for n, pick in self.chosen.items() if n < at}
+
 
 def step_key(run: ProcessRun, planned: PlannedStep, row: dict | None, row_key: str) -> str:
     """The idempotency key of the step's write: its run's (a chain), or its row's."""
@@ -211,18 +220,26 @@ def step_functions(planned: PlannedStep) -> list[tuple[str, ...]]:
     return paths
 
 
+# Steps whose functions may be ahead of the step being made: when only the next one is, the
+# steps after it whose ctx is known now (creates that join the group, their ids chosen now) go
+# together, in one request (the sandbox takes ``AHEAD_MAX`` calls).
+AHEAD_STEPS = 8
+
+Calls = list[tuple[tuple, dict]]
+
+
 class LookAhead:
-    """A delivery's look-ahead (see the module docstring): ``ctx`` builds a step's ctx, ``call``
-    starts a function ahead in the sandbox (answers whether it was sent)."""
+    """A delivery's look-ahead (see the module docstring): ``ctx`` builds a step's ctx, ``send``
+    starts functions ahead in the sandbox, in one request (answers how many were sent)."""
 
     def __init__(
         self,
         run: ProcessRun,
         group: RideGroup | None,
         ctx: Callable[[PlannedStep, dict[str, dict], dict | None], dict],
-        call: Callable[[tuple, dict], bool],
+        send: Callable[[Calls], int],
     ) -> None:
-        self.run, self.group, self._ctx, self._call = run, group, ctx, call
+        self.run, self.group, self._ctx, self._send = run, group, ctx, send
 
     def ahead(
         self,
@@ -236,44 +253,55 @@ class LookAhead:
         """The callback told the outcome of the step at ``position`` (``StepScope.ahead``)."""
         if position + 1 >= len(plan):
             return None
-        current, following = plan[position].step_id, plan[position + 1]
+        current = plan[position].step_id
 
         def start(outcome: dict[str, Any]) -> None:
-            known = {**steps, current: outcome}
             at = position + 1
-            if at not in sent.calls:
-                if not self._first_ahead(following, known, row):
-                    return  # a guess at the step after it would only be dropped at its call
-                sent.calls[at] = outcome["pgRowId"]
-            elif sent.calls[at] != outcome["pgRowId"]:
-                return  # sent with another outcome than this step's: dropped at that call
-            after = at + 1
-            if (
-                after >= len(plan)
-                or after in sent.calls
-                or not self._may_group(following, row, row_key)
-            ):
+            if at in sent.calls and sent.calls[at] != outcome["pgRowId"]:
+                # Sent with another outcome than this step's: dropped at that call, and what
+                # was sent after it with it.
+                sent.forget(at)
                 return
-            chosen = uuid.uuid4()
-            predicted = write_outcome(chosen, None, Disposition.CONFIRMED)
-            if self._first_ahead(plan[after], {**known, following.step_id: predicted}, row):
-                sent.calls[after], sent.chosen[at] = str(chosen), chosen
+            if at + 1 in sent.calls:
+                return  # the steps after the next are ahead already
+            known = {**steps, current: outcome}
+            batch: Calls = []
+            # By position: the pgRowId its ctx has of the step before, the id that step is to
+            # take (a create whose id is chosen now), where its first function is in ``batch``.
+            planned: dict[int, tuple[str | None, uuid.UUID | None, int]] = {}
+            if at not in sent.calls:
+                planned[at] = (outcome["pgRowId"], None, len(batch))
+                if not self._add(batch, plan[at], known, row):
+                    return  # a guess at the step after it would only be dropped at its call
+            for later in range(at + 1, min(position + AHEAD_STEPS, len(plan) - 1) + 1):
+                if not self._may_group(plan[later - 1], row, row_key):
+                    break  # its outcome is not known before it is made
+                pick = uuid.uuid4()
+                predicted = write_outcome(pick, None, Disposition.CONFIRMED)
+                known = {**known, plan[later - 1].step_id: predicted}
+                planned[later] = (str(pick), pick, len(batch))
+                if not self._add(batch, plan[later], known, row):
+                    break
+            count = self._send(batch) if batch else 0
+            for later, (pg_row_id, chosen, first) in planned.items():
+                if first >= count:
+                    break  # not sent: neither it nor what follows
+                sent.calls[later] = pg_row_id
+                if chosen is not None:
+                    sent.chosen[later - 1] = chosen
 
         return start
 
-    def _first_ahead(self, planned: PlannedStep, steps: dict[str, dict], row: dict | None) -> bool:
-        """Send ``planned``'s functions ahead, in the order the step calls them (a create, an
-        update or a delete only; as many as the sandbox takes); whether the first was sent."""
+    def _add(
+        self, batch: Calls, planned: PlannedStep, steps: dict[str, dict], row: dict | None
+    ) -> bool:
+        """Add ``planned``'s functions to ``batch`` with the ctx it will have, in the order the
+        step calls them (a create, an update or a delete only); whether there were any."""
         paths = step_functions(planned)
-        if not paths:
-            return False
-        ctx = self._ctx(planned, steps, row)
-        if not self._call(planned.path + paths[0], ctx):
-            return False
-        for path in paths[1:]:
-            if not self._call(planned.path + path, ctx):
-                break
-        return True
+        if paths:
+            ctx = self._ctx(planned, steps, row)
+            batch.extend((planned.path + path, ctx) for path in paths)
+        return bool(paths)
 
     def _may_group(self, planned: PlannedStep, row: dict | None, row_key: str) -> bool:
         """Whether ``planned`` is a create that would join the group."""

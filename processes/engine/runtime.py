@@ -103,10 +103,11 @@ class ModuleRuntime:
             raise self._interrupted
         return value
 
-    def call_ahead(self, path: tuple, ctx: dict[str, Any]) -> bool:
-        """Start ``call(path, ctx)`` now, to be taken by that call later (``Sandbox.call_ahead``):
-        the next step's first function runs while this step's transaction commits."""
-        return self.sandbox.call_ahead(list(path), [], ctx=ctx)
+    def calls_ahead(self, calls: list[tuple[tuple, dict[str, Any]]]) -> int:
+        """Start ``call(path, ctx)`` of each of ``calls`` now, in one request, each to be taken
+        by that call later (``Sandbox.calls_ahead``): the next steps' functions run while this
+        step is made and written. Answers how many leading calls were sent."""
+        return self.sandbox.calls_ahead([(list(path), [], ctx) for path, ctx in calls])
 
     def call_each(self, path: tuple, ctxs: list[dict[str, Any]]) -> list[Any]:
         """The values of ``path`` for the leading ``ctxs`` whose calls settled at once, in one

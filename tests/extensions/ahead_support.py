@@ -43,9 +43,10 @@ def requests_recorded(monkeypatch: pytest.MonkeyPatch, entry: Callable[[dict], A
     send_encoded = ChildProcess.send_encoded
 
     def recording(self: ChildProcess, encoded: str) -> None:
-        message = json.loads(encoded)
-        if "op" in message:
-            requests.append(entry(message))
+        for line in encoded.splitlines():  # calls sent ahead together are one line each
+            message = json.loads(line)
+            if "op" in message:
+                requests.append(entry(message))
         send_encoded(self, encoded)
 
     monkeypatch.setattr(ChildProcess, "send_encoded", recording)

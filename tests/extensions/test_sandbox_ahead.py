@@ -9,12 +9,15 @@ a call taken from ahead is one request, a call that missed is two.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from extensions.child_process import ChildProcess
 from extensions.sandbox import (
+    AHEAD_MAX,
     Sandbox,
     SandboxScriptError,
     SandboxTimeout,
@@ -187,12 +190,53 @@ def test_a_call_that_cannot_go_ahead_sends_nothing_and_the_call_says_why(
 def test_two_calls_ahead_are_taken_in_the_order_sent(box: Sandbox, host: Host, sent: list) -> None:
     assert box.call_ahead(["look"], ctx={"marker": "first"}) is True
     assert box.call_ahead(["look"], ctx={"marker": "second"}) is True
-    assert box.call_ahead(["look"], ctx={"marker": "third"}) is False  # AHEAD_MAX already ahead
 
     assert call(box, host, ["look"], ctx={"marker": "first"})["marker"] == "first"
     assert call(box, host, ["look"], ctx={"marker": "second"})["marker"] == "second"
     assert host.reads == [("first", True), ("second", True)]  # each read inside its own call
     assert calls(sent) == [("look",), ("look",)]  # both taken from ahead: none sent again
+
+
+def test_calls_ahead_go_in_one_write_up_to_ahead_max_and_are_each_taken_alone(
+    box: Sandbox, host: Host, sent: list, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writes: list[int] = []
+    send_encoded = ChildProcess.send_encoded
+
+    def counting(self: ChildProcess, encoded: str) -> None:
+        requests = [line for line in encoded.splitlines() if "op" in json.loads(line)]
+        if requests:  # (a bridge answer is not a request)
+            writes.append(len(requests))
+        send_encoded(self, encoded)
+
+    monkeypatch.setattr(ChildProcess, "send_encoded", counting)
+    markers = [f"m{n}" for n in range(AHEAD_MAX + 2)]
+    many = [(["look"], [], {"marker": m}) for m in markers]
+
+    assert box.calls_ahead(many[:2]) == 2
+    assert box.calls_ahead(many[2:]) == AHEAD_MAX - 2  # only what fits; the rest not sent
+    assert box.call_ahead(["look"], ctx={"marker": "over"}) is False  # AHEAD_MAX already ahead
+    assert writes == [2, AHEAD_MAX - 2]  # one write each
+
+    for marker in markers[:AHEAD_MAX]:
+        assert call(box, host, ["look"], ctx={"marker": marker})["marker"] == marker
+    assert host.reads == [(m, True) for m in markers[:AHEAD_MAX]]  # each inside its own call
+    assert calls(sent) == [("look",)] * AHEAD_MAX  # every one taken from ahead
+    assert writes == [2, AHEAD_MAX - 2]
+
+
+def test_calls_ahead_stop_before_a_call_that_cannot_go(
+    box: Sandbox, host: Host, sent: list
+) -> None:
+    many = [
+        (["look"], [], {"marker": "first"}),
+        (["look"], [], {"marker": "odd", "odd": object()}),  # not JSON
+        (["look"], [], {"marker": "never"}),
+    ]
+
+    assert box.calls_ahead(many) == 1
+    assert call(box, host, ["look"], ctx={"marker": "first"})["marker"] == "first"
+    assert calls(sent) == [("look",)]
 
 
 def test_a_call_that_is_not_the_first_ahead_drops_every_call_ahead(

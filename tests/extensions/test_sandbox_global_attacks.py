@@ -106,9 +106,10 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     send_encoded = ChildProcess.send_encoded
 
     def recording(self: ChildProcess, encoded: str) -> None:
-        op = json.loads(encoded).get("op")
-        if op is not None:
-            ops.append(op)
+        for line in encoded.splitlines():  # calls sent ahead together are one line each
+            op = json.loads(line).get("op")
+            if op is not None:
+                ops.append(op)
         send_encoded(self, encoded)
 
     monkeypatch.setattr(ChildProcess, "send_encoded", recording)

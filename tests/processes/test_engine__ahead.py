@@ -31,9 +31,10 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
     send_encoded = ChildProcess.send_encoded
 
     def recording(self: ChildProcess, encoded: str) -> None:
-        message = json.loads(encoded)
-        if message.get("op") == "call":
-            requests.append(tuple(message["path"]))
+        for line in encoded.splitlines():  # calls sent ahead together are one line each
+            message = json.loads(line)
+            if message.get("op") == "call":
+                requests.append(tuple(message["path"]))
         send_encoded(self, encoded)
 
     monkeypatch.setattr(ChildProcess, "send_encoded", recording)

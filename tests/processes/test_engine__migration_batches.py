@@ -453,11 +453,12 @@ def test_a_batch_takes_its_functions_values_computed_while_the_batch_before_wrot
     send_encoded = ChildProcess.send_encoded
 
     def recording(self: ChildProcess, encoded: str) -> None:
-        message = json.loads(encoded)
-        if message.get("op") == "call_each":
-            requests.append(("call_each", len(message["ctxs"])))
-        elif message.get("op") == "call_each_many":
-            requests.append(("call_each_many", [len(c["ctxs"]) for c in message["calls"]]))
+        for line in encoded.splitlines():  # calls sent ahead together are one line each
+            message = json.loads(line)
+            if message.get("op") == "call_each":
+                requests.append(("call_each", len(message["ctxs"])))
+            elif message.get("op") == "call_each_many":
+                requests.append(("call_each_many", [len(c["ctxs"]) for c in message["calls"]]))
         send_encoded(self, encoded)
 
     monkeypatch.setattr(ChildProcess, "send_encoded", recording)
