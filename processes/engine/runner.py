@@ -334,6 +334,7 @@ class ChainRunner(Parking):
         sent = Sent()
         for position, planned in enumerate(plan):
             ledger_row = recorded.get(planned.step_id)
+            fresh = ledger_row is None  # written by this delivery: its verdict is not in yet
             if ledger_row is None:
                 if place.stop_between_steps and position:
                     if self.hand_back_at is not None and time.monotonic() >= self.hand_back_at:
@@ -363,9 +364,12 @@ class ChainRunner(Parking):
                 if waiting is not None:
                     return Walk(waiting, position, planned, result=result)
                 ledger_row = result.ledger_row
+            # A verdict can land only once the step's write has committed, with its park (or
+            # before the walk's end parks it, which looks again): only a row recorded earlier
+            # may hold one, decided some way the verdict's fold does not cover.
             if (
                 ledger_row.awaiting_verdict
-                and verdict_take(ledger_row).status == VerdictWait.PENDING
+                and (fresh or verdict_take(ledger_row).status == VerdictWait.PENDING)
                 and not is_planning()  # a plan goes on: the minted id is a placeholder
             ):
                 return Walk(WalkStatus.WAIT_SOURCE, position, planned, row=ledger_row)
