@@ -26,7 +26,7 @@ from processes.engine.ledger import (
 )
 from processes.engine.plan import PlannedStep
 from processes.engine.rollback import rollback_continue
-from processes.engine.statuses import WalkStatus
+from processes.engine.statuses import StepKind, WalkStatus
 from processes.engine.waits import source_deadline
 from processes.engine.wakeups import source_wake
 from processes.engine.walks import Walk
@@ -40,6 +40,15 @@ from processes.models import (
     RunState,
 )
 from records.trail import Actor
+
+# The step kinds that leave rows of their own waiting on the run (a task, an event wait), which
+# the run's end closes.
+OWN_WAITS = frozenset({StepKind.TASK, StepKind.WAIT_FOR})
+
+
+def plan_waits(plan: list[PlannedStep]) -> bool:
+    """Whether ``plan`` has a step that leaves a task or an event wait on the run."""
+    return any(planned.kind in OWN_WAITS for planned in plan)
 
 
 class Parking:
@@ -56,7 +65,7 @@ class Parking:
     def walk_end(self, walk: Walk, plan: list[PlannedStep]) -> None:
         """A chain's walk ended: end the run, hand it back, park it on its wait, or fail it."""
         if walk.status == WalkStatus.DONE:
-            run_end(self.run, RunState.COMMITTED, lease=self.lease)
+            run_end(self.run, RunState.COMMITTED, lease=self.lease, own_waits=plan_waits(plan))
         elif walk.status == WalkStatus.STOP:
             run_end(
                 self.run,

@@ -31,7 +31,7 @@ from processes.engine.ledger import (
     step_outcome,
 )
 from processes.engine.migration import MigrationSlice
-from processes.engine.parking import Parking
+from processes.engine.parking import Parking, plan_waits
 from processes.engine.plan import ForEachCapExceeded, PlannedStep, plan_build
 from processes.engine.rollback import rollback_continue
 from processes.engine.runtime import ModuleRuntime
@@ -126,8 +126,6 @@ def run_invoker(run: ProcessRun) -> User:
 
 
 # Steps that leave a row of their own to close as the run ends (a task, an event wait).
-_OWN_WAITS = frozenset({StepKind.TASK, StepKind.WAIT_FOR})
-
 # A step that waits hands the walk back with the same kind of wait.
 _STEP_WAITS = {
     StepStatus.WAIT_WINDOW: WalkStatus.WAIT_WINDOW,
@@ -199,7 +197,7 @@ class ChainRunner(Parking):
         rides, lease = self.rides, self.lease
         if rides is None or lease is None or len(rides) != 1:
             return
-        if any(planned.kind in _OWN_WAITS for planned in plan):
+        if plan_waits(plan):
             return
         changes = run_end_riding(self.run, lease, RunState.COMMITTED)
         rides.flush(**changes)  # nothing written, and not ended, if it raises

@@ -52,8 +52,8 @@ export default defineProcess({
 # rows and one UPDATE, in the verdict's transaction), the wake-up (1 UPDATE … RETURNING and the
 # broker's insert). The resumed delivery reads the step as done: nothing of the wait is left for it.
 COST = {
-    "sqlite": {"first": 18, "drain": 57, "resumed": 18},
-    "postgresql": {"first": 13, "drain": 57, "resumed": 13},
+    "sqlite": {"first": 18, "drain": 57, "resumed": 16},
+    "postgresql": {"first": 13, "drain": 57, "resumed": 11},
 }
 RUN_WRITE = re.compile(r'UPDATE "?process_run"? ')
 WAIT_IN_DRAIN = 4  # waiting rows' read, their fold, the wake-up, its broker row
