@@ -108,10 +108,12 @@ def record_create(
             if existing is None:
                 raise IntegrityError(f"record with idempotency key {idempotency_key!r} vanished")
             return _duplicate(actor, rt, existing)
+        state = None
         if rt.is_connected:
-            outbound_queue(record, WriteOperation.CREATE, {"parent": parent, "lines": lines or []})
+            payload = {"parent": parent, "lines": lines or []}
+            state = outbound_queue(record, WriteOperation.CREATE, payload).pk
         record_written(actor, record, before=None)
-        return WriteResult(record, WriteOutcome.CREATED)
+        return WriteResult(record, WriteOutcome.CREATED, write_state_id=state)
 
 
 def create_check(actor: Actor, rt: RecordType, parent: Any, lines: Any) -> None:
@@ -214,8 +216,9 @@ def record_update(
         # The row is locked (``record_address``) and nothing else moves on an update: what it holds now
         # is known, so it is not read back.
         record.sync_version, record.updated_at = record.sync_version + 1, now
+        state = None
         if rt.is_connected:
-            outbound_queue(record, WriteOperation.UPDATE, {"parent": parent})
+            state = outbound_queue(record, WriteOperation.UPDATE, {"parent": parent}).pk
         record_written(actor, record, before=before)
         trail_write(
             actor=actor,
@@ -224,7 +227,7 @@ def record_update(
             outcome=TrailOutcome.ALLOWED,
             pg_row_id=record.pg_row_id,
         )
-        return WriteResult(record, WriteOutcome.UPDATED)
+        return WriteResult(record, WriteOutcome.UPDATED, write_state_id=state)
 
 
 @door_opened

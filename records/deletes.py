@@ -120,7 +120,7 @@ def _queue(actor: Actor, rt: RecordType, record: Record, prior: str, decision: s
         sync_state=SyncState.DELETING, updated_at=timezone.now()
     )
     record.sync_state = SyncState.DELETING
-    outbound_queue(record, WriteOperation.DELETE, {"prior_state": prior})
+    state = outbound_queue(record, WriteOperation.DELETE, {"prior_state": prior})
     trail_write(
         actor=actor,
         action=TrailAction.DELETE,
@@ -130,7 +130,7 @@ def _queue(actor: Actor, rt: RecordType, record: Record, prior: str, decision: s
         code=RefusalCode.ALLOW_WITH_AUDIT if decision == Decision.ALLOW_WITH_AUDIT else "",
     )
     after_delete_schedule(actor, rt.name, record_snapshot(record))
-    return WriteResult(record, WriteOutcome.QUEUED)
+    return WriteResult(record, WriteOutcome.QUEUED, write_state_id=state.pk)
 
 
 def _charge_delete(rt: RecordType, record: Record, *, rollback: bool, on_cap: str) -> None:

@@ -43,6 +43,7 @@ class WriteResult:
     outcome: WriteOutcome
     code: str | None = None
     message: str = ""
+    write_state_id: int | None = None  # the outbound write it queued (a connected type's)
 
     @property
     def is_new(self) -> bool:

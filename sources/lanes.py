@@ -21,13 +21,18 @@ def _free(now) -> Q:
 
 
 def lane_acquire(*, record_type: str, token: str, seconds: float) -> bool:
-    """Take the lane for ``record_type``; True only for the one caller that got it."""
-    SourceLane.objects.get_or_create(record_type=record_type)
+    """Take the lane for ``record_type``; True only for the one caller that got it. The lane's
+    row is made on first use: only a lane not taken looks whether it exists."""
     now = timezone.now()
-    taken = SourceLane.objects.filter(_free(now), record_type=record_type).update(
-        holder=token, lease_until=now + timedelta(seconds=seconds), updated_at=now
+    free = SourceLane.objects.filter(_free(now), record_type=record_type)
+    taken = free.update(holder=token, lease_until=now + timedelta(seconds=seconds), updated_at=now)
+    if taken:
+        return True
+    if not SourceLane.objects.get_or_create(record_type=record_type)[1]:
+        return False  # it exists: held by another drain
+    return (
+        free.update(holder=token, lease_until=now + timedelta(seconds=seconds), updated_at=now) == 1
     )
-    return taken == 1
 
 
 def lane_renew(*, record_type: str, token: str, seconds: float) -> bool:

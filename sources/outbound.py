@@ -54,6 +54,8 @@ __all__ = [  # the worker's other modules' names that callers know from here
 
 logger = logging.getLogger(__name__)
 
+RENEW_AFTER_PART = 10  # a lane lease is renewed before a send once a tenth of it has passed
+
 
 def outbound_head(*, record_type: str) -> RecordWriteState | None:
     """The write of ``record_type`` that goes next: the lowest-numbered pending one."""
@@ -82,7 +84,7 @@ def outbound_drain(*, record_type: str) -> DrainReport:
 
 def _drain_held(record_type: str, token: str, report: DrainReport) -> None:
     conf = outbound_conf()
-    started = time.monotonic()
+    started = held_at = time.monotonic()  # the lane's lease was taken (then renewed) at held_at
     while True:
         budget = conf.drain_max_writes - len(report.sent)
         claimed = outbound_next(record_type=record_type, limit=max(1, min(RUN_MAX, budget)))
@@ -99,9 +101,15 @@ def _drain_held(record_type: str, token: str, report: DrainReport) -> None:
         if budget <= 0 or time.monotonic() - started > conf.drain_max_seconds:
             report.yielded = True
             return
-        if not lane_renew(record_type=record_type, token=token, seconds=conf.lane_lease_seconds):
-            logger.warning("lost the %s lane (lease ran out); stopping this drain", record_type)
-            return
+        # Before a send the lease is renewed, unless it was taken or renewed so lately that most
+        # of it is left: until it runs out no other drain can take the lane.
+        if time.monotonic() - held_at > conf.lane_lease_seconds / RENEW_AFTER_PART:
+            if not lane_renew(
+                record_type=record_type, token=token, seconds=conf.lane_lease_seconds
+            ):
+                logger.warning("lost the %s lane (lease ran out); stopping this drain", record_type)
+                return
+            held_at = time.monotonic()
         if not run_send(claimed, token, report):
             return  # the source is paced further off than we wait in a worker
 

@@ -71,10 +71,13 @@ def pace_limits(source: str) -> PaceLimits:
 
 
 def _locked(source: str) -> SourcePace:
-    """The source's row, locked for the rest of the transaction (created on first use)."""
-    SourcePace.objects.get_or_create(source=source)
-    SourcePace.objects.filter(source=source).update(updated_at=timezone.now())
-    return SourcePace.objects.get(source=source)
+    """The source's row, locked for the rest of the transaction (created on first use): the
+    UPDATE first, so an existing row costs it and one read."""
+    rows = SourcePace.objects.filter(source=source)
+    if not rows.update(updated_at=timezone.now()):
+        SourcePace.objects.get_or_create(source=source)
+        rows.update(updated_at=timezone.now())
+    return rows.get()
 
 
 def pace_take(
@@ -93,10 +96,11 @@ def pace_take(
         now = timezone.now()
         if pace.paced_until is not None and pace.paced_until > now:
             return PaceTicket(wait_until=pace.paced_until, paced=True)
-        live = SourceInFlight.objects.filter(source=source)
-        live.filter(lease_until__lt=now).delete()  # a worker died mid-send: its place is free again
-        if limits.max_in_flight is not None and live.count() >= limits.max_in_flight:
-            return PaceTicket(wait_until=now + timedelta(seconds=BUSY_RECHECK_S))
+        if limits.max_in_flight is not None:  # only a cap counts the places in flight
+            live = SourceInFlight.objects.filter(source=source)
+            live.filter(lease_until__lt=now).delete()  # a worker died mid-send: its place is free
+            if live.count() >= limits.max_in_flight:
+                return PaceTicket(wait_until=now + timedelta(seconds=BUSY_RECHECK_S))
         start, granted, interval = now, max(want, 1), 0.0
         if limits.max_per_second is not None:
             start = max(now, pace.next_slot_at or now)
@@ -107,9 +111,15 @@ def pace_take(
             granted = max(1, min(granted, 1 + int((horizon_s - ahead) / interval)))
             pace.next_slot_at = start + timedelta(seconds=granted * interval)
             pace.save(update_fields=["next_slot_at", "updated_at"])
-        SourceInFlight.objects.update_or_create(
-            holder=holder,
-            defaults={"source": source, "lease_until": now + timedelta(seconds=lease_seconds)},
+        # One upsert on the holder (unique): a place its holder did not free is taken over.
+        place = SourceInFlight(
+            source=source, holder=holder, lease_until=now + timedelta(seconds=lease_seconds)
+        )
+        SourceInFlight.objects.bulk_create(
+            [place],
+            update_conflicts=True,
+            unique_fields=["holder"],
+            update_fields=["source", "lease_until"],
         )
         return PaceTicket(start_at=start, granted=granted, interval_s=interval)
 

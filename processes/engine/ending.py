@@ -7,7 +7,9 @@ delivery still holds the run; a delivery that lost it raises ``LeaseLost`` and c
 
 A chain whose last step waits alone in the delivery's group ends in that step's own statement
 instead: ``run_end_riding`` answers the ending's columns for the group's lease proof, and
-``run_end_rode`` does the rest once the statement has committed.
+``run_end_rode`` does the rest once the statement has committed. A park rides a lease proof the
+same way (``run_wait_riding``, then ``run_let_go``): an awaitSource step's own statement, or a
+park that reads the run's cancel request back in the same UPDATE.
 """
 
 from __future__ import annotations
@@ -68,27 +70,35 @@ def run_end(
     reason: str | None = None,
     outstanding: int = 0,
     lease: Lease | None = None,
+    own_waits: bool = True,
 ) -> ProcessRun:
-    """End the run: state, reason, outstanding, finished; the lease and any wait are cleared."""
+    """End the run: state, reason, outstanding, finished; the lease and any wait are cleared.
+    ``own_waits=False``: its plan has no task or waitFor step, so it has no task or event wait
+    to close (two statements fewer)."""
     changes = _end_columns(run, state, reason=reason, outstanding=outstanding)
     now = changes["finished_at"]
     if lease is not None:
         changes["writes"] = run.writes  # the delivery's count, from the ledger it wrote
     with transaction.atomic():
         _apply(run, lease, changes)
-        # No task outlives its run: one still open (the run was cancelled, or stopped) is closed.
-        HumanTask.objects.filter(run_id=run.pk, state=TaskState.OPEN).update(
-            state=TaskState.CANCELLED,
-            reason=f"its run ended {state} before anyone decided",
-            decided_at=now,
-        )
-        # Nor a wait for an event: no event resumes an ended run.
-        EventWait.objects.filter(run_id=run.pk, state=WaitState.WAITING).update(
-            state=WaitState.CLOSED, decided_at=now
-        )
+        if own_waits:
+            _waits_close(run, state, now)
         run_settled_notify(run.pk, run.mode)  # a ?mode=sync request may be waiting on it
     run_ended(run, state)  # counted for /metrics
     return run
+
+
+def _waits_close(run: ProcessRun, state: str, now: datetime) -> None:
+    """No task outlives its run: one still open (the run was cancelled, or stopped) is closed.
+    Nor a wait for an event: no event resumes an ended run."""
+    HumanTask.objects.filter(run_id=run.pk, state=TaskState.OPEN).update(
+        state=TaskState.CANCELLED,
+        reason=f"its run ended {state} before anyone decided",
+        decided_at=now,
+    )
+    EventWait.objects.filter(run_id=run.pk, state=WaitState.WAITING).update(
+        state=WaitState.CLOSED, decided_at=now
+    )
 
 
 def _end_columns(
@@ -128,25 +138,30 @@ def run_end_riding(run: ProcessRun, lease: Lease, state: str) -> dict[str, Any]:
 def run_end_rode(run: ProcessRun, lease: Lease, changes: dict[str, Any]) -> None:
     """The statement written with ``run_end_riding``'s ``changes`` committed: the delivery has let
     go; mirror them on ``run``, tell a waiting ``?mode=sync`` request and count the run."""
-    lease.let_go()
-    lease.worked_take()  # written by the statement: never added again as the delivery ends
-    for name, value in changes.items():
-        setattr(run, name, value)
+    run_let_go(run, lease, changes)
     run_settled_notify(run.pk, run.mode)  # after the commit: delivered at once
     run_ended(run, changes["state"])
 
 
-def run_wait(
+def run_let_go(run: ProcessRun, lease: Lease, changes: dict[str, Any]) -> None:
+    """A statement of this delivery wrote ``changes`` that leave the run (an end, a park) with the
+    working time as a value: stop the heartbeat, never add that time again, mirror them on ``run``."""
+    lease.let_go()
+    lease.worked_take()
+    for name, value in changes.items():
+        setattr(run, name, value)
+
+
+def wait_columns(
     run: ProcessRun,
     *,
     pending_reason: str,
     deadline: datetime | None = None,
     wake_at: datetime | None = None,
     waiting_step: str = "",
-    lease: Lease | None = None,
     transient_attempts: int | None = None,
-) -> None:
-    """Park the run (still ``running``) and give the worker back; a verdict or the clock re-queues it."""
+) -> dict[str, Any]:
+    """The run row's columns as a park leaves them (still ``running``, the lease given back)."""
     changes: dict[str, Any] = {
         "pending_reason": pending_reason,
         "wait_deadline": deadline,
@@ -159,7 +174,22 @@ def run_wait(
     }
     if transient_attempts is not None:
         changes["transient_attempts"] = transient_attempts
-    _apply(run, lease, changes)
+    return changes
+
+
+def run_wait(run: ProcessRun, *, lease: Lease | None = None, **wait: Any) -> None:
+    """Park the run (still ``running``) and give the worker back; a verdict or the clock re-queues
+    it. ``wait``: ``wait_columns``'s."""
+    _apply(run, lease, wait_columns(run, **wait))
+
+
+def run_wait_riding(run: ProcessRun, lease: Lease, **wait: Any) -> dict[str, Any]:
+    """The columns that park the run, for a lease proof of this delivery (the step's own statement,
+    or a park that reads the cancel request back): ``run_let_go`` once it is written. The working
+    time is written as a value, as ``run_end_riding`` does."""
+    changes = wait_columns(run, **wait)
+    changes["worked_ms"] = run.worked_ms + lease.worked_ms()
+    return changes
 
 
 def run_hand_back(run: ProcessRun, *, lease: Lease | None) -> None:

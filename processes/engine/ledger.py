@@ -10,6 +10,7 @@ from typing import Any
 from django.db.models import Count, Max, Q
 
 from kernel.rows import row_like
+from processes.engine.ending import run_let_go
 from processes.engine.lease import Lease
 from processes.engine.plan import PlannedStep
 from processes.models import Disposition, ProcessRun, ProcessRunStep, SkipReason
@@ -68,17 +69,27 @@ def sequence_release(run: ProcessRun, count: int = 1) -> None:
 
 
 def ledger_write(
-    run: ProcessRun, planned: PlannedStep, *, lease: Lease | None = None, **fields: Any
+    run: ProcessRun,
+    planned: PlannedStep,
+    *,
+    lease: Lease | None = None,
+    parks: dict[str, Any] | None = None,
+    **fields: Any,
 ) -> ProcessRunStep:
     """Record one step (inside the step's transaction): ``ledger_row(run, planned, **fields)``
     written. With the delivery's ``lease``, the same transaction proves the lease is still
     ours — else ``LeaseLost`` rolls the whole step back — and brings the run's ``writes`` up to
-    date (on PostgreSQL in the row's own INSERT statement)."""
+    date (on PostgreSQL in the row's own INSERT statement); ``parks``: run columns that park the
+    run in that proof too (``waits.source_park_riding``; the lease's only)."""
     row = ledger_row(run, planned, **fields)
     # The ledger is the count's truth (ledger_position); this is the delivery's copy.
     writes = run.writes + 1 if row.counts_write else run.writes
     if lease is not None:
-        lease.hold_writing(row, writes=writes)
+        if parks:
+            lease.let_go()  # as any park: the heartbeat stops renewing before it is written
+        lease.hold_writing(row, **{**(parks or {}), "writes": writes})
+        if parks:
+            run_let_go(run, lease, {**parks, "writes": writes})
     else:
         row.save(force_insert=True)
     run.writes = writes

@@ -12,14 +12,22 @@ from django.utils import timezone
 from guardrails.setting_keys import SettingKey
 from guardrails.settings import setting_get
 from processes.contract import OnFailure
-from processes.engine.ending import run_end, run_hand_back, run_redeliver, run_wait
+from processes.engine.ending import (
+    run_end,
+    run_hand_back,
+    run_let_go,
+    run_redeliver,
+    run_wait,
+    run_wait_riding,
+)
 from processes.engine.lease import Lease
 from processes.engine.ledger import (
     ledger_skip_rest,
 )
 from processes.engine.plan import PlannedStep
 from processes.engine.rollback import rollback_continue
-from processes.engine.statuses import WalkStatus
+from processes.engine.statuses import StepKind, WalkStatus
+from processes.engine.waits import source_deadline
 from processes.engine.wakeups import source_wake
 from processes.engine.walks import Walk
 from processes.events.models import EventWait, WaitState
@@ -32,6 +40,15 @@ from processes.models import (
     RunState,
 )
 from records.trail import Actor
+
+# The step kinds that leave rows of their own waiting on the run (a task, an event wait), which
+# the run's end closes.
+OWN_WAITS = frozenset({StepKind.TASK, StepKind.WAIT_FOR})
+
+
+def plan_waits(plan: list[PlannedStep]) -> bool:
+    """Whether ``plan`` has a step that leaves a task or an event wait on the run."""
+    return any(planned.kind in OWN_WAITS for planned in plan)
 
 
 class Parking:
@@ -48,7 +65,7 @@ class Parking:
     def walk_end(self, walk: Walk, plan: list[PlannedStep]) -> None:
         """A chain's walk ended: end the run, hand it back, park it on its wait, or fail it."""
         if walk.status == WalkStatus.DONE:
-            run_end(self.run, RunState.COMMITTED, lease=self.lease)
+            run_end(self.run, RunState.COMMITTED, lease=self.lease, own_waits=plan_waits(plan))
         elif walk.status == WalkStatus.STOP:
             run_end(
                 self.run,
@@ -77,15 +94,13 @@ class Parking:
 
     def wait_source(self, planned: PlannedStep, row: ProcessRunStep, *, outstanding: int) -> None:
         """Park on the source's verdict for ``row``, or end committed when the wait budget is spent."""
+        if self.lease is not None and not self.run.lease_owner:
+            return  # the step's own statement parked it (``waits.source_park_riding``)
         now = timezone.now()
-        budget_ms = setting_get(SettingKey.PROCESSES_AWAIT_SOURCE_BUDGET_MS)
         waiting_on = f"{row.row_key}/{planned.step_id}" if row.row_key else planned.step_id
-        deadline = (
-            self.run.wait_deadline
-            if self.run.waiting_step == waiting_on and self.run.wait_deadline
-            else (now + timedelta(milliseconds=budget_ms))
-        )
+        deadline = source_deadline(self.run, waiting_on, now)
         if now >= deadline:
+            budget_ms = setting_get(SettingKey.PROCESSES_AWAIT_SOURCE_BUDGET_MS)
             run_end(
                 self.run,
                 RunState.COMMITTED,
@@ -98,7 +113,9 @@ class Parking:
                 ),
             )
             return
-        # The budget's end is the run's due time: the lane's watch delivers it then (wake_at index).
+        # A row recorded earlier, its verdict still pending: parked by a statement of its own. The
+        # verdict may land while we park (its wake-up finds the run not yet parked): then wake it
+        # here — one conditional UPDATE, which a wake-up since parked beat.
         run_wait(
             self.run,
             lease=self.lease,
@@ -107,8 +124,6 @@ class Parking:
             wake_at=deadline,
             waiting_step=waiting_on,
         )
-        # The verdict may have landed while we were parking (its wake-up found the run not yet
-        # parked): then wake it here — one conditional UPDATE, which a wake-up since parked beat.
         source_wake([self.run.pk], row_pk=row.pk)
 
     def wait_action(self, planned: PlannedStep, task: HumanTask) -> None:
@@ -134,41 +149,42 @@ class Parking:
         delivered again at once: what it waits on was ``settled`` (decided, claimed), or the run
         cancelled, while we were parking — that wake-up found the run not yet parked, so nobody
         else will deliver it."""
-        run_wait(
-            self.run,
-            lease=self.lease,
-            pending_reason=reason,
-            wake_at=wake_at,
-            waiting_step=planned.step_id,
-        )
-        cancelled = ProcessRun.objects.filter(pk=self.run.pk, cancel_requested=True)
-        return settled.exists() or cancelled.exists()
+        cancelled = self._park(pending_reason=reason, wake_at=wake_at, waiting_step=planned.step_id)
+        return cancelled or settled.exists()
+
+    def _park(self, **wait: Any) -> bool:
+        """Park the run (``ending.wait_columns``'s ``wait``) and answer whether a cancel was asked
+        for while we were parking — that cancel found the run still held, so nobody else will
+        deliver it. With a lease, one statement: the park rides the lease's proof, which reads
+        the cancel request back."""
+        if self.lease is None:
+            run_wait(self.run, **wait)
+            return ProcessRun.objects.filter(pk=self.run.pk, cancel_requested=True).exists()
+        changes = run_wait_riding(self.run, self.lease, **wait)
+        self.lease.let_go()  # before the statement, as any park: the heartbeat stops renewing
+        self.lease.hold(**changes)
+        run_let_go(self.run, self.lease, changes)
+        return self.lease.cancel_seen
 
     def wait_time(self, planned: PlannedStep, until: datetime) -> None:
         """Park a sleep step until ``until``: the lane's watch delivers the run then (wake_at)."""
-        run_wait(
-            self.run,
-            lease=self.lease,
+        # A cancel asked for while we were parking found the run still held: end it now.
+        if self._park(
             pending_reason=PendingReason.AWAITING_TIME,
             deadline=until,
             wake_at=until,
             waiting_step=planned.step_id,
-        )
-        # A cancel asked for while we were parking found the run still held: end it now.
-        if ProcessRun.objects.filter(pk=self.run.pk, cancel_requested=True).exists():
+        ):
             run_redeliver(self.run.pk)
 
     def wait_retry(self, planned: PlannedStep, until: datetime, attempts: int) -> None:
         """Park ``retrying`` until ``until`` (wake_at), counting the failed attempts on the run."""
-        run_wait(
-            self.run,
-            lease=self.lease,
+        if self._park(
             pending_reason=PendingReason.RETRYING,
             wake_at=until,
             waiting_step=planned.step_id,
             transient_attempts=attempts,
-        )
-        if ProcessRun.objects.filter(pk=self.run.pk, cancel_requested=True).exists():
+        ):
             run_redeliver(self.run.pk)
 
     def wait_window(

@@ -31,7 +31,7 @@ from processes.engine.ledger import (
     step_outcome,
 )
 from processes.engine.migration import MigrationSlice
-from processes.engine.parking import Parking
+from processes.engine.parking import Parking, plan_waits
 from processes.engine.plan import ForEachCapExceeded, PlannedStep, plan_build
 from processes.engine.rollback import rollback_continue
 from processes.engine.runtime import ModuleRuntime
@@ -126,8 +126,6 @@ def run_invoker(run: ProcessRun) -> User:
 
 
 # Steps that leave a row of their own to close as the run ends (a task, an event wait).
-_OWN_WAITS = frozenset({StepKind.TASK, StepKind.WAIT_FOR})
-
 # A step that waits hands the walk back with the same kind of wait.
 _STEP_WAITS = {
     StepStatus.WAIT_WINDOW: WalkStatus.WAIT_WINDOW,
@@ -199,7 +197,7 @@ class ChainRunner(Parking):
         rides, lease = self.rides, self.lease
         if rides is None or lease is None or len(rides) != 1:
             return
-        if any(planned.kind in _OWN_WAITS for planned in plan):
+        if plan_waits(plan):
             return
         changes = run_end_riding(self.run, lease, RunState.COMMITTED)
         rides.flush(**changes)  # nothing written, and not ended, if it raises
@@ -334,6 +332,7 @@ class ChainRunner(Parking):
         sent = Sent()
         for position, planned in enumerate(plan):
             ledger_row = recorded.get(planned.step_id)
+            fresh = ledger_row is None  # written by this delivery: its verdict is not in yet
             if ledger_row is None:
                 if place.stop_between_steps and position:
                     if self.hand_back_at is not None and time.monotonic() >= self.hand_back_at:
@@ -363,9 +362,12 @@ class ChainRunner(Parking):
                 if waiting is not None:
                     return Walk(waiting, position, planned, result=result)
                 ledger_row = result.ledger_row
+            # A verdict can land only once the step's write has committed, with its park (or
+            # before the walk's end parks it, which looks again): only a row recorded earlier
+            # may hold one, decided some way the verdict's fold does not cover.
             if (
                 ledger_row.awaiting_verdict
-                and verdict_take(ledger_row).status == VerdictWait.PENDING
+                and (fresh or verdict_take(ledger_row).status == VerdictWait.PENDING)
                 and not is_planning()  # a plan goes on: the minted id is a placeholder
             ):
                 return Walk(WalkStatus.WAIT_SOURCE, position, planned, row=ledger_row)

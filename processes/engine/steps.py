@@ -37,6 +37,7 @@ from processes.engine.step_record import (
 )
 from processes.engine.task_step import task_of, task_step_resume, task_step_start
 from processes.engine.wait_step import wait_of, wait_step_resume, wait_step_start
+from processes.engine.waits import source_park_riding
 from processes.models import Disposition, SkipReason
 from processes.planning import plan_window_note
 from records.boundary import (
@@ -147,6 +148,21 @@ def step_execute(
     return _write(scope, planned, parent, lines, address)
 
 
+def _write_state(result: WriteResult) -> int | None:
+    """The id of the outbound write the step's write queued (carried from its INSERT); a
+    duplicate's — the key's earlier write — is read."""
+    if result.write_state_id is not None:
+        return result.write_state_id
+    return latest_write_state(result.record.pk)
+
+
+def _parks(scope: StepScope, planned: PlannedStep) -> dict | None:
+    """The run columns that park the run on this awaiting step's verdict in the step's own
+    statement (``waits.source_park_riding``); None: the walk's end parks it after."""
+    waiting_on = f"{scope.row_key}/{planned.step_id}" if scope.row_key else planned.step_id
+    return source_park_riding(scope.run, scope.lease, waiting_on)
+
+
 def _write(
     scope: StepScope, planned: PlannedStep, parent: dict, lines: list | None, address: dict | None
 ) -> StepResult:
@@ -178,7 +194,7 @@ def _write(
                 )
             record = result.record
             reused = result.outcome == WriteOutcome.DUPLICATE and scope.row_key != ""
-            write_state = latest_write_state(record.pk) if awaits and record.source_system else None
+            write_state = _write_state(result) if awaits and record.source_system else None
             disposition = Disposition.SKIPPED if reused else Disposition.CONFIRMED
             awaiting = write_state is not None and not reused
             if scope.ahead is not None and not awaiting:  # an awaiting step parks the run
@@ -186,6 +202,7 @@ def _write(
             row = record_step(
                 scope,
                 planned,
+                parks=_parks(scope, planned) if awaiting else None,
                 disposition=disposition,
                 skip_reason=SkipReason.REUSED if reused else SkipReason.NONE,
                 pg_row_id=record.pk,
@@ -228,10 +245,11 @@ def _delete(
             # source's code and sentence, and onRefused decides the run. A held delete does not
             # wait (nothing bounds how long a person takes); it is confirmed with its notice.
             sent = result.outcome == WriteOutcome.QUEUED and bool(result.record.source_system)
-            write_state = latest_write_state(result.record.pk) if sent else None
+            write_state = _write_state(result) if sent else None
             row = record_step(
                 scope,
                 planned,
+                parks=_parks(scope, planned) if write_state is not None else None,
                 disposition=Disposition.CONFIRMED,
                 refusal=notice,
                 pg_row_id=result.record.pk,

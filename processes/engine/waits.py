@@ -9,15 +9,21 @@ whose wake-up was lost.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
+from guardrails.setting_keys import SettingKey
+from guardrails.settings import setting_get
+from processes.engine.ending import run_wait_riding
+from processes.engine.lease import Lease
 from processes.engine.ledger import Refused
 from processes.engine.statuses import VerdictWait
-from processes.models import Disposition, ProcessRunStep
+from processes.models import Disposition, PendingReason, ProcessRun, ProcessRunStep
+from processes.planning import is_planning
 from records.codes import RefusalCode
 from records.models import Record, RecordWriteState, WriteStatus
 from sources.pacing import pace_due
@@ -61,6 +67,38 @@ def ledger_verdict(
         code or RefusalCode.SOURCE_REFUSED, field or None, message or "the source refused the write"
     )
     return LedgerVerdict(VerdictWait.FAILED, None, refusal)
+
+
+def source_deadline(run: ProcessRun, waiting_on: str, now: datetime) -> datetime:
+    """When the run stops waiting for the verdict of ``waiting_on`` (``row_key/step`` or the
+    step): the deadline it parked with before on that same step, else the wait budget from now."""
+    if run.waiting_step == waiting_on and run.wait_deadline:
+        return run.wait_deadline
+    return now + timedelta(milliseconds=setting_get(SettingKey.PROCESSES_AWAIT_SOURCE_BUDGET_MS))
+
+
+def source_park_riding(
+    run: ProcessRun, lease: Lease | None, waiting_on: str
+) -> dict[str, Any] | None:
+    """The run columns that park it on the verdict of the write a step is about to record, for the
+    lease proof of the step's own statement: the write state, the ledger row and the park commit
+    together, so the verdict's wake-up (after a drain that can only see them committed) always
+    finds the run parked, and nothing need look again. None where the step's statement cannot
+    park it: no lease (no delivery), a plan (it goes on), or the wait budget already spent."""
+    if lease is None or is_planning():
+        return None
+    now = timezone.now()
+    deadline = source_deadline(run, waiting_on, now)
+    if now >= deadline:
+        return None
+    return run_wait_riding(
+        run,
+        lease,
+        pending_reason=PendingReason.AWAITING_SOURCE,
+        deadline=deadline,
+        wake_at=deadline,  # the budget's end: the lane's watch delivers it then (wake_at index)
+        waiting_step=waiting_on,
+    )
 
 
 def verdict_take(row: ProcessRunStep) -> VerdictOutcome:

@@ -4,6 +4,7 @@ once by one conditional UPDATE, and the resumed delivery reads the step as done.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -17,6 +18,7 @@ from django_q.models import OrmQ
 from django_q.signing import SignedPackage
 
 from processes.engine import parking
+from processes.engine.ending import run_redeliver
 from processes.engine.lease import lease_seconds
 from processes.engine.wakeups import waits_sweep
 from processes.lanes import DELIVER_TASK
@@ -45,14 +47,15 @@ export default defineProcess({
 
 # At most these statements in each phase of one awaitSource step followed by one plain step (as
 # measured; one more where a delivery re-reads its process's switch, at most once a second; a
-# regression fails here). The wait's own share: the parking delivery's look (1 UPDATE), the
-# verdict's fold into the waiting ledger row (a read of the waiting rows and one UPDATE, in the
-# verdict's transaction), the wake-up (1 UPDATE … RETURNING and the broker's insert). The resumed
-# delivery reads the step as done: nothing of the wait is left for it.
+# regression fails here). The wait's own share: the park rides the step's own lease proof (no
+# statement of its own), the verdict's fold into the waiting ledger row (a read of the waiting
+# rows and one UPDATE, in the verdict's transaction), the wake-up (1 UPDATE … RETURNING and the
+# broker's insert). The resumed delivery reads the step as done: nothing of the wait is left for it.
 COST = {
-    "sqlite": {"first": 22, "drain": 62, "resumed": 18},
-    "postgresql": {"first": 17, "drain": 62, "resumed": 13},
+    "sqlite": {"first": 18, "drain": 57, "resumed": 16},
+    "postgresql": {"first": 13, "drain": 57, "resumed": 11},
 }
+RUN_WRITE = re.compile(r'UPDATE "?process_run"? ')
 WAIT_IN_DRAIN = 4  # waiting rows' read, their fold, the wake-up, its broker row
 
 
@@ -102,6 +105,10 @@ def test_an_await_source_step_costs_its_write_its_wake_up_and_its_ledger_row(adm
     measured = {"first": len(first_sqls), "drain": len(drain_sqls), "resumed": len(resumed_sqls)}
     ceiling = COST[connection.vendor]
     assert all(measured[phase] <= ceiling[phase] for phase in ceiling), measured
+    # The first delivery's one write of the run row after its claim is the step's lease proof,
+    # which parks it; the write state's id is not read back, nor its verdict read.
+    assert len([s for s in first_sqls[1:] if RUN_WRITE.search(s)]) == 1
+    assert not [s for s in first_sqls if s.startswith("SELECT") and "record_write_state" in s]
     # The resumed delivery does nothing for the wait: it reads its ledger and writes step two.
     assert not [s for s in resumed_sqls if "record_write_state" in s]
     assert [s for s in resumed_sqls if 'UPDATE "process_run_step"' in s] == []
@@ -131,36 +138,22 @@ def test_a_refused_verdict_is_folded_with_the_refusal_and_the_run_rolls_back(adm
     assert ledger(run) == [("po", "rolled_back", "VENDOR_INACTIVE"), ("note", "skipped", None)]
 
 
-def _parking_with_verdict(monkeypatch, *, before_park: bool) -> None:
-    """The source's verdict lands while the delivery is parking the run: just before its park
-    is written (the wake-up finds it still running), or just after (before its own look)."""
-    park = parking.run_wait
+def _drain_around(monkeypatch, owner: Any, name: str, *, before: bool) -> None:
+    """The source's verdict lands just before, or just after, ``owner.name`` runs."""
+    original = getattr(owner, name)
 
-    def drained() -> None:
-        outbound_drain(record_type="purchaseOrder")
+    def landing(*args: Any, **kwargs: Any) -> Any:
+        if before:
+            outbound_drain(record_type="purchaseOrder")
+        answer = original(*args, **kwargs)
+        if not before:
+            outbound_drain(record_type="purchaseOrder")
+        return answer
 
-    def run_wait(*args: Any, **kwargs: Any) -> None:
-        if before_park:
-            drained()
-        park(*args, **kwargs)
-        if not before_park:
-            drained()
-
-    monkeypatch.setattr(parking, "run_wait", run_wait)
+    monkeypatch.setattr(owner, name, landing)
 
 
-@pytest.mark.parametrize("before_park", [True, False], ids=["before-park", "after-park"])
-@pytest.mark.django_db(transaction=True)
-def test_a_verdict_landing_while_the_run_parks_wakes_it_exactly_once(
-    admin_user, alice, monkeypatch, before_park
-):
-    deploy(PROCESS, by=admin_user)
-    run = invoke("acme:await-one", {}, alice)
-    [first] = _deliveries()
-    _parking_with_verdict(monkeypatch, before_park=before_park)
-    run_deliver(*first)
-    monkeypatch.undo()
-
+def _woken_once_and_committed(run: ProcessRun) -> None:
     woken = _deliveries()
     assert len(woken) == 1  # one wake-up, whichever look came second found it taken
     parked = ProcessRun.objects.get(pk=run.pk)
@@ -172,6 +165,43 @@ def test_a_verdict_landing_while_the_run_parks_wakes_it_exactly_once(
     run_deliver(*woken[0])
     run.refresh_from_db()
     assert (run.state, run.writes, _deliveries()) == ("committed", 2, [])
+
+
+@pytest.mark.parametrize("before", [True, False], ids=["before-walk-end", "after-walk-end"])
+@pytest.mark.django_db(transaction=True)
+def test_a_verdict_landing_as_the_step_commits_wakes_the_run_exactly_once(
+    admin_user, alice, monkeypatch, before
+):
+    """The step's own statement parks the run with its write: a verdict landing once it has
+    committed (the walk not yet ended, or ended) finds the run parked and wakes it; the
+    delivery does not look again."""
+    deploy(PROCESS, by=admin_user)
+    run = invoke("acme:await-one", {}, alice)
+    [first] = _deliveries()
+    _drain_around(monkeypatch, parking.Parking, "wait_source", before=before)
+    run_deliver(*first)
+    monkeypatch.undo()
+    _woken_once_and_committed(run)
+
+
+@pytest.mark.parametrize("before_park", [True, False], ids=["before-park", "after-park"])
+@pytest.mark.django_db(transaction=True)
+def test_a_verdict_landing_while_a_later_delivery_parks_again_wakes_it_exactly_once(
+    admin_user, alice, monkeypatch, before_park
+):
+    """A delivery that finds the step recorded and its verdict pending parks the run by a
+    statement of its own: a verdict landing just before that park (its wake-up finds the run
+    still running) or just after (before the delivery's own look) wakes it once."""
+    deploy(PROCESS, by=admin_user)
+    run = invoke("acme:await-one", {}, alice)
+    [first] = _deliveries()
+    run_deliver(*first)  # parked by the step's statement
+    run_redeliver(run.pk)  # an extra delivery (a lost lease's, say) before any verdict
+    [again] = _deliveries()
+    _drain_around(monkeypatch, parking, "run_wait", before=before_park)
+    run_deliver(*again)
+    monkeypatch.undo()
+    _woken_once_and_committed(run)
 
 
 @pytest.mark.django_db
