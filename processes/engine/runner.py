@@ -164,10 +164,7 @@ class ChainRunner(Parking):
         # lease (no delivery) writes each step alone.
         self.rides = RideGroup(run, lease) if lease is not None else None
         self.look = LookAhead(
-            run,
-            self.rides,
-            self.ctx,
-            lambda path, ctx: self.runtime().calls_ahead([(path, ctx)]) == 1,
+            run, self.rides, self.ctx, lambda path, ctx: self.runtime().call_ahead(path, ctx)
         )
         self.stops = BoundaryStops(run, lease, switch_read_at=switch_read_at)
 

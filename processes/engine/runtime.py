@@ -103,13 +103,17 @@ class ModuleRuntime:
             raise self._interrupted
         return value
 
+    def call_ahead(self, path: tuple, ctx: dict[str, Any]) -> bool:
+        """Start ``call(path, ctx)`` now, to be taken by that call later (``Sandbox.call_ahead``):
+        the next step's first function runs while this step's transaction commits."""
+        return self.sandbox.call_ahead(list(path), [], ctx=ctx)
+
     def calls_ahead(self, calls: list[tuple[tuple, dict[str, Any]]]) -> int:
         """Start ``call(path, ctx)`` of each of ``calls`` now, in order, each to be taken by that
-        call later (``Sandbox.call_ahead``): the next step's functions run while this step's
-        transaction commits. Answers how many leading calls were sent."""
+        call later (``call_ahead``). Answers how many leading calls were sent."""
         sent = 0
         for path, ctx in calls:
-            if not self.sandbox.call_ahead(list(path), [], ctx=ctx):
+            if not self.call_ahead(path, ctx):
                 break
             sent += 1
         return sent
