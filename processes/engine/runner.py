@@ -243,7 +243,7 @@ class ChainRunner(Parking):
             return
         if self.definition.get("eachRow") is None:  # a chain: its first step computes meanwhile
             first_step_ahead(
-                self.run, plan, self.ctx, lambda calls: self.runtime().calls_ahead(calls)
+                self.run, plan, self.ctx, lambda path, ctx: self.runtime().call_ahead(path, ctx)
             )
         self.ceilings = ceilings_for(len(plan))
         if self.definition.get("eachRow") is not None:

@@ -108,16 +108,6 @@ class ModuleRuntime:
         the next step's first function runs while this step's transaction commits."""
         return self.sandbox.call_ahead(list(path), [], ctx=ctx)
 
-    def calls_ahead(self, calls: list[tuple[tuple, dict[str, Any]]]) -> int:
-        """Start ``call(path, ctx)`` of each of ``calls`` now, in order, each to be taken by that
-        call later (``call_ahead``). Answers how many leading calls were sent."""
-        sent = 0
-        for path, ctx in calls:
-            if not self.call_ahead(path, ctx):
-                break
-            sent += 1
-        return sent
-
     def call_each(self, path: tuple, ctxs: list[dict[str, Any]]) -> list[Any]:
         """The values of ``path`` for the leading ``ctxs`` whose calls settled at once, in one
         exchange with the sandbox; empty when the exchange as a whole failed. The caller makes the

@@ -20,18 +20,25 @@ from processes.engine.plan import PlannedStep
 from processes.models import ProcessRun
 
 CtxOf = Callable[[PlannedStep, dict[str, dict], dict | None], dict]
-Send = Callable[[list[tuple[tuple, dict]]], int]
 
 
-def first_step_ahead(run: ProcessRun, plan: list[PlannedStep], ctx_of: CtxOf, send: Send) -> None:
+def first_step_ahead(
+    run: ProcessRun,
+    plan: list[PlannedStep],
+    ctx_of: CtxOf,
+    call_ahead: Callable[[tuple, dict], bool],
+) -> None:
     """For a chain whose claim found its ledger empty (its walk starts at the first step, with
-    no earlier outcomes) and no cancel pending: ``send`` the first step's functions (a create,
-    an update or a delete: ``step_functions``) ahead, in the order the step calls them, with the
-    ctx ``ctx_of`` gives it (the sandbox takes as many as it can)."""
+    no earlier outcomes) and no cancel pending: start the first step's functions (a create, an
+    update or a delete: ``step_functions``) with the ctx ``ctx_of`` gives it, in the order the
+    step calls them, as many as the sandbox takes ahead."""
     if not plan or not ledger_seen_empty(run) or run.cancel_requested:
         return
     planned = plan[0]
     paths = step_functions(planned)
-    if paths:
-        ctx = ctx_of(planned, {}, None)
-        send([(planned.path + path, ctx) for path in paths])
+    if not paths:
+        return
+    ctx = ctx_of(planned, {}, None)
+    for path in paths:
+        if not call_ahead(planned.path + path, ctx):
+            return

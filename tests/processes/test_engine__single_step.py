@@ -55,11 +55,11 @@ def sandbox_seen(monkeypatch: pytest.MonkeyPatch) -> dict[str, list]:
     ``calls``, the paths of the calls the sandbox children receive — a call taken from ahead
     reaches its child once, one that missed it twice."""
     seen: dict[str, list] = {"ahead": [], "calls": []}
-    calls_ahead, send_encoded = ModuleRuntime.calls_ahead, ChildProcess.send_encoded
+    call_ahead, send_encoded = ModuleRuntime.call_ahead, ChildProcess.send_encoded
 
-    def ahead(self: ModuleRuntime, calls: list[tuple[tuple, dict]]) -> int:
-        seen["ahead"].extend(calls)
-        return calls_ahead(self, calls)
+    def ahead(self: ModuleRuntime, path: tuple, ctx: dict) -> bool:
+        seen["ahead"].append((path, ctx))
+        return call_ahead(self, path, ctx)
 
     def sending(self: ChildProcess, encoded: str) -> None:
         message = json.loads(encoded)
@@ -67,7 +67,7 @@ def sandbox_seen(monkeypatch: pytest.MonkeyPatch) -> dict[str, list]:
             seen["calls"].append(tuple(message["path"]))
         send_encoded(self, encoded)
 
-    monkeypatch.setattr(ModuleRuntime, "calls_ahead", ahead)
+    monkeypatch.setattr(ModuleRuntime, "call_ahead", ahead)
     monkeypatch.setattr(ChildProcess, "send_encoded", sending)
     return seen
 
