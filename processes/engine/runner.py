@@ -39,7 +39,6 @@ from processes.engine.statuses import StepKind, StepStatus, VerdictWait, WalkSta
 from processes.engine.steps import StepScope, step_execute
 from processes.engine.stops import BoundaryStops
 from processes.engine.waits import verdict_take
-from processes.engine.walk_start import first_step_ahead
 from processes.engine.walks import CANCELLED, Place, Stop, Walk
 from processes.errors import InputInvalid
 from processes.models import (
@@ -241,10 +240,6 @@ class ChainRunner(Parking):
         except (ForEachCapExceeded, InputInvalid) as exc:
             run_end(self.run, RunState.FAILED, lease=self.lease, reason=str(exc))
             return
-        if self.definition.get("eachRow") is None:  # a chain: its first step computes meanwhile
-            first_step_ahead(
-                self.run, plan, self.ctx, lambda path, ctx: self.runtime().call_ahead(path, ctx)
-            )
         self.ceilings = ceilings_for(len(plan))
         if self.definition.get("eachRow") is not None:
             MigrationSlice(self, plan).perform()

@@ -5,7 +5,6 @@ ledger for a run nobody claimed before; one thread renews every delivery's lease
 
 from __future__ import annotations
 
-import json
 import time
 
 import pytest
@@ -14,12 +13,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from extensions.child_process import ChildProcess
 from kernel.metrics import RUNS_FINISHED
 from processes.engine.claim import run_claim
 from processes.engine.lease import LeaseLost
 from processes.engine.runner import ChainRunner, run_deliver
-from processes.engine.runtime import ModuleRuntime
 from processes.models import Process, ProcessRun
 from records.boundary import record_create
 from records.models import Record
@@ -47,29 +44,6 @@ IS_PG = "postgresql"
 def one(admin_user) -> str:
     deploy(ONE_STEP, by=admin_user)
     return "t:one"
-
-
-@pytest.fixture
-def sandbox_seen(monkeypatch: pytest.MonkeyPatch) -> dict[str, list]:
-    """What the delivery sends the sandbox: ``ahead``, the calls it starts ahead (path, ctx);
-    ``calls``, the paths of the calls the sandbox children receive — a call taken from ahead
-    reaches its child once, one that missed it twice."""
-    seen: dict[str, list] = {"ahead": [], "calls": []}
-    call_ahead, send_encoded = ModuleRuntime.call_ahead, ChildProcess.send_encoded
-
-    def ahead(self: ModuleRuntime, path: tuple, ctx: dict) -> bool:
-        seen["ahead"].append((path, ctx))
-        return call_ahead(self, path, ctx)
-
-    def sending(self: ChildProcess, encoded: str) -> None:
-        message = json.loads(encoded)
-        if message.get("op") == "call":
-            seen["calls"].append(tuple(message["path"]))
-        send_encoded(self, encoded)
-
-    monkeypatch.setattr(ModuleRuntime, "call_ahead", ahead)
-    monkeypatch.setattr(ChildProcess, "send_encoded", sending)
-    return seen
 
 
 def _finished(process_id: str) -> float:
@@ -118,31 +92,6 @@ def test_a_one_step_delivery_is_the_claim_and_the_steps_statement_which_ends_the
         # SQLite: the claim and its read of the run, the switch's and the group's reads, the
         # step's transaction (BEGIN, record, trail, lease proof, ledger, COMMIT) and the end's.
         assert len(sqls) <= 15, sqls
-
-
-@pytest.mark.django_db(transaction=True)
-def test_a_fresh_runs_first_build_starts_ahead_with_its_ctx_and_is_taken(one, alice, sandbox_seen):
-    """The first step's build is sent as soon as the plan is known, with the ctx the step then
-    calls it with: the step takes that result (its child receives the build once)."""
-    run = invoke(one, {"name": "x"}, alice)
-    run_deliver(str(run.pk))
-    ctx = {"input": {"name": "x"}, "runId": str(run.pk), "steps": {}, "item": None}
-    assert sandbox_seen["ahead"] == [(("steps", 0, "build"), {**ctx, "index": None, "row": None})]
-    assert sandbox_seen["calls"] == [("steps", 0, "build")]
-    stored = ProcessRun.objects.get(pk=run.pk)
-    assert (stored.state, ledger(stored)) == ("committed", [("only", "confirmed", None)])
-    record = Record.reads.get(pk=stored.ledger.get().pg_row_id)
-    assert record.fields == {"run": str(run.pk)}
-
-
-@pytest.mark.django_db(transaction=True)
-def test_a_run_cancelled_before_its_claim_starts_nothing_ahead(one, alice, sandbox_seen):
-    run = invoke(one, {}, alice)
-    ProcessRun.objects.filter(pk=run.pk).update(cancel_requested=True)
-    run_deliver(str(run.pk))
-    stored = ProcessRun.objects.get(pk=run.pk)
-    assert (stored.state, stored.ledger.count()) == ("cancelled", 0)
-    assert sandbox_seen == {"ahead": [], "calls": []}
 
 
 @pytest.mark.django_db(transaction=True)
