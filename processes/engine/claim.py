@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from functools import cache
 from itertools import accumulate
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
@@ -93,15 +93,48 @@ def run_claim(run_id: str, delivery: int | None = None) -> tuple[ProcessRun, Lea
     return run, lease
 
 
+_M = TypeVar("_M", bound=models.Model)
+
+
+@dataclass(frozen=True)
+class _Model(Generic[_M]):
+    """One model's columns in the claim's answer, with what building its instance needs worked
+    out once: the attribute names, and the fields the ORM converts on a read (``from_db_value``:
+    a JSON column's text parsed), by position."""
+
+    model: type[_M]
+    fields: tuple[models.Field, ...]
+    attnames: tuple[str, ...]
+    converted: tuple[tuple[int, models.Field], ...]
+
+    @classmethod
+    def of(cls, model: type[_M]) -> _Model[_M]:
+        fields = tuple(model._meta.concrete_fields)
+        return cls(
+            model,
+            fields,
+            tuple(f.attname for f in fields),
+            tuple((at, f) for at, f in enumerate(fields) if hasattr(f, "from_db_value")),
+        )
+
+    def built(self, db: str, values: Any) -> _M:
+        """An instance from its columns as the database answered them, converted as the ORM
+        converts a read, built by ``Model.from_db``."""
+        values, conn = list(values), connections[db]
+        for at, field in self.converted:
+            values[at] = field.from_db_value(values[at], None, conn)  # type: ignore[attr-defined]
+        return self.model.from_db(db, self.attnames, values)
+
+
 @dataclass(frozen=True)
 class _ClaimText:
     """The PostgreSQL claim's statement and the models its answer's columns belong to, in order:
     the run's, its invoker's, the invoker's first group's, then the process's switch."""
 
     sql: str
-    run: tuple[models.Field, ...]
-    user: tuple[models.Field, ...]
-    group: tuple[models.Field, ...]
+    run: _Model[ProcessRun]
+    user: _Model[Any]
+    group: _Model[Group]
 
 
 def _columns(alias: str, fields: tuple[models.Field, ...]) -> str:
@@ -114,11 +147,8 @@ def _claim_text(stale: bool, lazy_commit: bool) -> _ClaimText:
     transaction commits without waiting for the disk): its text depends on nothing else, so it is
     built once — and prepared once per connection (``bound_cursor``)."""
     user_model = get_user_model()
-    run_fields = tuple(ProcessRun._meta.concrete_fields)
-    user_fields, group_fields = (
-        tuple(user_model._meta.concrete_fields),
-        tuple(Group._meta.concrete_fields),
-    )
+    run, user, group = _Model.of(ProcessRun), _Model.of(user_model), _Model.of(Group)
+    run_fields, user_fields, group_fields = run.fields, user.fields, group.fields
     groups = user_model._meta.get_field("groups")
     member_table = groups.remote_field.through._meta.db_table  # type: ignore[union-attr]
     stale_check = ' AND "delivery" = %s' if stale else ""
@@ -141,21 +171,7 @@ def _claim_text(stale: bool, lazy_commit: bool) -> _ClaimText:
         f' WHERE m."{groups.m2m_column_name()}" = claimed."invoked_by_id"'
         ' ORDER BY gg."name" LIMIT 1) g ON TRUE'
     )
-    return _ClaimText(sql, run_fields, user_fields, group_fields)
-
-
-_M = TypeVar("_M", bound=models.Model)
-
-
-def _built(model: type[_M], db: str, fields: tuple[models.Field, ...], values: Any) -> _M:
-    """A model instance from its columns as the database answered them, each converted as the
-    ORM converts a read (``from_db_value``: a JSON column's text parsed)."""
-    conn = connections[db]
-    converted = [
-        field.from_db_value(value, None, conn) if hasattr(field, "from_db_value") else value
-        for field, value in zip(fields, values, strict=True)
-    ]
-    return model.from_db(db, [f.attname for f in fields], converted)
+    return _ClaimText(sql, run, user, group)
 
 
 def _claimed_returning(
@@ -184,11 +200,11 @@ def _claimed_returning(
         answer = cursor.fetchone()
     if answer is None:
         return None
-    ends = list(accumulate((len(text.run), len(text.user), len(text.group))))
-    run = _built(ProcessRun, db, text.run, answer[: ends[0]])
+    ends = list(accumulate((len(text.run.fields), len(text.user.fields), len(text.group.fields))))
+    run = text.run.built(db, answer[: ends[0]])
     if run.invoked_by_id is not None:
-        run.invoked_by = _built(get_user_model(), db, text.user, answer[ends[0] : ends[1]])
+        run.invoked_by = text.user.built(db, answer[ends[0] : ends[1]])
         group_values = answer[ends[1] : ends[2]]
-        group = None if group_values[0] is None else _built(Group, db, text.group, group_values)
+        group = None if group_values[0] is None else text.group.built(db, group_values)
         default_group_known(run.invoked_by, group)
     return run, bool(answer[ends[2]])
