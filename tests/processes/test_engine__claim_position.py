@@ -12,7 +12,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from processes.engine.claim import run_claim
-from processes.engine.ledger import sequence_next
+from processes.engine.ledger import ledger_position_empty, ledger_write, sequence_next
+from processes.engine.plan import PlannedStep
 from processes.models import Disposition, ProcessRun, ProcessRunStep
 from tests.processes.engine_support import deploy, invoke
 from tests.processes.writes_support import assert_writes_counted
@@ -96,3 +97,12 @@ def test_assert_writes_counted_fails_on_a_column_that_drifted(run):
     _left_by_a_dead_delivery(run, writes=WRITES + 1)
     with pytest.raises(AssertionError, match="writes column"):
         assert_writes_counted(run.pk)
+
+
+def test_a_ledger_row_written_without_a_lease_moves_the_run_writes_with_it(run):
+    planned = PlannedStep("a", ("steps", 0), {"id": "a", "recordType": "legacy_customer"})
+    ledger_position_empty(run)
+    ledger_write(run, planned, disposition=Disposition.CONFIRMED, counts_write=True)
+    ledger_write(run, planned, disposition=Disposition.SKIPPED, row_key="next")
+    assert (run.writes, run.ledger.count()) == (1, 2)
+    assert_writes_counted(run.pk)
