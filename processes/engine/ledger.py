@@ -52,7 +52,8 @@ def writes_kept(run: ProcessRun) -> bool:
     ``writes`` set in the same statement or transaction (``ledger_write``, a group's lease proof,
     a migration batch's), save one: a group cut by a cancel (``records.step_writes.group_commit``)
     writes its first row only, with the whole group's count — and a cancel request stays on the
-    run until an ending clears it, writing the delivery's own count. SQLite counts the ledger."""
+    run until an ending clears it, writing the delivery's count (or, with no delivery's lease,
+    the ledger's: ``engine.ending.run_end``). SQLite counts the ledger."""
     return connections[router.db_for_read(ProcessRun)].vendor == "postgresql" and not (
         run.cancel_requested
     )

@@ -15,6 +15,7 @@ from processes.engine.claim import run_claim
 from processes.engine.ledger import ledger_position_empty, ledger_write, sequence_next
 from processes.engine.plan import PlannedStep
 from processes.models import Disposition, ProcessRun, ProcessRunStep
+from processes.steering import run_stop
 from tests.processes.engine_support import deploy, invoke
 from tests.processes.writes_support import assert_writes_counted
 
@@ -105,4 +106,13 @@ def test_a_ledger_row_written_without_a_lease_moves_the_run_writes_with_it(run):
     ledger_write(run, planned, disposition=Disposition.CONFIRMED, counts_write=True)
     ledger_write(run, planned, disposition=Disposition.SKIPPED, row_key="next")
     assert (run.writes, run.ledger.count()) == (1, 2)
+    assert_writes_counted(run.pk)
+
+
+def test_a_cancel_ending_a_dead_delivery_s_run_leaves_the_ledger_s_count(run):
+    # The same cut group, then its run cancelled with no worker on it (no lease to count with):
+    # the ending takes the ledger's count, so a later claim (a rollback's, say) may trust it.
+    _left_by_a_dead_delivery(run, writes=WRITES + 15, cancel_requested=True)
+    ended = run_stop(run.pk, actor=None, reason="stopped")
+    assert (ended.state, ended.writes) == ("cancelled", WRITES)
     assert_writes_counted(run.pk)
