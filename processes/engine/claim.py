@@ -8,8 +8,8 @@ filed under, ``records.policies.default_group``) and its process's switch (``UPD
 RETURNING`` in a CTE, joined); elsewhere (SQLite) the ORM reads the run and invoker after.
 
 A run no delivery has claimed before (the claim set its ``started_at``) has an empty ledger:
-nothing to read. Otherwise one read of the ledger (``ledger_position``) gives the counts a
-delivery keeps in memory.
+nothing to read. Otherwise ``ledger_position`` gives the counts a delivery keeps in memory: on
+PostgreSQL one index row of the ledger (its top sequence) and the run row's ``writes``.
 
 On PostgreSQL, outside a caller's transaction, the claim commits without waiting for its WAL to
 reach the disk (``synchronous_commit`` off for its own transaction only). That is safe because

@@ -79,6 +79,8 @@ def run_end(
     now = changes["finished_at"]
     if lease is not None:
         changes["writes"] = run.writes  # the delivery's count, from the ledger it wrote
+    elif run.cancel_requested:  # a dead delivery's group cut by it may have left more (ledger.py)
+        changes["writes"] = run.ledger.filter(counts_write=True).count()
     with transaction.atomic():
         _apply(run, lease, changes)
         if own_waits:

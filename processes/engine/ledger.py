@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.db import connections, router, transaction
 from django.db.models import Count, Max, Q
 
 from kernel.rows import row_like
@@ -33,11 +34,30 @@ class Refused:
 
 
 def ledger_position(run: ProcessRun) -> None:
-    """At a claim, one read of the ledger for both counts a delivery keeps in memory: the run's
-    ``writes`` (the truth, whatever a dead delivery left) and the top sequence (``sequence_next``)."""
-    top = run.ledger.aggregate(writes=Count("id", filter=Q(counts_write=True)), top=Max("sequence"))
-    run.writes = top["writes"]
-    run.__dict__["_sequence_top"] = top["top"] or 0
+    """At a claim, the counts a delivery keeps in memory: the top sequence (``sequence_next``),
+    read from the ``(run, sequence)`` index — one row, whatever the ledger's size — and the run's
+    ``writes``, the truth about what earlier deliveries wrote, whatever a dead one left."""
+    if writes_kept(run):
+        top = run.ledger.order_by("-sequence").values_list("sequence", flat=True).first()
+    else:  # one read of the whole ledger for both
+        counted = run.ledger.aggregate(
+            writes=Count("id", filter=Q(counts_write=True)), top=Max("sequence")
+        )
+        run.writes, top = counted["writes"], counted["top"]
+    run.__dict__["_sequence_top"] = top or 0
+
+
+def writes_kept(run: ProcessRun) -> bool:
+    """Whether the run row's ``writes``, as the claim read it, is the ledger's count of writes.
+    On PostgreSQL every committed ledger row that counts a write commits with the run's
+    ``writes`` set in the same statement or transaction (``ledger_write``, a group's lease proof,
+    a migration batch's), save one: a group cut by a cancel (``records.step_writes.group_commit``)
+    writes its first row only, with the whole group's count — and a cancel request stays on the
+    run until an ending clears it, writing the delivery's count (or, with no delivery's lease,
+    the ledger's: ``engine.ending.run_end``). SQLite counts the ledger."""
+    return connections[router.db_for_read(ProcessRun)].vendor == "postgresql" and not (
+        run.cancel_requested
+    )
 
 
 def ledger_position_empty(run: ProcessRun) -> None:
@@ -82,7 +102,7 @@ def ledger_write(
     date (on PostgreSQL in the row's own INSERT statement); ``parks``: run columns that park the
     run in that proof too (``waits.source_park_riding``; the lease's only)."""
     row = ledger_row(run, planned, **fields)
-    # The ledger is the count's truth (ledger_position); this is the delivery's copy.
+    # The run row's ``writes`` moves with every counted row (ledger_position); this is the copy.
     writes = run.writes + 1 if row.counts_write else run.writes
     if lease is not None:
         if parks:
@@ -90,8 +110,11 @@ def ledger_write(
         lease.hold_writing(row, **{**(parks or {}), "writes": writes})
         if parks:
             run_let_go(run, lease, {**parks, "writes": writes})
-    else:
-        row.save(force_insert=True)
+    else:  # no delivery's lease (a runner built without one): the run's count commits with it
+        with transaction.atomic(savepoint=False):
+            row.save(force_insert=True)
+            if writes != run.writes:
+                ProcessRun.objects.filter(pk=run.pk).update(writes=writes)
     run.writes = writes
     return row
 

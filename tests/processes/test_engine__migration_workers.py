@@ -9,6 +9,7 @@ from processes.models import ProcessRun
 from records.models import Record
 from tests.processes.engine_support import deploy
 from tests.processes.test_engine__migration import _items
+from tests.processes.writes_support import assert_writes_counted
 from tests.workers import QCluster, postgres_workers, sweeping_until
 
 FIXTURE = (
@@ -66,11 +67,13 @@ def test_twelve_thousand_rows_survive_two_sigkills_and_a_rerun_writes_nothing(
             message=f"{kill_at} customers",
         )
         cluster.kill()
+        assert_writes_counted(run.pk)  # what the dead workers left: the next claim's count
     with cluster:
         _sweep_until_terminal(run.pk, timeout=900)
         run.refresh_from_db()
         assert (run.state, run.outstanding, run.reason) == ("committed", 0, None), run.reason
         assert run.slices == ROWS // 500
+        assert_writes_counted(run.pk)
         assert _customers() == ROWS
         assert (
             Record.reads.filter(record_type="migration_item", fields__status="sent").count() == ROWS

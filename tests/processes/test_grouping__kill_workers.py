@@ -26,6 +26,7 @@ from records.models import Record, WriteTrail
 from records.trail import Actor
 from tests.processes.engine_support import deploy
 from tests.processes.test_engine__migration import _items
+from tests.processes.writes_support import assert_writes_counted
 from tests.workers import QCluster, sweeping_until, wait_until
 
 pytestmark = [pytest.mark.workers, pytest.mark.django_db(transaction=True)]
@@ -112,6 +113,7 @@ def _killed_mid_run(run_id, progress: Callable[[], int], tmp_path) -> int:
     killed = time.monotonic()
     at_kill = _ledger_rows(run_id)
     assert ProcessRun.objects.get(pk=run_id).state not in TERMINAL, "the kill came too late"
+    assert_writes_counted(run_id)  # what the dead worker left: the next claim's count
     cluster.start(wait=False)  # what tells that it is up: the run ending
     try:
         sweeping_until(
@@ -121,6 +123,7 @@ def _killed_mid_run(run_id, progress: Callable[[], int], tmp_path) -> int:
         )
     finally:
         cluster.stop()
+    assert_writes_counted(run_id)
     print(
         f"\nkilled {killed - started:.1f}s after the start at {at_kill} ledger rows; a fresh"
         f" cluster ended the run {time.monotonic() - killed:.1f}s after the kill"

@@ -30,6 +30,7 @@ from records.trail import Actor
 from sources.scripting import sandbox_script_set
 from tests.processes.engine_support import deploy, invoke, pump
 from tests.processes.grouping_support import observed, wipe
+from tests.processes.writes_support import assert_writes_counted
 
 pytestmark = pytest.mark.django_db(transaction=True)  # grouping needs autocommit (no test atomic)
 
@@ -313,6 +314,7 @@ def _run_once(instance: Instance, group_max: int, alice) -> dict:
     _instance_set(instance, group_max)
     run = invoke(PID, {"seeds": seeds, "items": list(instance.items)}, alice)
     pump()
+    assert_writes_counted(run.pk)
     return observed(run, seeds["legacy_customer"] + seeds["customer"])
 
 
@@ -410,6 +412,7 @@ def _migrate_once(case: Migration, batch_rows: int, alice) -> dict:
     ]
     run = invoke(MIGRATION_PID, {}, alice)
     pump()
+    assert_writes_counted(run.pk)
     return observed(run, rows)
 
 
@@ -513,6 +516,7 @@ def _sweep_once(case: Sweep, group_max: int, alice) -> dict:
     body = {"legacy": str(legacy.pk), "customers": [str(pk) for pk in customers]}
     run = invoke(SWEEP_PID, body, alice)
     pump()
+    assert_writes_counted(run.pk)
     return observed(run, [str(legacy.pk)] + [str(pk) for pk in customers])
 
 
