@@ -81,7 +81,8 @@ def history_insert(runs: int, user_id: int) -> None:
         cursor.execute(
             f"INSERT INTO process_run_step ({', '.join(step_columns)}) SELECT {step_select} "
             "FROM process_run r, generate_series(1, %(ledger)s) s, process_run_step t "
-            "WHERE t.run_id = %(template)s AND r.run_id <> %(template)s",
+            "WHERE t.run_id = %(template)s AND r.run_id <> %(template)s "
+            "AND r.process_id LIKE 'bench:history-%%'",  # not the runs earlier benches left
             {"ledger": LEDGER_ROWS, "template": template.pk},
         )
     ProcessRunStep.objects.filter(run=template).delete()
