@@ -125,7 +125,6 @@ def run_invoker(run: ProcessRun) -> User:
     return run.invoked_by
 
 
-# Steps that leave a row of their own to close as the run ends (a task, an event wait).
 # A step that waits hands the walk back with the same kind of wait.
 _STEP_WAITS = {
     StepStatus.WAIT_WINDOW: WalkStatus.WAIT_WINDOW,
