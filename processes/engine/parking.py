@@ -3,7 +3,7 @@ retry, the delete window) or failing it at a step: what the runner does when a w
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.db.models import QuerySet
@@ -27,7 +27,7 @@ from processes.engine.ledger import (
 from processes.engine.plan import PlannedStep
 from processes.engine.rollback import rollback_continue
 from processes.engine.statuses import StepKind, WalkStatus
-from processes.engine.waits import source_deadline
+from processes.engine.waits import source_deadline, step_waiting_on, wait_deadline
 from processes.engine.wakeups import source_wake
 from processes.engine.walks import Walk
 from processes.events.models import EventWait, WaitState
@@ -97,7 +97,7 @@ class Parking:
         if self.lease is not None and not self.run.lease_owner:
             return  # the step's own statement parked it (``waits.source_park_riding``)
         now = timezone.now()
-        waiting_on = f"{row.row_key}/{planned.step_id}" if row.row_key else planned.step_id
+        waiting_on = step_waiting_on(row.row_key, planned.step_id)
         deadline = source_deadline(self.run, waiting_on, now)
         if now >= deadline:
             budget_ms = setting_get(SettingKey.PROCESSES_AWAIT_SOURCE_BUDGET_MS)
@@ -200,12 +200,8 @@ class Parking:
         """Park until the delete window frees, or stop committed naming the cap when it will not in time."""
         now = timezone.now()
         budget_ms = setting_get(SettingKey.PROCESSES_DELETE_WAIT_BUDGET_MS)
-        waiting_on = f"{row_key}/{planned.step_id}" if row_key else planned.step_id
-        deadline = (
-            self.run.wait_deadline
-            if self.run.waiting_step == waiting_on and self.run.wait_deadline
-            else (now + timedelta(milliseconds=budget_ms))
-        )
+        waiting_on = step_waiting_on(row_key, planned.step_id)
+        deadline = wait_deadline(self.run, waiting_on, now, budget_ms)
         if result.retry_at > deadline:
             ledger_skip_rest(
                 self.run, rest, row_key=row_key, slice_number=visit, visit=visit, lease=self.lease

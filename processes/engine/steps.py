@@ -37,7 +37,7 @@ from processes.engine.step_record import (
 )
 from processes.engine.task_step import task_of, task_step_resume, task_step_start
 from processes.engine.wait_step import wait_of, wait_step_resume, wait_step_start
-from processes.engine.waits import source_park_riding
+from processes.engine.waits import source_park_riding, step_waiting_on
 from processes.models import Disposition, SkipReason
 from processes.planning import plan_window_note
 from records.boundary import (
@@ -159,7 +159,7 @@ def _write_state(result: WriteResult) -> int | None:
 def _parks(scope: StepScope, planned: PlannedStep) -> dict | None:
     """The run columns that park the run on this awaiting step's verdict in the step's own
     statement (``waits.source_park_riding``); None: the walk's end parks it after."""
-    waiting_on = f"{scope.row_key}/{planned.step_id}" if scope.row_key else planned.step_id
+    waiting_on = step_waiting_on(scope.row_key, planned.step_id)
     return source_park_riding(scope.run, scope.lease, waiting_on)
 
 

@@ -69,12 +69,25 @@ def ledger_verdict(
     return LedgerVerdict(VerdictWait.FAILED, None, refusal)
 
 
-def source_deadline(run: ProcessRun, waiting_on: str, now: datetime) -> datetime:
-    """When the run stops waiting for the verdict of ``waiting_on`` (``row_key/step`` or the
-    step): the deadline it parked with before on that same step, else the wait budget from now."""
+def step_waiting_on(row_key: str, step_id: str) -> str:
+    """What a run waiting at a step (a verdict, a delete window) names as its ``waiting_step``:
+    ``row_key/step`` in a migration's row, else the step."""
+    return f"{row_key}/{step_id}" if row_key else step_id
+
+
+def wait_deadline(run: ProcessRun, waiting_on: str, now: datetime, budget_ms: int) -> datetime:
+    """When the run stops waiting at ``waiting_on`` (``step_waiting_on``): the deadline it parked
+    with before at that same step — a redelivery does not buy a new budget — else ``budget_ms``
+    from now."""
     if run.waiting_step == waiting_on and run.wait_deadline:
         return run.wait_deadline
-    return now + timedelta(milliseconds=setting_get(SettingKey.PROCESSES_AWAIT_SOURCE_BUDGET_MS))
+    return now + timedelta(milliseconds=budget_ms)
+
+
+def source_deadline(run: ProcessRun, waiting_on: str, now: datetime) -> datetime:
+    """``wait_deadline`` for a source's verdict (``processes.await_source_budget_ms``)."""
+    budget_ms = setting_get(SettingKey.PROCESSES_AWAIT_SOURCE_BUDGET_MS)
+    return wait_deadline(run, waiting_on, now, budget_ms)
 
 
 def source_park_riding(
