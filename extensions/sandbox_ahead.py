@@ -164,12 +164,10 @@ class AheadCalls:
             sent = [Ahead(key, budget) for _, key in requests]
             self._ahead.extend(sent)
             return sent
-        except (TypeError, ValueError):
-            return []
         except ChildExited:
             self._discard_child()
             return []
-        except SandboxError:
+        except (TypeError, ValueError, SandboxError):  # not JSON, no budget, modules not loaded
             return []
         finally:
             self._lock.release()

@@ -152,10 +152,8 @@ class _Checks:
         creates = [
             w.item.idempotency_key for row in rows for w in row if isinstance(w.item, CreateItem)
         ]
-        used = Record.reads.filter(idempotency_key__in=values_among(creates)) if creates else None
-        self.used = (
-            set(used.values_list("idempotency_key", flat=True)) if used is not None else set()
-        )
+        used = Record.reads.filter(idempotency_key__in=values_among(creates))
+        self.used = set(used.values_list("idempotency_key", flat=True)) if creates else set()
         self.seen: set[Any] = set()  # keys and records this batch already writes
         self.locked = _lock_targets(rows, self)
 

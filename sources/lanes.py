@@ -25,14 +25,12 @@ def lane_acquire(*, record_type: str, token: str, seconds: float) -> bool:
     row is made on first use: only a lane not taken looks whether it exists."""
     now = timezone.now()
     free = SourceLane.objects.filter(_free(now), record_type=record_type)
-    taken = free.update(holder=token, lease_until=now + timedelta(seconds=seconds), updated_at=now)
-    if taken:
+    held = {"holder": token, "lease_until": now + timedelta(seconds=seconds), "updated_at": now}
+    if free.update(**held):
         return True
     if not SourceLane.objects.get_or_create(record_type=record_type)[1]:
         return False  # it exists: held by another drain
-    return (
-        free.update(holder=token, lease_until=now + timedelta(seconds=seconds), updated_at=now) == 1
-    )
+    return free.update(**held) == 1
 
 
 def lane_renew(*, record_type: str, token: str, seconds: float) -> bool:
